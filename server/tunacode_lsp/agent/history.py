@@ -1,0 +1,345 @@
+"""Invariants of a stored history, as pure functions on tinyagent message dumps.
+
+A history is valid when:
+
+1. every assistant tool call has exactly one tool result, in the run of tool results
+   directly after its assistant message, and every tool result answers such a call;
+2. no assistant message is empty (no text, no thinking, no tool call), no two user
+   messages are adjacent, and only user/assistant/tool_result messages are stored;
+3. tool call ids are unique within the history.
+
+`clean_history` repairs any list of dumps into a valid history, changing as little as
+it can: unanswered calls get a synthetic "cancelled" result placed after their assistant
+message's other results; orphan results are dropped; adjacent user messages are merged;
+a duplicate call id is renamed ("call_0" -> "call_0~2") in the call and in its results.
+A valid history comes back equal to itself. Inputs are never mutated.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import deque
+from typing import Any
+
+import orjson
+
+Message = dict[str, Any]
+
+MESSAGE_ROLES = frozenset({"user", "assistant", "tool_result"})
+CANCELLED_TEXT = "cancelled: the request was stopped before this tool ran/finished"
+INTERRUPTED_MARK = "[INTERRUPTED]"
+UNNAMED_CALL_ID = "unnamed_call"
+LARGE_OUTPUT_CHARS = 1_000
+CHARS_PER_TOKEN = 4
+TOKENS_PER_MESSAGE = 4
+TOKENS_PER_IMAGE = 1_000
+
+
+# ---------------------------------------------------------------- reading dumps
+
+
+def _blocks(message: Message) -> list[Any]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _tool_calls(message: Message) -> list[dict[str, Any]]:
+    return [b for b in _blocks(message) if isinstance(b, dict) and b.get("type") == "tool_call"]
+
+
+def _content_list(message: Message) -> list[Any]:
+    """Content as a list of blocks; a bare string becomes one text block."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def _has_substance(block: object) -> bool:
+    if not isinstance(block, dict):
+        return False
+    kind = block.get("type")
+    if kind == "text":
+        return bool(block.get("text"))
+    if kind == "thinking":
+        return bool(block.get("thinking"))
+    return kind == "tool_call"
+
+
+def _is_empty_assistant(message: Message) -> bool:
+    return not any(_has_substance(block) for block in _blocks(message))
+
+
+def _call_id(call: dict[str, Any]) -> str | None:
+    call_id = call.get("id")
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+def _is_message(message: object) -> bool:
+    return isinstance(message, dict) and message.get("role") in MESSAGE_ROLES
+
+
+# ---------------------------------------------------------------- checking
+
+
+def violations(messages: list[Message]) -> list[str]:
+    """Every broken invariant, one line each naming the message index; [] when valid."""
+    found: list[str] = []
+    seen_ids: set[str] = set()
+    pending: dict[str, int] = {}  # call id -> index of its assistant message, current run only
+    previous_role: str | None = None
+
+    def close_run() -> None:
+        for call_id, index in pending.items():
+            found.append(f"messages[{index}]: tool call {call_id!r} has no tool result")
+        pending.clear()
+
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not _is_message(message):
+            role = message.get("role") if isinstance(message, dict) else None
+            kind = "system message stored" if role == "system" else f"not a message (role {role!r})"
+            found.append(f"{where}: {kind}")
+            continue
+        role = message["role"]
+        if role == "tool_result":
+            call_id = message.get("tool_call_id")
+            if isinstance(call_id, str) and call_id in pending:
+                del pending[call_id]
+            else:
+                found.append(f"{where}: tool result {call_id!r} answers no open tool call before it")
+            previous_role = role
+            continue
+        close_run()
+        if role == "user":
+            if previous_role == "user":
+                found.append(f"{where}: user message follows a user message")
+        else:
+            if any(block is None for block in _blocks(message)):
+                found.append(f"{where}: null content block")
+            if _is_empty_assistant(message):
+                found.append(f"{where}: empty assistant message")
+            for call in _tool_calls(message):
+                call_id = _call_id(call)
+                if call_id is None:
+                    found.append(f"{where}: tool call without an id")
+                    continue
+                if call_id in seen_ids:
+                    found.append(f"{where}: duplicate tool call id {call_id!r}")
+                seen_ids.add(call_id)
+                pending[call_id] = index
+        previous_role = role
+    close_run()
+    return found
+
+
+def unanswered_tool_calls(messages: list[Message]) -> list[dict[str, Any]]:
+    """Tool call blocks (copies) with no tool result in the run after their assistant message."""
+    unanswered: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for message in messages:
+        if not _is_message(message):
+            continue
+        if message["role"] == "tool_result":
+            answered = message.get("tool_call_id")
+            for position, call in enumerate(pending):
+                if _call_id(call) is not None and _call_id(call) == answered:
+                    del pending[position]
+                    break
+            continue
+        unanswered.extend(pending)
+        pending = []
+        if message["role"] == "assistant":
+            pending = [copy.deepcopy(call) for call in _tool_calls(message)]
+    unanswered.extend(pending)
+    return unanswered
+
+
+# ---------------------------------------------------------------- repairing
+
+
+def cancelled_results_for(calls: list[dict[str, Any]]) -> list[Message]:
+    """Synthetic error results that close `calls` after a stop."""
+    return [
+        {
+            "role": "tool_result",
+            "tool_call_id": call.get("id"),
+            "tool_name": call.get("name") or "",
+            "content": [{"type": "text", "text": CANCELLED_TEXT}],
+            "details": {"cancelled": True},
+            "is_error": True,
+        }
+        for call in calls
+    ]
+
+
+def mark_interrupted(message: Message) -> Message:
+    """A copy of a partial assistant message whose text ends with "\\n\\n[INTERRUPTED]".
+
+    Idempotent. With no text block, a text block "[INTERRUPTED]" is added.
+    """
+    marked = copy.deepcopy(message)
+    blocks = [block for block in _blocks(marked) if block is not None]
+    texts = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    last = texts[-1] if texts else None
+    if last is None:
+        blocks.append({"type": "text", "text": INTERRUPTED_MARK})
+    else:
+        text = last.get("text") or ""
+        if not text.endswith(INTERRUPTED_MARK):
+            last["text"] = f"{text}\n\n{INTERRUPTED_MARK}" if text else INTERRUPTED_MARK
+    marked["content"] = blocks
+    marked.setdefault("stop_reason", "aborted")
+    return marked
+
+
+def clean_history(messages: list[Message]) -> list[Message]:
+    """A valid history with everything valid of `messages`, in order (see module doc)."""
+    taken_ids = {
+        call_id
+        for message in messages
+        if isinstance(message, dict) and message.get("role") == "assistant"
+        for call in _tool_calls(message)
+        if (call_id := _call_id(call)) is not None
+    }
+    used_ids: set[str] = set()
+    cleaned: list[Message] = []
+    # The open run: original id -> final ids still waiting, and their call blocks.
+    waiting: dict[str, deque[str]] = {}
+    open_calls: dict[str, dict[str, Any]] = {}
+
+    def close_run() -> None:
+        cleaned.extend(cancelled_results_for(list(open_calls.values())))
+        waiting.clear()
+        open_calls.clear()
+
+    def unique_id(wanted: str | None) -> str:
+        if wanted is not None and wanted not in used_ids:
+            return wanted
+        base = wanted or UNNAMED_CALL_ID
+        if base not in used_ids and base not in taken_ids:
+            return base
+        n = 2
+        while f"{base}~{n}" in used_ids or f"{base}~{n}" in taken_ids:
+            n += 1
+        return f"{base}~{n}"
+
+    for message in messages:
+        if not _is_message(message):
+            continue
+        role = message["role"]
+        if role == "tool_result":
+            original = message.get("tool_call_id")
+            queue = waiting.get(original) if isinstance(original, str) else None
+            if not queue:
+                continue  # orphan: answers no open call
+            final_id = queue.popleft()
+            open_calls.pop(final_id)
+            result = copy.deepcopy(message)
+            result["tool_call_id"] = final_id
+            cleaned.append(result)
+            continue
+        close_run()
+        if role == "user":
+            if cleaned and cleaned[-1]["role"] == "user":
+                merged = cleaned[-1]
+                merged["content"] = _content_list(merged) + copy.deepcopy(_content_list(message))
+            else:
+                cleaned.append(copy.deepcopy(message))
+            continue
+        if _is_empty_assistant(message):
+            continue
+        assistant = copy.deepcopy(message)
+        if any(block is None for block in _blocks(assistant)):
+            assistant["content"] = [b for b in _blocks(assistant) if b is not None]
+        for call in _tool_calls(assistant):
+            original = _call_id(call)
+            final_id = unique_id(original)
+            used_ids.add(final_id)
+            if final_id != call.get("id"):
+                call["id"] = final_id
+            if original is not None:
+                waiting.setdefault(original, deque()).append(final_id)
+            open_calls[final_id] = call
+        cleaned.append(assistant)
+    close_run()
+    return cleaned
+
+
+# ---------------------------------------------------------------- budget
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    """A rough token count: characters / 4, plus a little per message and per image."""
+    return sum(_message_tokens(message) for message in messages)
+
+
+def prune_tool_outputs(
+    messages: list[Message],
+    *,
+    token_budget: int,
+    keep_recent: int = 3,
+    large_output_chars: int = LARGE_OUTPUT_CHARS,
+) -> list[Message]:
+    """A new list for the model, with old large tool outputs replaced by a short marker.
+
+    Only when `estimate_tokens` exceeds `token_budget`: the oldest tool results first,
+    never the `keep_recent` most recent ones, only outputs of at least
+    `large_output_chars` characters, until the estimate fits. The input is not mutated.
+    """
+    pruned = list(messages)
+    total = estimate_tokens(pruned)
+    if total <= token_budget:
+        return pruned
+    result_positions = [
+        i for i, m in enumerate(pruned) if isinstance(m, dict) and m.get("role") == "tool_result"
+    ]
+    older = result_positions[: max(0, len(result_positions) - max(0, keep_recent))]
+    for position in older:
+        if total <= token_budget:
+            break
+        result = pruned[position]
+        chars = sum(len(b.get("text") or "") for b in _blocks(result) if _is_text(b))
+        if chars < large_output_chars:
+            continue
+        replacement = {
+            **result,
+            "content": [
+                {"type": "text", "text": f"[output pruned: {chars} chars; re-run the tool if needed]"}
+            ],
+        }
+        total += _message_tokens(replacement) - _message_tokens(result)
+        pruned[position] = replacement
+    return pruned
+
+
+def _is_text(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text"
+
+
+def _message_tokens(message: object) -> int:
+    if not isinstance(message, dict):
+        return 0
+    chars = 0
+    images = 0
+    for block in _blocks(message):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            chars += len(block.get("text") or "")
+        elif kind == "thinking":
+            chars += len(block.get("thinking") or "")
+        elif kind == "tool_call":
+            chars += len(block.get("name") or "") + len(_json_text(block.get("arguments")))
+        elif kind == "image":
+            images += 1
+    return TOKENS_PER_MESSAGE + images * TOKENS_PER_IMAGE + math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _json_text(value: object) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return str(value)

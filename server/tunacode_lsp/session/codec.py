@@ -1,0 +1,126 @@
+"""Message dumps <-> tinyagent messages <-> bytes.
+
+A stored message is tinyagent's own dump, `msg.model_dump(exclude_none=True)`, encoded
+with orjson. Loading validates the dump against tinyagent's pydantic model for its role.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+from tinyagent.agent_types import AssistantMessage, ToolResultMessage, UserMessage
+
+from .errors import MessageFormatError
+
+MessageModel = UserMessage | AssistantMessage | ToolResultMessage
+
+MODEL_BY_ROLE: dict[str, type[MessageModel]] = {
+    "user": UserMessage,
+    "assistant": AssistantMessage,
+    "tool_result": ToolResultMessage,
+}
+
+
+BLOCK_TYPES_BY_ROLE: dict[str, tuple[str, ...]] = {
+    "user": ("text", "image"),
+    "assistant": ("text", "thinking", "tool_call"),
+    "tool_result": ("text", "image"),
+}
+
+
+MEMBER_BY_BLOCK_TYPE = {
+    "text": "TextContent",
+    "image": "ImageContent",
+    "thinking": "ThinkingContent",
+    "tool_call": "ToolCallContent",
+}
+
+
+def load_message(dump: object) -> MessageModel:
+    """Validate a dump into the tinyagent message of its role, or raise MessageFormatError."""
+    if not isinstance(dump, dict):
+        raise MessageFormatError(f"expected an object, got {type(dump).__name__}")
+    role = dump.get("role")
+    model = MODEL_BY_ROLE.get(role) if isinstance(role, str) else None
+    if model is None:
+        known = ", ".join(MODEL_BY_ROLE)
+        raise MessageFormatError(f"unknown role {role!r} (expected one of {known})", where="role")
+    _check_block_types(dump, role)
+    try:
+        return model.model_validate(dump)
+    except ValidationError as exc:
+        where, reason = _describe(exc, dump)
+        raise MessageFormatError(reason, where=where) from None
+
+
+def dump_message(message: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """The stored form of a message: tinyagent's dump. A dict is validated and copied."""
+    if isinstance(message, dict):
+        load_message(message)
+        return decode(encode(message))
+    if not isinstance(message, (UserMessage, AssistantMessage, ToolResultMessage)):
+        raise MessageFormatError(f"not a tinyagent message: {type(message).__name__}")
+    return message.model_dump(exclude_none=True)
+
+
+def encode(dump: dict[str, Any]) -> bytes:
+    """JSON bytes of a dump; a value JSON cannot hold raises MessageFormatError."""
+    try:
+        return orjson.dumps(dump)
+    except orjson.JSONEncodeError as exc:
+        raise MessageFormatError(f"not JSON-serialisable: {exc}") from None
+
+
+def decode(data: bytes | str) -> Any:
+    """Parse JSON bytes; bad JSON raises MessageFormatError."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise MessageFormatError(f"bad JSON: {exc}") from None
+
+
+def _check_block_types(dump: dict[str, Any], role: str) -> None:
+    content = dump.get("content")
+    if not isinstance(content, list):
+        return  # pydantic names the problem
+    allowed = BLOCK_TYPES_BY_ROLE[role]
+    for index, block in enumerate(content):
+        if block is None and role == "assistant":
+            continue
+        kind = block.get("type", "text") if isinstance(block, dict) else None
+        if kind not in allowed:
+            got = repr(kind) if isinstance(block, dict) else type(block).__name__
+            raise MessageFormatError(
+                f"{got} blocks are not allowed in {role} messages (expected {', '.join(allowed)})",
+                where=f"content[{index}]" + (".type" if isinstance(block, dict) else ""),
+            )
+
+
+def _is_selected_member(loc: tuple[Any, ...], dump: dict[str, Any]) -> bool:
+    if len(loc) < 3 or loc[0] != "content" or not isinstance(loc[1], int):
+        return True
+    member = loc[2]
+    if not isinstance(member, str) or not member[:1].isupper():
+        return True
+    block = dump["content"][loc[1]]
+    kind = block.get("type", "text") if isinstance(block, dict) else None
+    return member == MEMBER_BY_BLOCK_TYPE.get(kind)
+
+
+def _describe(exc: ValidationError, dump: dict[str, Any]) -> tuple[str, str]:
+    """The first error's path (list indexes in brackets, union member names left out) and message.
+
+    For a content block, only errors of the union member its "type" selects count.
+    """
+    errors = exc.errors()
+    relevant = [error for error in errors if _is_selected_member(error["loc"], dump)]
+    first = (relevant or errors)[0]
+    where = ""
+    for part in first["loc"]:
+        if isinstance(part, int):
+            where += f"[{part}]"
+        elif not part[:1].isupper():  # "TextContent" etc.: pydantic's union member tags
+            where += f".{part}" if where else part
+    return where, first["msg"]

@@ -1,0 +1,30 @@
+"""Where the session database lives, and the stable id of a project folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+DB_FILENAME = "sessions.sqlite3"
+APP_DIRNAME = "tunacode-lsp"
+
+
+def default_store_path(env: Mapping[str, str] = os.environ) -> Path:
+    """`$TUNACODE_HOME/sessions.sqlite3`, else `$XDG_DATA_HOME/tunacode-lsp/...`, else ~/.local/share."""
+    home = env.get("TUNACODE_HOME")
+    if home:
+        return Path(home).expanduser() / DB_FILENAME
+    data_home = env.get("XDG_DATA_HOME")
+    if data_home:
+        return Path(data_home).expanduser() / APP_DIRNAME / DB_FILENAME
+    user_home = env.get("HOME")
+    base = Path(user_home) if user_home else Path.home()
+    return base / ".local" / "share" / APP_DIRNAME / DB_FILENAME
+
+
+def project_id_for(cwd: str | Path) -> str:
+    """First 16 hex digits of sha256 of the resolved folder path."""
+    resolved = str(Path(cwd).expanduser().resolve())
+    return hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:16]
