@@ -1,0 +1,55 @@
+// Builds the extension bundle (node, CommonJS, `vscode` external), the webview bundle
+// (browser IIFE), and for unit tests the pure state module as ESM.
+import * as esbuild from "esbuild";
+
+const args = new Set(process.argv.slice(2));
+const production = args.has("--production");
+const watch = args.has("--watch");
+const testOnly = args.has("--test-only");
+
+const common = {
+  bundle: true,
+  sourcemap: production ? false : "linked",
+  minify: production,
+  logLevel: "info",
+  target: "es2022",
+};
+
+const builds = [];
+if (!testOnly) {
+  builds.push(
+    {
+      ...common,
+      entryPoints: ["src/extension.ts"],
+      outfile: "dist/extension.js",
+      platform: "node",
+      format: "cjs",
+      external: ["vscode"],
+    },
+    {
+      ...common,
+      entryPoints: ["src/webview/main.ts"],
+      outfile: "dist/webview.js",
+      platform: "browser",
+      format: "iife",
+    },
+  );
+}
+builds.push({
+  ...common,
+  sourcemap: false,
+  minify: false,
+  logLevel: "warning",
+  entryPoints: { state: "src/webview/state.ts", serverCommand: "src/serverCommand.ts" },
+  outdir: "out/test",
+  outExtension: { ".js": ".mjs" },
+  platform: "node",
+  format: "esm",
+});
+
+if (watch) {
+  const contexts = await Promise.all(builds.map((b) => esbuild.context(b)));
+  await Promise.all(contexts.map((c) => c.watch()));
+} else {
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+}

@@ -1,0 +1,204 @@
+/**
+ * The conversation as the extension host sees it: the current session, the one running
+ * request, and the commands that act on them (ask, stop, new, resume, delete). It talks to
+ * the server and tells the panel what happened as reducer actions.
+ */
+
+import { randomUUID } from "node:crypto";
+import * as vscode from "vscode";
+import { ResponseError } from "vscode-languageclient/node";
+import {
+  Commands,
+  type RequestResult,
+  type Session,
+  type SessionGetResult,
+  type TunaEvent,
+} from "./protocol";
+import { type TunaServer, errorMessage } from "./server";
+import type { Action } from "./webview/state";
+
+interface ActiveRequest {
+  sessionId?: string;
+  requestId?: string;
+  cancel: vscode.CancellationTokenSource;
+  progress?: vscode.Disposable;
+}
+
+export interface ConversationView {
+  dispatch(action: Action): void;
+}
+
+export class Conversation implements vscode.Disposable {
+  private sessionId: string | undefined;
+  private active: ActiveRequest | undefined;
+  private readonly runningEmitter = new vscode.EventEmitter<{ running: boolean; message?: string }>();
+  private readonly subscriptions: vscode.Disposable[] = [];
+
+  /** Fires when a request starts or ends, and with progress messages while it runs. */
+  readonly onRunning = this.runningEmitter.event;
+
+  constructor(
+    private readonly server: TunaServer,
+    private readonly view: ConversationView,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.subscriptions.push(server.onEvent((event) => this.onEvent(event)));
+  }
+
+  get currentSessionId(): string | undefined {
+    return this.sessionId;
+  }
+
+  get isRunning(): boolean {
+    return this.active !== undefined;
+  }
+
+  async ask(prompt: string): Promise<void> {
+    const text = prompt.trim();
+    if (!text) return;
+    if (this.active) {
+      void vscode.window.showInformationMessage("TunaCode is still working on the last request: wait, or Stop it.");
+      return;
+    }
+    const active: ActiveRequest = { sessionId: this.sessionId, cancel: new vscode.CancellationTokenSource() };
+    this.active = active;
+    this.view.dispatch({ type: "prompt_sent", prompt: text });
+    this.runningEmitter.fire({ running: true, message: firstLine(text) });
+    const workDoneToken = `tunacode-${randomUUID()}`;
+    try {
+      active.progress = await this.server.onProgress(workDoneToken, (value) => {
+        if (value.kind !== "end" && value.message) this.runningEmitter.fire({ running: true, message: value.message });
+      });
+      const params = this.sessionId ? { prompt: text, sessionId: this.sessionId } : { prompt: text };
+      const result = await this.server.executeCommand<RequestResult>(Commands.request, params, {
+        token: active.cancel.token,
+        workDoneToken,
+      });
+      this.sessionId = result.sessionId;
+      this.view.dispatch({ type: "request_done", result });
+      if (result.stopReason === "error" && result.error) this.log.warn(`Request ended with an error: ${result.error.message}`);
+    } catch (err) {
+      const code = err instanceof ResponseError ? err.code : undefined;
+      this.log.error(`tunacode.request failed: ${errorMessage(err)}${code !== undefined ? ` (code ${code})` : ""}`);
+      this.view.dispatch({ type: "request_failed", message: errorMessage(err), code });
+    } finally {
+      active.progress?.dispose();
+      active.cancel.dispose();
+      if (this.active === active) this.active = undefined;
+      this.runningEmitter.fire({ running: false });
+    }
+  }
+
+  /** Stops the running request: `tunacode.abort` by request id, else `$/cancelRequest`. */
+  async stop(): Promise<void> {
+    const active = this.active;
+    if (!active) return;
+    this.view.dispatch({ type: "stop_requested" });
+    const target = active.requestId
+      ? { requestId: active.requestId }
+      : active.sessionId
+        ? { sessionId: active.sessionId }
+        : undefined;
+    if (!target) {
+      active.cancel.cancel();
+      return;
+    }
+    try {
+      const result = await this.server.executeCommand<{ aborted: number }>(Commands.abort, target);
+      this.log.info(`tunacode.abort ${JSON.stringify(target)}: aborted ${result.aborted}`);
+      if (result.aborted === 0 && this.active === active) active.cancel.cancel();
+    } catch (err) {
+      this.log.warn(`tunacode.abort failed (${errorMessage(err)}); cancelling the request instead`);
+      active.cancel.cancel();
+    }
+  }
+
+  newSession(): void {
+    if (this.active) {
+      void vscode.window.showInformationMessage("Stop the running request before starting a new session.");
+      return;
+    }
+    this.sessionId = undefined;
+    this.view.dispatch({ type: "session_cleared" });
+  }
+
+  async listSessions(): Promise<Session[]> {
+    try {
+      const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+      const result = await this.server.executeCommand<{ sessions: Session[] }>(Commands.sessionList, cwd ? { cwd } : {});
+      this.view.dispatch({ type: "sessions", sessions: result.sessions });
+      return result.sessions;
+    } catch (err) {
+      this.log.error(`tunacode.session.list failed: ${errorMessage(err)}`);
+      this.view.dispatch({ type: "sessions", sessions: [] });
+      this.view.dispatch({
+        type: "server_state",
+        state: this.server.status.state,
+        message: `Could not list sessions: ${errorMessage(err)}`,
+        action: "showLogs",
+      });
+      return [];
+    }
+  }
+
+  async resume(sessionId: string): Promise<void> {
+    if (this.active) {
+      void vscode.window.showInformationMessage("Stop the running request before switching sessions.");
+      return;
+    }
+    try {
+      const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId });
+      this.sessionId = result.session.sessionId;
+      this.view.dispatch({ type: "session_loaded", session: result.session, messages: result.messages });
+    } catch (err) {
+      this.log.error(`tunacode.session.get failed: ${errorMessage(err)}`);
+      void vscode.window.showErrorMessage(`TunaCode: could not open the session: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Reloads the current session's history (after the panel was rebuilt). */
+  async reload(): Promise<void> {
+    if (this.sessionId && !this.active) await this.resume(this.sessionId);
+  }
+
+  async delete(sessionId: string): Promise<void> {
+    const choice = await vscode.window.showWarningMessage(
+      "Delete this TunaCode session and its history?",
+      { modal: true },
+      "Delete",
+    );
+    if (choice !== "Delete") return;
+    try {
+      await this.server.executeCommand<{ deleted: boolean }>(Commands.sessionDelete, { sessionId });
+      if (this.sessionId === sessionId) this.sessionId = undefined;
+      this.view.dispatch({ type: "session_deleted", sessionId });
+      await this.listSessions();
+    } catch (err) {
+      this.log.error(`tunacode.session.delete failed: ${errorMessage(err)}`);
+      void vscode.window.showErrorMessage(`TunaCode: could not delete the session: ${errorMessage(err)}`);
+    }
+  }
+
+  dispose(): void {
+    this.active?.cancel.cancel();
+    for (const s of this.subscriptions) s.dispose();
+    this.runningEmitter.dispose();
+  }
+
+  private onEvent(event: TunaEvent): void {
+    const active = this.active;
+    if (active && (active.requestId === undefined || active.requestId === event.requestId)) {
+      if (active.sessionId === undefined || active.sessionId === event.sessionId) {
+        active.requestId = event.requestId;
+        active.sessionId = event.sessionId;
+        this.sessionId = event.sessionId;
+      }
+    }
+    this.view.dispatch({ type: "event", event });
+  }
+}
+
+function firstLine(text: string): string {
+  const line = text.split("\n", 1)[0];
+  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}

@@ -1,0 +1,129 @@
+/**
+ * The TunaCode wire contract (docs/protocol.md) as TypeScript types: command params and
+ * results, and the `tunacode/event` notification. Shared by the extension host and the
+ * webview; no runtime code besides the names.
+ */
+
+export const EVENT_NOTIFICATION = "tunacode/event";
+
+export const Commands = {
+  request: "tunacode.request",
+  abort: "tunacode.abort",
+  sessionNew: "tunacode.session.new",
+  sessionList: "tunacode.session.list",
+  sessionGet: "tunacode.session.get",
+  sessionDelete: "tunacode.session.delete",
+  modelsList: "tunacode.models.list",
+  status: "tunacode.status",
+} as const;
+
+/** JSON-RPC error codes the server uses for requests that never start. */
+export const ErrorCodes = {
+  invalidParams: -32602,
+  unknownSession: -32001,
+  sessionBusy: -32002,
+  modelNotUsable: -32003,
+  requestCancelled: -32800,
+} as const;
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  totalTokens: number;
+  cost: number;
+}
+
+export type StopReason = "end_turn" | "cancelled" | "max_turns" | "timeout" | "error";
+
+export type ToolStatus = "pending" | "in_progress" | "completed" | "failed" | "cancelled";
+
+export interface Session {
+  sessionId: string;
+  title: string;
+  cwd: string;
+  projectId?: string;
+  model?: string;
+  createdAt: string;
+  modifiedAt: string;
+  messageCount: number;
+  usage?: Partial<Usage>;
+  busy?: boolean;
+}
+
+export interface RequestParams {
+  prompt: string;
+  sessionId?: string;
+  model?: string;
+  maxTurns?: number;
+}
+
+export interface RequestResult {
+  sessionId: string;
+  requestId: string;
+  stopReason: StopReason;
+  text: string;
+  usage?: Partial<Usage>;
+  turns?: number;
+  toolCalls?: { toolCallId: string; name: string; status: ToolStatus; durationMs?: number }[];
+  error?: { message: string };
+}
+
+export interface SessionGetResult {
+  session: Session;
+  messages: StoredMessage[];
+}
+
+/** A message in tinyagent's own dump, as `tunacode.session.get` returns it. */
+export type StoredMessage =
+  | { role: "user"; content: StoredBlock[]; timestamp?: number }
+  | {
+      role: "assistant";
+      content: (StoredBlock | null)[];
+      stop_reason?: string;
+      error_message?: string;
+      usage?: Record<string, unknown>;
+      timestamp?: number;
+    }
+  | {
+      role: "tool_result";
+      tool_call_id?: string;
+      tool_name?: string;
+      content: StoredBlock[];
+      is_error?: boolean;
+      timestamp?: number;
+    };
+
+export type StoredBlock =
+  | { type: "text"; text?: string }
+  | { type: "thinking"; thinking?: string }
+  | { type: "tool_call"; id?: string; name?: string; arguments?: Record<string, unknown> }
+  | { type: "image"; url?: string; mime_type?: string };
+
+interface EventBase {
+  sessionId: string;
+  requestId: string;
+  seq: number;
+}
+
+export type TunaEvent = EventBase &
+  (
+    | { type: "request_start"; prompt: string; model?: string }
+    | { type: "text_delta"; text: string }
+    | { type: "thinking_delta"; text: string }
+    | { type: "tool_call"; toolCallId: string; name: string; args?: Record<string, unknown>; status: "pending" }
+    | {
+        type: "tool_call_update";
+        toolCallId: string;
+        name: string;
+        status: ToolStatus;
+        result?: unknown;
+        durationMs?: number;
+      }
+    | { type: "turn_end"; turn: number; usage?: Partial<Usage> }
+    | { type: "notice"; message: string }
+    | { type: "request_end"; stopReason: StopReason; usage?: Partial<Usage>; error?: { message: string } }
+  );
+
+export type TunaEventType = TunaEvent["type"];

@@ -1,0 +1,678 @@
+/**
+ * The side panel's view state and the pure reducer that builds it from `tunacode/event`s,
+ * request results, and replayed session histories. No DOM and no `vscode` import, so node's
+ * test runner exercises it directly.
+ *
+ * Updates are immutable: a turn or item that did not change keeps its identity, which is
+ * what the renderer uses to skip work.
+ */
+
+import type {
+  RequestResult,
+  Session,
+  StopReason,
+  StoredMessage,
+  ToolStatus,
+  TunaEvent,
+  Usage,
+} from "../protocol";
+
+export interface TextItem {
+  kind: "text";
+  key: string;
+  text: string;
+}
+export interface ThinkingItem {
+  kind: "thinking";
+  key: string;
+  text: string;
+}
+export interface ToolItem {
+  kind: "tool";
+  key: string;
+  toolCallId: string;
+  name: string;
+  args: Record<string, unknown>;
+  status: ToolStatus;
+  result?: string;
+  durationMs?: number;
+}
+export interface NoticeItem {
+  kind: "notice";
+  key: string;
+  message: string;
+}
+export type Item = TextItem | ThinkingItem | ToolItem | NoticeItem;
+
+/** `sending`: asked, no event yet; `failed`: the request never started (JSON-RPC error). */
+export type TurnStatus = "sending" | "running" | "stopping" | StopReason | "failed";
+
+export interface TurnError {
+  message: string;
+  hint?: string;
+}
+
+export interface Turn {
+  key: string;
+  requestId?: string;
+  prompt: string;
+  items: Item[];
+  status: TurnStatus;
+  error?: TurnError;
+  /** Usage of this request: the sum of its turns so far, then request_end's total. */
+  usage: Usage;
+  replayed: boolean;
+  /** Events lost for good (a seq gap that never filled). */
+  missedEvents: number;
+  /** The seq expected next, and events that came early, waiting for the gap to fill. */
+  nextSeq: number;
+  early: TunaEvent[];
+  ended: boolean;
+}
+
+export type ServerState = "starting" | "running" | "stopped" | "failed";
+
+export interface Banner {
+  kind: "error" | "info";
+  message: string;
+  action?: BannerAction;
+}
+export type BannerAction = "openSettings" | "showLogs" | "restart";
+
+export interface ViewState {
+  sessionId?: string;
+  title?: string;
+  model?: string;
+  /** Usage the server had recorded for the session when it was loaded. */
+  baseUsage: Usage;
+  turns: Turn[];
+  sessions: Session[];
+  sessionsLoaded: boolean;
+  server: ServerState;
+  banner?: Banner;
+  nextKey: number;
+}
+
+export type Action =
+  | { type: "prompt_sent"; prompt: string }
+  | { type: "event"; event: TunaEvent }
+  | { type: "request_done"; result: RequestResult }
+  | { type: "request_failed"; message: string; code?: number }
+  | { type: "stop_requested" }
+  | { type: "session_loaded"; session: Session; messages: StoredMessage[] }
+  | { type: "session_cleared" }
+  | { type: "sessions"; sessions: Session[] }
+  | { type: "session_deleted"; sessionId: string }
+  | { type: "server_state"; state: ServerState; message?: string; action?: BannerAction }
+  | { type: "model"; model?: string }
+  | { type: "dismiss_banner" };
+
+/** Early events kept while waiting for a gap to fill; past this the gap counts as lost. */
+export const MAX_EARLY_EVENTS = 64;
+
+export const ZERO_USAGE: Usage = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  totalTokens: 0,
+  cost: 0,
+});
+
+export function initialState(): ViewState {
+  return {
+    baseUsage: ZERO_USAGE,
+    turns: [],
+    sessions: [],
+    sessionsLoaded: false,
+    server: "starting",
+    nextKey: 1,
+  };
+}
+
+// ------------------------------------------------------------------ selectors
+
+const FINAL_TOOL_STATUSES: ReadonlySet<ToolStatus> = new Set(["completed", "failed", "cancelled"]);
+const OPEN_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["sending", "running", "stopping"]);
+
+export function isTurnOpen(turn: Turn): boolean {
+  return OPEN_TURN_STATUSES.has(turn.status);
+}
+
+export function activeTurn(state: ViewState): Turn | undefined {
+  for (let i = state.turns.length - 1; i >= 0; i--) {
+    if (isTurnOpen(state.turns[i])) return state.turns[i];
+  }
+  return undefined;
+}
+
+export function isRunning(state: ViewState): boolean {
+  return activeTurn(state) !== undefined;
+}
+
+/** The session's usage: what the server had recorded, plus the requests made since. */
+export function sessionUsage(state: ViewState): Usage {
+  return state.turns
+    .filter((turn) => !turn.replayed)
+    .reduce((sum, turn) => addUsage(sum, turn.usage), state.baseUsage);
+}
+
+export function addUsage(a: Usage, b: Partial<Usage> | undefined): Usage {
+  if (!b) return a;
+  return {
+    inputTokens: a.inputTokens + num(b.inputTokens),
+    outputTokens: a.outputTokens + num(b.outputTokens),
+    cacheReadTokens: a.cacheReadTokens + num(b.cacheReadTokens),
+    cacheWriteTokens: a.cacheWriteTokens + num(b.cacheWriteTokens),
+    totalTokens: a.totalTokens + num(b.totalTokens),
+    cost: a.cost + num(b.cost),
+  };
+}
+
+export function toUsage(u: Partial<Usage> | undefined): Usage {
+  return addUsage(ZERO_USAGE, u);
+}
+
+function num(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
+}
+
+/** A one-line summary of a tool call's arguments for its card. */
+export function summarizeArgs(name: string, args: Record<string, unknown>, max = 80): string {
+  const preferred = ["filepath", "command", "pattern", "path", "glob"];
+  const key = preferred.find((k) => typeof args[k] === "string" && args[k] !== "");
+  let summary: string;
+  if (key) {
+    summary = String(args[key]);
+    if (name === "grep" && typeof args.path === "string" && key === "pattern") summary += ` in ${args.path}`;
+  } else {
+    const entries = Object.entries(args);
+    summary = entries.length === 0 ? "" : entries.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+  }
+  summary = summary.replace(/\s+/g, " ").trim();
+  return summary.length > max ? `${summary.slice(0, max - 1)}…` : summary;
+}
+
+/** What a person can do about a request that failed to start, by JSON-RPC error code. */
+export function hintForError(code: number | undefined, message: string): string | undefined {
+  switch (code) {
+    case -32003:
+      return "Set a usable model: `tunacode.model` (e.g. openai:gpt-4.1), `tunacode.baseUrl` for openai-compatible, and the provider's API key in the server's environment.";
+    case -32002:
+      return "This session is busy with another request: wait for it, or press Stop.";
+    case -32001:
+      return "The session no longer exists: start a new session.";
+    case -32602:
+      return "The server refused the request's parameters; see Show Logs.";
+    default:
+      if (/not running|connection|disposed|stopped/i.test(message)) {
+        return "The TunaCode server is not running: use Restart Server, or Show Logs to see why.";
+      }
+      return undefined;
+  }
+}
+
+// ------------------------------------------------------------------ reducer
+
+export function reduce(state: ViewState, action: Action): ViewState {
+  switch (action.type) {
+    case "prompt_sent":
+      return pushTurn(state, action.prompt);
+    case "event":
+      return onEvent(state, action.event);
+    case "request_done":
+      return onRequestDone(state, action.result);
+    case "request_failed":
+      return onRequestFailed(state, action.message, action.code);
+    case "stop_requested": {
+      const idx = indexOfActiveTurn(state);
+      if (idx < 0) return state;
+      return replaceTurn(state, idx, { ...state.turns[idx], status: "stopping" });
+    }
+    case "session_loaded":
+      return loadSession(state, action.session, action.messages);
+    case "session_cleared":
+      return {
+        ...state,
+        sessionId: undefined,
+        title: undefined,
+        baseUsage: ZERO_USAGE,
+        turns: [],
+        banner: undefined,
+      };
+    case "sessions":
+      return { ...state, sessions: action.sessions, sessionsLoaded: true };
+    case "session_deleted": {
+      const sessions = state.sessions.filter((s) => s.sessionId !== action.sessionId);
+      const next = { ...state, sessions };
+      return state.sessionId === action.sessionId ? reduce(next, { type: "session_cleared" }) : next;
+    }
+    case "server_state": {
+      const banner: Banner | undefined =
+        action.message !== undefined
+          ? { kind: action.state === "failed" || action.state === "stopped" ? "error" : "info", message: action.message, action: action.action }
+          : action.state === "running"
+            ? undefined
+            : state.banner;
+      return { ...state, server: action.state, banner };
+    }
+    case "model":
+      return { ...state, model: action.model || undefined };
+    case "dismiss_banner":
+      return { ...state, banner: undefined };
+  }
+}
+
+/** Feeds many actions; handy for tests and for replaying a log. */
+export function reduceAll(state: ViewState, actions: Iterable<Action>): ViewState {
+  let s = state;
+  for (const a of actions) s = reduce(s, a);
+  return s;
+}
+
+function newTurn(key: string, prompt: string, replayed: boolean): Turn {
+  return {
+    key,
+    prompt,
+    items: [],
+    status: replayed ? "end_turn" : "sending",
+    usage: ZERO_USAGE,
+    replayed,
+    missedEvents: 0,
+    nextSeq: 1,
+    early: [],
+    ended: replayed,
+  };
+}
+
+function pushTurn(state: ViewState, prompt: string, requestId?: string): ViewState {
+  const turn = { ...newTurn(`t${state.nextKey}`, prompt, false), requestId };
+  return { ...state, turns: [...state.turns, turn], nextKey: state.nextKey + 1, banner: undefined };
+}
+
+function replaceTurn(state: ViewState, idx: number, turn: Turn): ViewState {
+  const turns = state.turns.slice();
+  turns[idx] = turn;
+  return { ...state, turns };
+}
+
+function indexOfActiveTurn(state: ViewState): number {
+  for (let i = state.turns.length - 1; i >= 0; i--) {
+    if (isTurnOpen(state.turns[i])) return i;
+  }
+  return -1;
+}
+
+/** The turn an event or result of `requestId` belongs to, adopting a `sending` turn. */
+function indexForRequest(state: ViewState, requestId: string): number {
+  const known = state.turns.findIndex((t) => t.requestId === requestId);
+  if (known >= 0) return known;
+  return state.turns.findIndex((t) => t.requestId === undefined && t.status === "sending");
+}
+
+function onEvent(state: ViewState, event: TunaEvent): ViewState {
+  if (state.sessionId !== undefined && event.sessionId !== state.sessionId) return state;
+  let s = state;
+  let idx = indexForRequest(s, event.requestId);
+  if (idx < 0) {
+    // A request this view did not start (e.g. the Ask command before the panel opened).
+    s = pushTurn(s, event.type === "request_start" ? event.prompt : "", event.requestId);
+    idx = s.turns.length - 1;
+  }
+  const turn = s.turns[idx];
+  if (turn.ended || event.seq < turn.nextSeq) return s; // late or duplicate
+  if (s.sessionId === undefined) s = { ...s, sessionId: event.sessionId };
+
+  let next: Turn = turn.requestId === undefined ? { ...turn, requestId: event.requestId } : turn;
+  let sessionModel = s.model;
+  if (event.seq === next.nextSeq) {
+    next = applyInOrder(next, event);
+    next = drainEarly(next);
+  } else if (!next.early.some((e) => e.seq === event.seq)) {
+    const early = [...next.early, event].sort((a, b) => a.seq - b.seq);
+    next = { ...next, early };
+    if (early.length > MAX_EARLY_EVENTS) next = flushEarly(next);
+  }
+  if (event.type === "request_start" && event.model) sessionModel = event.model;
+  s = replaceTurn(s, idx, next);
+  return sessionModel !== s.model ? { ...s, model: sessionModel } : s;
+}
+
+function applyInOrder(turn: Turn, event: TunaEvent): Turn {
+  return { ...applyEvent(turn, event), nextSeq: event.seq + 1 };
+}
+
+function drainEarly(turn: Turn): Turn {
+  let t = turn;
+  while (t.early.length > 0 && t.early[0].seq <= t.nextSeq && !t.ended) {
+    const [first, ...rest] = t.early;
+    t = { ...t, early: rest };
+    if (first.seq === t.nextSeq) t = applyInOrder(t, first);
+  }
+  return t.ended && t.early.length > 0 ? { ...t, early: [] } : t;
+}
+
+/** Gives up on a gap: applies the early events in order and counts what never came. */
+function flushEarly(turn: Turn): Turn {
+  let t: Turn = { ...turn, early: [] };
+  for (const event of turn.early) {
+    if (t.ended) break;
+    if (event.seq < t.nextSeq) continue;
+    t = { ...t, missedEvents: t.missedEvents + (event.seq - t.nextSeq) };
+    t = applyInOrder(t, event);
+  }
+  return t;
+}
+
+function applyEvent(turn: Turn, event: TunaEvent): Turn {
+  switch (event.type) {
+    case "request_start":
+      return {
+        ...turn,
+        prompt: turn.prompt || event.prompt,
+        status: turn.status === "sending" ? "running" : turn.status,
+      };
+    case "text_delta":
+      return appendText(running(turn), "text", event.text);
+    case "thinking_delta":
+      return appendText(running(turn), "thinking", event.text);
+    case "tool_call":
+      return upsertTool(running(turn), event.toolCallId, {
+        name: event.name,
+        args: event.args ?? {},
+        status: "pending",
+      });
+    case "tool_call_update":
+      return upsertTool(running(turn), event.toolCallId, {
+        name: event.name,
+        status: event.status,
+        result: event.result === undefined || event.result === null ? undefined : stringifyResult(event.result),
+        durationMs: event.durationMs,
+      });
+    case "turn_end":
+      return { ...running(turn), usage: addUsage(turn.usage, event.usage) };
+    case "notice":
+      return pushItem(turn, { kind: "notice", key: `${turn.key}:${turn.items.length}`, message: event.message });
+    case "request_end":
+      return endTurn(turn, event.stopReason, event.usage, event.error);
+  }
+}
+
+function running(turn: Turn): Turn {
+  return turn.status === "sending" ? { ...turn, status: "running" } : turn;
+}
+
+function pushItem(turn: Turn, item: Item): Turn {
+  return { ...turn, items: [...turn.items, item] };
+}
+
+function appendText(turn: Turn, kind: "text" | "thinking", text: string): Turn {
+  if (!text) return turn;
+  const last = turn.items[turn.items.length - 1];
+  if (last && last.kind === kind) {
+    const items = turn.items.slice();
+    items[items.length - 1] = { ...last, text: last.text + text };
+    return { ...turn, items };
+  }
+  return pushItem(turn, { kind, key: `${turn.key}:${turn.items.length}`, text });
+}
+
+const TOOL_STATUS_RANK: Record<ToolStatus, number> = {
+  pending: 0,
+  in_progress: 1,
+  completed: 2,
+  failed: 2,
+  cancelled: 2,
+};
+
+function upsertTool(
+  turn: Turn,
+  toolCallId: string,
+  patch: { name?: string; args?: Record<string, unknown>; status: ToolStatus; result?: string; durationMs?: number },
+): Turn {
+  const idx = turn.items.findIndex((i) => i.kind === "tool" && i.toolCallId === toolCallId);
+  if (idx < 0) {
+    const item: ToolItem = {
+      kind: "tool",
+      key: `${turn.key}:tool:${toolCallId}`,
+      toolCallId,
+      name: patch.name ?? "tool",
+      args: patch.args ?? {},
+      status: patch.status,
+      result: patch.result,
+      durationMs: patch.durationMs,
+    };
+    return pushItem(turn, item);
+  }
+  const current = turn.items[idx] as ToolItem;
+  // A status never goes back (an update can arrive before its tool_call after a gap).
+  const status = TOOL_STATUS_RANK[patch.status] >= TOOL_STATUS_RANK[current.status] && !FINAL_TOOL_STATUSES.has(current.status)
+    ? patch.status
+    : current.status;
+  const updated: ToolItem = {
+    ...current,
+    name: patch.name || current.name,
+    args: patch.args && Object.keys(current.args).length === 0 ? patch.args : current.args,
+    status,
+    result: patch.result ?? current.result,
+    durationMs: patch.durationMs ?? current.durationMs,
+  };
+  const items = turn.items.slice();
+  items[idx] = updated;
+  return { ...turn, items };
+}
+
+function stringifyResult(result: unknown): string {
+  if (typeof result === "string") return result;
+  try {
+    return JSON.stringify(result, null, 2);
+  } catch {
+    return String(result);
+  }
+}
+
+/** Ends a turn; tool calls still open are settled so no card spins forever. */
+function endTurn(
+  turn: Turn,
+  stopReason: StopReason,
+  usage: Partial<Usage> | undefined,
+  error: { message: string } | undefined,
+): Turn {
+  const settleAs: ToolStatus = stopReason === "error" ? "failed" : "cancelled";
+  const items = turn.items.map((item) =>
+    item.kind === "tool" && !FINAL_TOOL_STATUSES.has(item.status) ? { ...item, status: settleAs } : item,
+  );
+  return {
+    ...turn,
+    items,
+    status: stopReason,
+    usage: usage ? toUsage(usage) : turn.usage,
+    error: error ? { message: error.message, hint: hintForStopReason(stopReason) } : turn.error,
+    ended: true,
+    early: [],
+  };
+}
+
+function hintForStopReason(stopReason: StopReason): string | undefined {
+  switch (stopReason) {
+    case "error":
+      return "Check the model settings (tunacode.model, tunacode.baseUrl, API key) or Show Logs; then ask again.";
+    case "max_turns":
+      return "The request used all its turns: raise tunacode.maxTurns or ask it to continue.";
+    case "timeout":
+      return "The request ran out of time: raise tunacode.requestTimeout or ask it to continue.";
+    default:
+      return undefined;
+  }
+}
+
+function onRequestDone(state: ViewState, result: RequestResult): ViewState {
+  let s = state;
+  if (s.sessionId !== undefined && result.sessionId !== s.sessionId) return s;
+  let idx = indexForRequest(s, result.requestId);
+  if (idx < 0) {
+    s = pushTurn(s, "", result.requestId);
+    idx = s.turns.length - 1;
+  }
+  let turn = s.turns[idx];
+  if (turn.requestId === undefined) turn = { ...turn, requestId: result.requestId };
+  if (turn.early.length > 0) turn = flushEarly(turn);
+  if (!turn.ended) {
+    turn = endTurn(turn, result.stopReason, result.usage, result.error);
+  }
+  turn = reconcileWithResult(turn, result);
+  s = replaceTurn(s, idx, turn);
+  return s.sessionId === undefined ? { ...s, sessionId: result.sessionId } : s;
+}
+
+/** Fills in what missed events left out, from the request's final result. */
+function reconcileWithResult(turn: Turn, result: RequestResult): Turn {
+  let t = turn;
+  for (const call of result.toolCalls ?? []) {
+    const existing = t.items.find((i) => i.kind === "tool" && i.toolCallId === call.toolCallId) as ToolItem | undefined;
+    if (!existing) {
+      t = upsertTool(t, call.toolCallId, { name: call.name, status: call.status, durationMs: call.durationMs });
+    } else if (existing.durationMs === undefined && call.durationMs !== undefined) {
+      t = upsertTool(t, call.toolCallId, { status: existing.status, durationMs: call.durationMs });
+    }
+  }
+  const texts = t.items.filter((i): i is TextItem => i.kind === "text");
+  if (result.text) {
+    if (texts.length === 0) {
+      t = pushItem(t, { kind: "text", key: `${t.key}:${t.items.length}`, text: result.text });
+    } else if (t.missedEvents > 0) {
+      const last = texts[texts.length - 1];
+      if (last.text !== result.text) {
+        const items = t.items.map((i) => (i === last ? { ...last, text: result.text } : i));
+        t = { ...t, items };
+      }
+    }
+  }
+  return t;
+}
+
+function onRequestFailed(state: ViewState, message: string, code: number | undefined): ViewState {
+  const idx = indexOfActiveTurn(state);
+  if (idx < 0) return { ...state, banner: { kind: "error", message } };
+  const turn = state.turns[idx];
+  if (code === -32800) {
+    return replaceTurn(state, idx, endTurn(turn, "cancelled", undefined, undefined));
+  }
+  const failed: Turn = {
+    ...turn,
+    status: "failed",
+    error: { message, hint: hintForError(code, message) },
+    items: turn.items.map((item) =>
+      item.kind === "tool" && !FINAL_TOOL_STATUSES.has(item.status) ? { ...item, status: "failed" as ToolStatus } : item,
+    ),
+    ended: true,
+    early: [],
+  };
+  return replaceTurn(state, idx, failed);
+}
+
+// ------------------------------------------------------------------ replay
+
+const INTERRUPTED_MARK = "[INTERRUPTED]";
+
+/** Rebuilds the turns of a stored session (from `tunacode.session.get`). */
+export function turnsFromHistory(messages: StoredMessage[], keyPrefix: string): Turn[] {
+  const turns: Turn[] = [];
+  let current: Turn | undefined;
+  const ensureTurn = (): Turn => {
+    if (!current) {
+      current = newTurn(`${keyPrefix}${turns.length}`, "", true);
+      turns.push(current);
+    }
+    return current;
+  };
+  const update = (t: Turn): void => {
+    turns[turns.length - 1] = t;
+    current = t;
+  };
+
+  for (const message of messages) {
+    if (!message || typeof message !== "object") continue;
+    if (message.role === "user") {
+      const prompt = blocksText(message.content);
+      current = newTurn(`${keyPrefix}${turns.length}`, prompt, true);
+      turns.push(current);
+    } else if (message.role === "assistant") {
+      let t = ensureTurn();
+      for (const block of message.content ?? []) {
+        if (!block) continue;
+        if (block.type === "text" && block.text) {
+          const interrupted = block.text.includes(INTERRUPTED_MARK);
+          const text = interrupted ? block.text.replace(INTERRUPTED_MARK, "").trimEnd() : block.text;
+          t = appendText(t, "text", text);
+          if (interrupted) t = { ...t, status: "cancelled" };
+        } else if (block.type === "thinking" && block.thinking) {
+          t = appendText(t, "thinking", block.thinking);
+        } else if (block.type === "tool_call" && block.id) {
+          t = upsertTool(t, block.id, { name: block.name ?? "tool", args: block.arguments ?? {}, status: "pending" });
+        }
+      }
+      if (message.stop_reason === "aborted") t = { ...t, status: "cancelled" };
+      if (message.stop_reason === "error") {
+        t = { ...t, status: "error", error: { message: message.error_message || "The model returned an error." } };
+      }
+      t = { ...t, usage: addUsage(t.usage, usageFromStore(message.usage)) };
+      update(t);
+    } else if (message.role === "tool_result") {
+      const t = ensureTurn();
+      const id = message.tool_call_id ?? "";
+      const text = blocksText(message.content);
+      const status: ToolStatus = message.is_error ? (/cancel|abort/i.test(text) ? "cancelled" : "failed") : "completed";
+      const exists = t.items.some((i) => i.kind === "tool" && i.toolCallId === id);
+      const base = exists ? t : upsertTool(t, id, { name: message.tool_name ?? "tool", status: "pending" });
+      update(upsertTool(base, id, { name: message.tool_name, status, result: text }));
+    }
+  }
+  // A tool call without a stored result was cut off.
+  return turns.map((t) => endTurn(t, t.status as StopReason, undefined, t.error));
+}
+
+function usageFromStore(raw: Record<string, unknown> | undefined): Partial<Usage> | undefined {
+  if (!raw) return undefined;
+  const pick = (...keys: string[]): number | undefined => {
+    for (const k of keys) if (typeof raw[k] === "number") return raw[k] as number;
+    return undefined;
+  };
+  const costRaw = raw.cost;
+  const cost = typeof costRaw === "number" ? costRaw : typeof costRaw === "object" && costRaw ? pickNum(costRaw, "total") : undefined;
+  return {
+    inputTokens: pick("inputTokens", "input_tokens", "input"),
+    outputTokens: pick("outputTokens", "output_tokens", "output"),
+    cacheReadTokens: pick("cacheReadTokens", "cache_read_tokens", "cacheRead", "cache_read"),
+    cacheWriteTokens: pick("cacheWriteTokens", "cache_write_tokens", "cacheWrite", "cache_write"),
+    totalTokens: pick("totalTokens", "total_tokens"),
+    cost,
+  };
+}
+
+function pickNum(obj: object, key: string): number | undefined {
+  const v = (obj as Record<string, unknown>)[key];
+  return typeof v === "number" ? v : undefined;
+}
+
+function blocksText(blocks: unknown): string {
+  if (!Array.isArray(blocks)) return "";
+  return blocks
+    .filter((b): b is { type: "text"; text?: string } => !!b && typeof b === "object" && (b as { type?: string }).type === "text")
+    .map((b) => b.text ?? "")
+    .join("");
+}
+
+function loadSession(state: ViewState, session: Session, messages: StoredMessage[]): ViewState {
+  const turns = turnsFromHistory(messages, `r${state.nextKey}-`);
+  return {
+    ...state,
+    sessionId: session.sessionId,
+    title: session.title,
+    model: session.model || state.model,
+    baseUsage: toUsage(session.usage),
+    turns,
+    nextKey: state.nextKey + 1,
+    banner: undefined,
+  };
+}
