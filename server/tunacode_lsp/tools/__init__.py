@@ -1,0 +1,92 @@
+"""The coding tools the model gets: one module per tool, a factory each, all file access confined
+to the workspace root (paths.py). The agent layer calls build_tools and summarize_args."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tinyagent.agent_types import AgentTool
+
+from .bash import create_bash_tool
+from .edit_file import create_edit_file_tool
+from .errors import ToolCancelled, ToolError
+from .grep import create_grep_tool
+from .line_refs import LineRefLedger
+from .list_files import create_list_files_tool
+from .read_file import create_read_file_tool
+from .settings import ToolSettings
+from .write_file import create_write_file_tool
+
+__all__ = [
+    "CHANGING_TOOLS",
+    "LineRefLedger",
+    "ToolCancelled",
+    "ToolError",
+    "ToolSettings",
+    "build_tools",
+    "create_bash_tool",
+    "create_edit_file_tool",
+    "create_grep_tool",
+    "create_list_files_tool",
+    "create_read_file_tool",
+    "create_write_file_tool",
+    "summarize_args",
+]
+
+CHANGING_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file", "bash"})
+
+SUMMARY_CHARS = 80
+
+
+def build_tools(
+    workspace_root: Path, settings: ToolSettings = ToolSettings(), *, ledger: LineRefLedger | None = None
+) -> list[AgentTool]:
+    """All tools for one workspace. read_file and edit_file share `ledger`, the record of the line
+    references the model has seen; pass one ledger per session so that references from an earlier
+    request stay usable (without it, a new request must read a file again before line edits)."""
+    root = Path(workspace_root)
+    ledger = ledger if ledger is not None else LineRefLedger()
+    return [
+        create_read_file_tool(root, settings, ledger=ledger),
+        create_write_file_tool(root, settings),
+        create_edit_file_tool(root, settings, ledger=ledger),
+        create_bash_tool(root, settings),
+        create_grep_tool(root, settings),
+        create_list_files_tool(root, settings),
+    ]
+
+
+def _short(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 3] + "..."
+
+
+def summarize_args(name: str, args: dict[str, Any]) -> str:
+    """A short one-line summary of a call's arguments for progress messages and tool cards."""
+    if not isinstance(args, dict):
+        return ""
+
+    def text(key: str) -> str:
+        value = args.get(key)
+        return value if isinstance(value, str) else ""
+
+    if name in ("read_file", "write_file", "edit_file"):
+        summary = text("filepath")
+        offset = args.get("offset")
+        if name == "read_file" and isinstance(offset, int) and offset > 0:
+            summary += f" from line {offset + 1}"
+        return _short(summary)
+    if name == "bash":
+        cwd = text("cwd")
+        return _short(text("command") + (f"  (in {cwd})" if cwd and cwd != "." else ""))
+    if name == "grep":
+        where = " ".join(part for part in (text("path"), text("glob")) if part)
+        return _short(f"/{text('pattern')}/" + (f" in {where}" if where else ""))
+    if name == "list_files":
+        return _short(" ".join(part for part in (text("path") or ".", text("glob")) if part))
+    try:
+        return _short(json.dumps(args, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return ""

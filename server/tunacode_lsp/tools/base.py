@@ -1,0 +1,118 @@
+"""What every tool shares: argument validation against its own JSON schema, the abort check, and
+the assembly of a tinyagent AgentTool around a plain `run(args, call)` coroutine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from tinyagent.agent_types import AgentTool, AgentToolResult, AgentToolUpdateCallback, TextContent
+
+from .errors import ToolCancelled, ToolError
+
+
+@dataclass
+class ToolCall:
+    """One invocation: its id, the abort signal and the progress callback tinyagent handed us."""
+
+    tool_call_id: str
+    signal: asyncio.Event | None
+    on_update: AgentToolUpdateCallback | None
+
+    @property
+    def aborted(self) -> bool:
+        return self.signal is not None and self.signal.is_set()
+
+    def check_abort(self) -> None:
+        if self.aborted:
+            raise ToolCancelled()
+
+    def report(self, text: str, **details: Any) -> None:
+        if self.on_update is not None:
+            self.on_update(AgentToolResult(content=[TextContent(text=text)], details=details))
+
+
+RunFn = Callable[[dict[str, Any], ToolCall], Awaitable[AgentToolResult]]
+
+
+def text_result(text: str, **details: Any) -> AgentToolResult:
+    return AgentToolResult(content=[TextContent(text=text)], details=details)
+
+
+def _field_name(error: ValidationError) -> str:
+    parts: list[str] = []
+    for part in error.absolute_path:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        else:
+            parts.append(f".{part}" if parts else str(part))
+    return "".join(parts)
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """A one-line message naming the offending field, for the model to fix its call."""
+    where = _field_name(error)
+    prefix = f"{where}." if where else ""
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        name = missing[0] if missing else error.validator_value[0]
+        return f"missing required field '{prefix}{name}'"
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        return (
+            f"unexpected field '{prefix}{extra[0] if extra else '?'}'"
+            f" (allowed fields: {', '.join(allowed)})"
+        )
+    if error.validator == "type":
+        got = type(error.instance).__name__
+        return f"field '{where or '(arguments)'}' must be of type {error.validator_value}, got {got}"
+    return f"field '{where or '(arguments)'}': {error.message}"
+
+
+def validate_args(validator: Draft202012Validator, args: object) -> dict[str, Any]:
+    if not isinstance(args, dict):
+        raise ToolError("Arguments must be a JSON object.")
+    error = best_match(validator.iter_errors(args))
+    if error is not None:
+        raise ToolError(f"Invalid arguments: {describe_validation_error(error)}.")
+    return args
+
+
+def make_tool(
+    *,
+    name: str,
+    label: str,
+    description: str,
+    parameters: dict[str, Any],
+    run: RunFn,
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> AgentTool:
+    """Wrap `run` as an AgentTool: check the abort signal, validate, then run.
+
+    `prepare` may normalise common slips of models (a JSON string where an array belongs)
+    before validation.
+    """
+    Draft202012Validator.check_schema(parameters)
+    validator = Draft202012Validator(parameters)
+
+    async def execute(
+        tool_call_id: str,
+        args: dict[str, Any],
+        signal: asyncio.Event | None = None,
+        on_update: AgentToolUpdateCallback | None = None,
+    ) -> AgentToolResult:
+        call = ToolCall(tool_call_id=tool_call_id, signal=signal, on_update=on_update)
+        call.check_abort()
+        if prepare is not None and isinstance(args, dict):
+            args = prepare(dict(args))
+        checked = validate_args(validator, args)
+        return await run(checked, call)
+
+    return AgentTool(
+        name=name, label=label, description=description, parameters=parameters, execute=execute
+    )

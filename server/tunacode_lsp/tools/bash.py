@@ -1,0 +1,176 @@
+"""bash: run a shell command in the workspace, in its own process group, killed on abort or timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal as signals
+import time
+from pathlib import Path
+from typing import Any
+
+from tinyagent.agent_types import AgentTool, AgentToolResult
+
+from .base import ToolCall, make_tool, text_result
+from .errors import ToolCancelled, ToolError
+from .paths import display_path, resolve_in_workspace, workspace_real_root
+from .process_output import HeadTailBuffer
+from .settings import ToolSettings
+
+UPDATE_INTERVAL = 0.5
+UPDATE_TAIL_BYTES = 2000
+# After the command exits, children left in the background may still hold the output pipe.
+DRAIN_SECONDS = 1.0
+SECRET_SUFFIX = "_API_KEY"
+SECRET_NAMES = frozenset({"TUNACODE_API_KEY"})
+
+
+def shell_environment(inherit_secrets: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    if not inherit_secrets:
+        for name in list(env):
+            if name.upper().endswith(SECRET_SUFFIX) or name.upper() in SECRET_NAMES:
+                del env[name]
+    env.setdefault("PAGER", "cat")
+    env.setdefault("GIT_PAGER", "cat")
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+def kill_group(process: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(process.pid, signals.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _parameters(settings: ToolSettings) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "description": "The command line, run with bash -c."},
+            "cwd": {
+                "type": "string",
+                "description": "Folder to run in, relative to the workspace root (must be inside it). Default: the root.",
+            },
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": settings.shell_max_timeout,
+                "description": (
+                    f"Seconds before the command is killed. Default {settings.shell_default_timeout:g}, "
+                    f"at most {settings.shell_max_timeout:g}."
+                ),
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+
+
+def _description(settings: ToolSettings) -> str:
+    return (
+        "Run a shell command (bash -c) in the workspace, e.g. tests, builds, git. stdin is empty; "
+        "stdout and stderr come back interleaved, with the exit code (a non-zero exit code is "
+        f"reported, not an error). Output beyond about {settings.max_output_chars:,} characters keeps its "
+        "head and tail and says how much was cut. The command is killed with its whole process "
+        f"group after the timeout (default {settings.shell_default_timeout:g} s, at most "
+        f"{settings.shell_max_timeout:g} s) or when the user aborts. Prefer read_file, grep and "
+        "list_files to read and search, and edit_file/write_file to change files."
+    )
+
+
+async def _pump(stream: asyncio.StreamReader, output: HeadTailBuffer, call: ToolCall) -> None:
+    last_update = 0.0
+    while chunk := await stream.read(65536):
+        output.add(chunk)
+        now = time.monotonic()
+        if now - last_update >= UPDATE_INTERVAL:
+            last_update = now
+            call.report(output.recent(UPDATE_TAIL_BYTES), partial=True, bytes=output.total)
+
+
+def _close_output_pipe(process: asyncio.subprocess.Process) -> None:
+    transport = getattr(process, "_transport", None)
+    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    if pipe is not None:
+        pipe.close()
+
+
+def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
+    settings = settings or ToolSettings()
+    real_root = workspace_real_root(root)
+    shell = shutil.which("bash") or "/bin/sh"
+
+    async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
+        cwd = resolve_in_workspace(real_root, args.get("cwd", "."), field="cwd")
+        if not cwd.is_dir():
+            raise ToolError(f"cwd '{args.get('cwd')}' is not a folder of the workspace.")
+        timeout = float(args.get("timeout", settings.shell_default_timeout))
+        started = time.monotonic()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                shell,
+                "-c",
+                args["command"],
+                cwd=cwd,
+                env=shell_environment(settings.shell_inherit_secrets),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"Cannot start the shell: {exc}.") from None
+        output = HeadTailBuffer(settings.max_output_chars)
+        assert process.stdout is not None
+        reader = asyncio.create_task(_pump(process.stdout, output, call))
+        waiter = asyncio.create_task(process.wait())
+        aborter = asyncio.create_task(call.signal.wait()) if call.signal is not None else None
+        watched = {waiter} if aborter is None else {waiter, aborter}
+        note = ""
+        try:
+            done, _ = await asyncio.wait(watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if waiter not in done:
+                kill_group(process)
+                if aborter is not None and aborter in done:
+                    raise ToolCancelled()
+                await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
+                raise ToolError(
+                    f"The command timed out after {timeout:g} s and was killed (with its process group). "
+                    "Use a longer timeout, or run less at once. Output so far:\n" + output.render()
+                )
+            finished, _ = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
+            if reader not in finished:
+                note = "\n[Background processes are still running and holding the output; stopped reading it.]"
+        except asyncio.CancelledError:
+            kill_group(process)
+            raise
+        finally:
+            for task in (reader, waiter, aborter):
+                if task is not None and not task.done():
+                    task.cancel()
+            if process.returncode is None:
+                kill_group(process)
+            _close_output_pipe(process)
+        exit_code = process.returncode
+        text = output.render() or "(no output)"
+        if not text.endswith("\n"):
+            text += "\n"
+        return text_result(
+            f"{text}[exit code {exit_code}]{note}",
+            exit_code=exit_code,
+            cwd=display_path(real_root, cwd),
+            truncated=output.cut > 0,
+            cut_bytes=output.cut,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    return make_tool(
+        name="bash",
+        label="Run command",
+        description=_description(settings),
+        parameters=_parameters(settings),
+        run=run,
+    )

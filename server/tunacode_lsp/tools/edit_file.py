@@ -1,0 +1,179 @@
+"""edit_file: exact old_text replacement or line+hash edits, checked against the file on disk at the
+moment of the edit, applied all-or-nothing, written atomically; returns a unified diff."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from tinyagent.agent_types import AgentTool, AgentToolResult
+
+from .atomic import replace_file
+from .base import ToolCall, make_tool, text_result
+from .edit_plan import EditPlanner, apply_replacements
+from .errors import ToolError
+from .line_refs import LineRefLedger
+from .paths import display_path, resolve_in_workspace, workspace_real_root
+from .settings import ToolSettings
+from .snapshot import Snapshot
+from .textfile import encode, line_body, split_lines, cut_middle
+
+EDIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        "One edit: either {old_text, new_text} (exact text replacement) or "
+        "{line, hash, new_text, end_line?, end_hash?} (replace lines line..end_line)."
+    ),
+    "properties": {
+        "old_text": {
+            "type": "string",
+            "description": "Exact current text to replace (indentation and line breaks included); must occur exactly once in the file.",
+        },
+        "new_text": {
+            "type": "string",
+            "description": "Replacement text. With line references it replaces the whole lines; an empty string deletes them.",
+        },
+        "line": {"type": "integer", "minimum": 1, "description": "First line to replace (LINE from read_file)."},
+        "hash": {"type": "string", "description": "HASH of that line as shown by read_file."},
+        "end_line": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Last line to replace (inclusive). Omit to replace only `line`.",
+        },
+        "end_hash": {"type": "string", "description": "HASH of end_line as shown by read_file; required with end_line."},
+    },
+    "required": ["new_text"],
+    "additionalProperties": False,
+}
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "filepath": {
+            "type": "string",
+            "description": "Path of the file to edit, relative to the workspace root (or absolute inside it).",
+        },
+        "edits": {
+            "type": "array",
+            "minItems": 1,
+            "items": EDIT_SCHEMA,
+            "description": "Edits to apply together: all succeed or none is written. Each refers to the file as it is before this call.",
+        },
+        "old_text": {"type": "string", "description": "Shorthand for a single edit: exact text to replace."},
+        "new_text": {"type": "string", "description": "Shorthand for a single edit: its replacement."},
+    },
+    "required": ["filepath"],
+    "additionalProperties": False,
+}
+
+DESCRIPTION = (
+    "Change an existing text file. Give `edits`, a list of edits applied together (all or none). "
+    "An edit is either {old_text, new_text}: old_text must match the current file exactly once "
+    "(include a few surrounding lines if needed); or {line, hash, new_text, end_line?, end_hash?}: "
+    "replace lines line..end_line (inclusive) with new_text, where line/hash (and end_line/end_hash) "
+    "are LINE and HASH from read_file's `LINE:HASH|content` output. All edits of one call refer to the "
+    "file as it is before the call, so line numbers need no adjusting between them. Edits are checked "
+    "against the file on disk: if it changed since you read it, or a reference does not match, the "
+    "edit is refused and nothing is written; read the file again. Returns a unified diff. For a "
+    "single replacement, top-level old_text/new_text also works. To create a file use write_file."
+)
+
+
+def _prepare(args: dict[str, Any]) -> dict[str, Any]:
+    edits = args.get("edits")
+    if isinstance(edits, str):
+        try:
+            args["edits"] = json.loads(edits)
+        except ValueError:
+            pass
+    elif isinstance(edits, dict):
+        args["edits"] = [edits]
+    return args
+
+
+def _edit_list(args: dict[str, Any]) -> list[dict[str, Any]]:
+    shorthand = "old_text" in args or "new_text" in args
+    if "edits" in args and shorthand:
+        raise ToolError("Give either 'edits' or top-level old_text/new_text, not both.")
+    if shorthand:
+        if "old_text" not in args or "new_text" not in args:
+            missing = "new_text" if "old_text" in args else "old_text"
+            raise ToolError(f"Invalid arguments: missing required field '{missing}'.")
+        return [{"old_text": args["old_text"], "new_text": args["new_text"]}]
+    if "edits" not in args:
+        raise ToolError("Invalid arguments: missing required field 'edits' (a list of edits).")
+    return args["edits"]
+
+
+def unified_diff(shown: str, before: list[str], after: list[str]) -> str:
+    lines = difflib.unified_diff(
+        [line_body(line) for line in before],
+        [line_body(line) for line in after],
+        fromfile=f"a/{shown}",
+        tofile=f"b/{shown}",
+        lineterm="",
+    )
+    return "\n".join(lines)
+
+
+def create_edit_file_tool(
+    root: Path, settings: ToolSettings | None = None, *, ledger: LineRefLedger | None = None
+) -> AgentTool:
+    settings = settings or ToolSettings()
+    real_root = workspace_real_root(root)
+    refs = ledger if ledger is not None else LineRefLedger()
+    # Edits to one file are serialised: parallel tool calls must not interleave read and write.
+    locks: dict[str, asyncio.Lock] = {}
+
+    def _load(real: Path, shown: str) -> Snapshot:
+        snapshot = Snapshot.load(real, shown)
+        snapshot.hashes  # computed here, off the event loop
+        return snapshot
+
+    def _write_if_unchanged(real: Path, shown: str, snapshot: Snapshot, data: bytes) -> None:
+        if real.read_bytes() != snapshot.data:
+            raise ToolError(f"'{shown}' changed on disk during the edit. Nothing was written; read it again.")
+        replace_file(real, data)
+
+    async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
+        real = resolve_in_workspace(real_root, args["filepath"])
+        shown = display_path(real_root, real)
+        edits = _edit_list(args)
+        lock = locks.setdefault(str(real), asyncio.Lock())
+        async with lock:
+            snapshot = await asyncio.to_thread(_load, real, shown)
+            replacements = EditPlanner(snapshot, shown, refs).plan(edits)
+            new_text, spans = apply_replacements(snapshot.lines, replacements)
+            if new_text == snapshot.text:
+                raise ToolError(f"The edits leave '{shown}' unchanged: nothing was written.")
+            call.check_abort()
+            await asyncio.to_thread(_write_if_unchanged, real, shown, snapshot, encode(new_text))
+        after = Snapshot(real, encode(new_text))
+        refs.record_edit(str(real), snapshot.digest, after.digest, after.hashes, spans)
+        diff = unified_diff(shown, snapshot.lines, split_lines(new_text))
+        shown_diff, cut = cut_middle(diff, settings.max_output_chars)
+        added = sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
+        removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
+        count = len(edits)
+        summary = f"Edited {shown}: {count} edit{'s' if count != 1 else ''} applied (+{added} -{removed})."
+        return text_result(
+            f"{summary}\n{shown_diff}",
+            path=shown,
+            diff=shown_diff,
+            edits=count,
+            added=added,
+            removed=removed,
+            truncated=cut > 0,
+        )
+
+    return make_tool(
+        name="edit_file",
+        label="Edit file",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        run=run,
+        prepare=_prepare,
+    )

@@ -1,0 +1,91 @@
+"""list_files: the files under a folder of the workspace, honouring .gitignore."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tinyagent.agent_types import AgentTool, AgentToolResult
+
+from .base import ToolCall, make_tool, text_result
+from .errors import ToolCancelled, ToolError
+from .paths import display_path, resolve_in_workspace, workspace_real_root
+from .settings import ToolSettings
+from .walk import glob_matcher, walk_files
+
+MAX_ENTRIES = 1000
+MAX_COUNTED = 50_000
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "Folder to list, relative to the workspace root. Default: the whole workspace.",
+        },
+        "glob": {
+            "type": "string",
+            "description": "Only files matching this gitignore-style glob, e.g. `*.py` (any depth) or `src/**/*.ts`.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+DESCRIPTION = (
+    "List the files under a folder of the workspace (recursively), one path per line relative to "
+    "the workspace root, sorted. Honours .gitignore and skips .git, node_modules, .venv, "
+    f"__pycache__ and the like. Lists at most {MAX_ENTRIES} files and says when there are more; "
+    "narrow with `path` or `glob`."
+)
+
+
+def _list(
+    real_root: Path, start: Path, glob: str | None, call: ToolCall, max_chars: int
+) -> tuple[list[str], int]:
+    wanted = glob_matcher(glob)
+    listed: list[str] = []
+    size = 0
+    total = 0
+    for _, rel in walk_files(real_root, start, lambda: call.aborted):
+        if call.aborted:
+            raise ToolCancelled()
+        if not wanted(rel):
+            continue
+        total += 1
+        if len(listed) < MAX_ENTRIES and size + len(rel) < max_chars:
+            listed.append(rel)
+            size += len(rel) + 1
+        elif total >= MAX_COUNTED:
+            break
+    if call.aborted:
+        raise ToolCancelled()
+    return listed, total
+
+
+def create_list_files_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
+    settings = settings or ToolSettings()
+    real_root = workspace_real_root(root)
+
+    async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
+        start = resolve_in_workspace(real_root, args.get("path", "."), field="path")
+        shown = display_path(real_root, start)
+        if not start.exists():
+            raise ToolError(f"Folder '{args.get('path')}' does not exist.")
+        if not start.is_dir():
+            raise ToolError(f"'{shown}' is a file, not a folder: use read_file to read it.")
+        listed, total = await asyncio.to_thread(
+            _list, real_root, start, args.get("glob"), call, settings.max_output_chars
+        )
+        if not listed:
+            text = f"No files under {shown}" + (f" matching {args['glob']!r}." if args.get("glob") else ".")
+        else:
+            text = "\n".join(listed)
+            if total > len(listed):
+                more = f"at least {total:,}" if total >= MAX_COUNTED else f"{total:,}"
+                text += f"\n[Listed {len(listed)} of {more} files. Narrow with path or glob.]"
+        return text_result(text, path=shown, files=len(listed), total=total, truncated=total > len(listed))
+
+    return make_tool(
+        name="list_files", label="List files", description=DESCRIPTION, parameters=PARAMETERS, run=run
+    )

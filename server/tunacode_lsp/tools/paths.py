@@ -1,0 +1,50 @@
+"""Workspace confinement: every path a tool touches is resolved here and must stay inside the root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import ToolError
+
+
+def workspace_real_root(root: Path) -> Path:
+    """The workspace root with symlinks resolved, as every check compares against it."""
+    return Path(os.path.realpath(root))
+
+
+def is_inside(real_root: Path, real_path: Path | str) -> bool:
+    """True when an already resolved path is the root or lies below it."""
+    root_text = str(real_root)
+    path_text = str(real_path)
+    return path_text == root_text or path_text.startswith(root_text.rstrip(os.sep) + os.sep)
+
+
+def resolve_in_workspace(real_root: Path, raw: str, *, field: str = "filepath") -> Path:
+    """Resolve a path given by the model (relative to the root, or absolute) to a real path inside.
+
+    Symlinks are followed (also in the parts that exist of a path that does not yet exist), so
+    `..`, absolute paths elsewhere and links pointing out all end up outside and are refused.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolError(f"'{field}' is empty: give a path relative to the workspace root.")
+    if "\x00" in raw:
+        raise ToolError(f"'{field}' contains a NUL byte: give a plain path.")
+    candidate = Path(raw) if os.path.isabs(raw) else real_root / raw
+    try:
+        real = Path(os.path.realpath(candidate))
+    except (OSError, ValueError) as exc:
+        raise ToolError(f"Cannot resolve path '{raw}': {exc}.") from exc
+    if not is_inside(real_root, real):
+        raise ToolError(
+            f"Path '{raw}' is outside the workspace ({real_root}); only files inside it can be "
+            "used. Give a path relative to the workspace root."
+        )
+    return real
+
+
+def display_path(real_root: Path, real_path: Path) -> str:
+    """The path as the model should write it: relative to the root, with forward slashes."""
+    if real_path == real_root:
+        return "."
+    return real_path.relative_to(real_root).as_posix()

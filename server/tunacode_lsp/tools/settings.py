@@ -1,0 +1,14 @@
+"""ToolSettings: the knobs of the tools, set once by the agent layer (re-exported by tools/__init__)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    shell_inherit_secrets: bool = False
+    shell_default_timeout: float = 120.0
+    shell_max_timeout: float = 600.0
+    read_default_limit: int = 2000
+    max_output_chars: int = 30_000

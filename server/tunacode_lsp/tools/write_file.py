@@ -1,0 +1,79 @@
+"""write_file: create a new file (and its parent folders); never overwrites."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from tinyagent.agent_types import AgentTool, AgentToolResult
+
+from .base import ToolCall, make_tool, text_result
+from .errors import ToolError
+from .paths import display_path, resolve_in_workspace, workspace_real_root
+from .settings import ToolSettings
+from .textfile import encode, split_lines
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "filepath": {
+            "type": "string",
+            "description": "Path of the new file, relative to the workspace root (or absolute inside it).",
+        },
+        "content": {"type": "string", "description": "The complete content of the new file."},
+    },
+    "required": ["filepath", "content"],
+    "additionalProperties": False,
+}
+
+DESCRIPTION = (
+    "Create a new file in the workspace with the given content; missing parent folders are "
+    "created. It refuses to overwrite a file that exists: use edit_file to change an existing file."
+)
+
+
+def _create(real: Path, shown: str, data: bytes) -> None:
+    if os.path.lexists(real):
+        kind = "folder" if real.is_dir() else "file"
+        raise ToolError(
+            f"'{shown}' already exists (a {kind}): write_file only creates new files. "
+            "Use edit_file to change an existing file, or pick another path."
+        )
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        # "x" mode fails if the file appeared meanwhile, so nothing is ever overwritten.
+        with open(real, "xb") as handle:
+            handle.write(data)
+    except FileExistsError:
+        raise ToolError(f"'{shown}' already exists: use edit_file to change it.") from None
+    except NotADirectoryError:
+        raise ToolError(f"A parent of '{shown}' is a file, not a folder: pick another path.") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot create '{shown}': {exc.strerror}.") from None
+
+
+def create_write_file_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
+    real_root = workspace_real_root(root)
+
+    async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
+        real = resolve_in_workspace(real_root, args["filepath"])
+        shown = display_path(real_root, real)
+        if real == real_root:
+            raise ToolError("'filepath' names the workspace root itself: give a file path.")
+        content: str = args["content"]
+        data = encode(content)
+        call.check_abort()
+        await asyncio.to_thread(_create, real, shown, data)
+        line_count = len(split_lines(content))
+        return text_result(
+            f"Created {shown} ({line_count} lines, {len(data):,} bytes).",
+            path=shown,
+            lines=line_count,
+            bytes=len(data),
+        )
+
+    return make_tool(
+        name="write_file", label="Write file", description=DESCRIPTION, parameters=PARAMETERS, run=run
+    )
