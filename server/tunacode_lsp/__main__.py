@@ -1,0 +1,7 @@
+"""`python -m tunacode_lsp`: the same as the `tunacode-lsp` command (LSP on stdio by default)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,153 @@
+"""tinyagent events -> protocol events, stored messages and request state; one handler per type.
+
+`EventTable.handle` is called for every event `Agent.stream` yields, in order. Handlers
+update the request state (text, usage, turns), the tool-call registry, store finished
+messages through the message log, and emit protocol events to the sink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinyagent import AgentEvent, AssistantMessage, ToolResultMessage, UserMessage, extract_text
+from tinyagent.agent_types import TextContent, ThinkingContent, ToolCallContent
+
+from ..protocol import TextDelta, ThinkingDelta, TurnEnd, Usage
+from ..session.codec import dump_message
+from .history import mark_interrupted
+from .ports import AgentSink, MessageLog
+from .registry import ToolCallRegistry
+from .usage import normalize_usage
+
+
+@dataclass
+class RequestState:
+    """What one request has seen so far."""
+
+    model_id: str
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    text: str = ""  # the latest assistant text (partial while streaming)
+    last_stop_reason: str | None = None
+    last_error: str | None = None
+    stored: list[dict[str, Any]] = field(default_factory=list)
+    skip_store: set[int] = field(default_factory=set)  # id() of messages not to store (the nudge)
+
+
+def tool_result_text(result: Any) -> str:
+    content = getattr(result, "content", None) or []
+    return "".join(getattr(block, "text", "") or "" for block in content if getattr(block, "type", "") == "text")
+
+
+def _thinking_text(message: AssistantMessage) -> str:
+    return "\n".join(
+        block.thinking for block in message.content if isinstance(block, ThinkingContent) and block.thinking
+    )
+
+
+def finished_assistant_dump(message: AssistantMessage) -> dict[str, Any] | None:
+    """The assistant message as it is stored, or None when nothing of it is worth keeping.
+
+    tinyagent runs no tool of a message that ended in error or abort, so its tool calls are
+    dropped (they would dangle); an aborted message keeps its partial text, marked.
+    """
+
+    dump = dump_message(message)
+    if message.stop_reason in ("error", "aborted"):
+        dump["content"] = [b for b in dump.get("content", []) if b and b.get("type") != "tool_call"]
+        has_text = any(
+            (b.get("type") == "text" and (b.get("text") or "").strip())
+            or (b.get("type") == "thinking" and (b.get("thinking") or "").strip())
+            for b in dump["content"]
+        )
+        if not has_text:
+            return None
+        if message.stop_reason == "aborted":
+            dump = mark_interrupted(dump)
+    elif not any(
+        isinstance(b, ToolCallContent)
+        or (isinstance(b, TextContent) and (b.text or "").strip())
+        or (isinstance(b, ThinkingContent) and (b.thinking or "").strip())
+        for b in message.content
+    ):
+        return None
+    return dump
+
+
+class EventTable:
+    def __init__(
+        self,
+        state: RequestState,
+        sink: AgentSink,
+        log: MessageLog,
+        registry: ToolCallRegistry,
+    ) -> None:
+        self.state = state
+        self.sink = sink
+        self.log = log
+        self.registry = registry
+        self._handlers: dict[str, Callable[[Any], Awaitable[None] | None]] = {
+            "message_update": self._on_message_update,
+            "message_end": self._on_message_end,
+            "tool_execution_start": self._on_tool_start,
+            "tool_execution_end": self._on_tool_end,
+            "turn_end": self._on_turn_end,
+        }
+
+    async def handle(self, event: AgentEvent) -> None:
+        handler = self._handlers.get(event.type)
+        if handler is not None:
+            result = handler(event)
+            if result is not None:
+                await result
+
+    def _on_message_update(self, event: Any) -> None:
+        ame = event.assistant_message_event
+        if ame is None or not ame.delta:
+            return
+        if ame.type == "text_delta":
+            if isinstance(event.message, AssistantMessage):
+                self.state.text = extract_text(event.message)
+            self.sink.emit(TextDelta(ame.delta))
+        elif ame.type == "thinking_delta":
+            self.sink.emit(ThinkingDelta(ame.delta))
+
+    async def _on_message_end(self, event: Any) -> None:
+        message = event.message
+        if message is None or id(message) in self.state.skip_store:
+            return
+        if isinstance(message, AssistantMessage):
+            await self._store_assistant(message)
+        elif isinstance(message, UserMessage | ToolResultMessage):
+            await self._store(dump_message(message), usage=None, thoughts=None)
+
+    async def _store_assistant(self, message: AssistantMessage) -> None:
+        state = self.state
+        usage = normalize_usage(message.usage, state.model_id)
+        state.usage = state.usage + usage
+        state.last_stop_reason = message.stop_reason
+        state.last_error = message.error_message if message.stop_reason == "error" else None
+        state.text = extract_text(message)
+        dump = finished_assistant_dump(message)
+        if dump is not None:
+            await self._store(dump, usage=usage, thoughts=_thinking_text(message) or None)
+
+    async def _store(self, dump: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None:
+        self.state.stored.append(dump)
+        await self.log.append(dump, usage=usage, thoughts=thoughts)
+
+    def _on_tool_start(self, event: Any) -> None:
+        self.registry.announce(event.tool_call_id, event.tool_name, event.args)
+
+    def _on_tool_end(self, event: Any) -> None:
+        # Calls that never reached a tool (unknown tool, bad JSON, declined) end here.
+        status = "failed" if event.is_error else "completed"
+        self.registry.finish(event.tool_call_id, status, tool_result_text(event.result), name=event.tool_name)
+
+    def _on_turn_end(self, event: Any) -> None:
+        self.state.turns += 1
+        message = event.message
+        usage = normalize_usage(getattr(message, "usage", None), self.state.model_id)
+        self.sink.emit(TurnEnd(self.state.turns, usage))

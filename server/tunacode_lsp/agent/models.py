@@ -1,0 +1,139 @@
+"""Model strings (`provider:model_id`) -> a usable model: endpoint, key, tinyagent Model.
+
+A model that cannot be used raises ModelNotUsable with a message that says what to set;
+the server turns it into JSON-RPC error -32003 before the request starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .openai_provider import OpenAICompatModel
+
+DEFAULT_MODEL = "openai:gpt-4.1"
+LOCAL_PLACEHOLDER_KEY = "sk-local-placeholder"
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    chat_url: str | None  # None: the user must give baseUrl
+    key_env: str | None
+    example_models: tuple[str, ...] = ()
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider(
+        "openai",
+        "https://api.openai.com/v1/chat/completions",
+        "OPENAI_API_KEY",
+        ("gpt-4.1", "gpt-4.1-mini", "gpt-4o", "o4-mini"),
+    ),
+    "openrouter": Provider(
+        "openrouter",
+        "https://openrouter.ai/api/v1/chat/completions",
+        "OPENROUTER_API_KEY",
+        ("moonshotai/kimi-k2.5", "anthropic/claude-sonnet-4.5", "openai/gpt-4.1"),
+    ),
+    "openai-compatible": Provider("openai-compatible", None, "OPENAI_COMPATIBLE_API_KEY"),
+}
+
+
+class ModelNotUsable(Exception):
+    """The configured model cannot be used; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    spec: str  # "provider:model_id" as given
+    provider: str
+    model_id: str
+    chat_url: str
+    api_key: str
+    model: OpenAICompatModel
+
+
+def split_model_string(spec: str) -> tuple[str, str]:
+    """Split `provider:model_id` at the first colon (model ids may contain colons)."""
+
+    provider, sep, model_id = spec.strip().partition(":")
+    if not sep or not provider or not model_id:
+        raise ModelNotUsable(
+            f"model {spec!r} is not of the form provider:model_id "
+            f"(e.g. openai:gpt-4.1, openrouter:moonshotai/kimi-k2.5, openai-compatible:qwen2.5-coder)"
+        )
+    return provider.lower(), model_id
+
+
+def normalize_chat_url(url: str) -> str:
+    """Accept a base URL (`.../v1`) as well as the full chat-completions URL."""
+
+    url = url.strip().rstrip("/")
+    if url.endswith("/chat/completions"):
+        return url
+    return url + "/chat/completions"
+
+
+def _is_local(url: str) -> bool:
+    host = url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
+    return host in {"localhost", "::1"} or host.startswith("127.")
+
+
+def resolve_model(
+    spec: str | None,
+    *,
+    base_url: str | None = None,
+    read_timeout: float = 120.0,
+    env: Mapping[str, str] | None = None,
+) -> ResolvedModel:
+    env = os.environ if env is None else env
+    spec = spec or DEFAULT_MODEL
+    provider_name, model_id = split_model_string(spec)
+    provider = PROVIDERS.get(provider_name)
+    if provider is None:
+        known = ", ".join(PROVIDERS)
+        raise ModelNotUsable(f"unknown provider {provider_name!r} in model {spec!r}; known providers: {known}")
+
+    chat_url = base_url or provider.chat_url
+    if chat_url is None:
+        raise ModelNotUsable(
+            f"model {spec!r} needs a base URL: set tunacode.baseUrl (or TUNACODE_BASE_URL), "
+            "e.g. http://127.0.0.1:11434/v1 for Ollama"
+        )
+    chat_url = normalize_chat_url(chat_url)
+
+    key = env.get("TUNACODE_API_KEY", "").strip() or (
+        env.get(provider.key_env, "").strip() if provider.key_env else ""
+    )
+    if not key:
+        if provider.chat_url is None or _is_local(chat_url):
+            key = LOCAL_PLACEHOLDER_KEY  # tinyagent and most servers want some key
+        else:
+            raise ModelNotUsable(
+                f"model {spec!r} needs an API key: set {provider.key_env} (or TUNACODE_API_KEY)"
+            )
+
+    model = OpenAICompatModel(
+        provider=provider_name,
+        id=model_id,
+        api="openai-completions",
+        base_url=chat_url,
+        read_timeout=read_timeout,
+    )
+    return ResolvedModel(spec, provider_name, model_id, chat_url, key, model)
+
+
+def list_models(env: Mapping[str, str] | None = None) -> list[dict[str, object]]:
+    """The known models with whether each is usable now (its key is set)."""
+
+    env = os.environ if env is None else env
+    out: list[dict[str, object]] = []
+    for provider in PROVIDERS.values():
+        configured = bool(
+            env.get("TUNACODE_API_KEY") or (provider.key_env and env.get(provider.key_env))
+        )
+        for model_id in provider.example_models:
+            out.append({"id": f"{provider.name}:{model_id}", "provider": provider.name, "configured": configured})
+    return out

@@ -1,0 +1,56 @@
+"""What the agent layer needs from its caller: a sink for events and approvals, a message log.
+
+The LSP server, the benchmarks and the unit tests each provide these; the agent layer
+never imports LSP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from ..protocol import Event, Usage
+from ..tools import ToolSettings
+from .models import ResolvedModel
+
+ApprovalDecision = Literal["allow", "allow_session", "deny"]
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    tool_call_id: str
+    tool_name: str
+    summary: str  # readable: the command, or the file and a diff summary
+    args: dict[str, Any]
+
+
+class AgentSink(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+class MessageLog(Protocol):
+    """Where finished messages go, one call per message, in order."""
+
+    async def append(self, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None: ...
+
+
+@dataclass
+class RequestSpec:
+    request_id: str
+    session_id: str
+    prompt: str
+    model: ResolvedModel
+    workspace_root: Path
+    history: list[dict[str, Any]]
+    max_turns: int = 40
+    timeout: float = 600.0  # seconds, 0 = none
+    max_retries: int = 3
+    approval: str = "ask"  # auto | ask | read-only
+    tool_settings: ToolSettings = field(default_factory=ToolSettings)
+    tool_concurrency: int = 3
+    history_token_budget: int = 100_000
+    # tools the user allowed "for this session": shared across the session's requests
+    session_allowed_tools: set[str] = field(default_factory=set)

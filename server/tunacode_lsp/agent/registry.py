@@ -1,0 +1,111 @@
+"""The tool-call registry of one request: pending -> running -> completed | failed | cancelled.
+
+It is the single owner of tool-call state and the only place that emits `tool_call` and
+`tool_call_update` events. Two paths report to it: tinyagent's event queue (start/end
+events, which arrive late because the loop runs in its own task) and our tool wrapper
+(which sees a call start and finish as it happens). Whichever comes first wins; the
+registry keeps the order valid: one `tool_call`, then updates, then exactly one final update.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol import FINAL_TOOL_STATUSES, Event, ToolCallEvent, ToolCallSummary, ToolCallUpdate
+
+PREVIEW_CHARS = 400
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class ToolCallRecord:
+    tool_call_id: str
+    name: str
+    args: dict[str, Any]
+    status: str = "pending"
+    started: float | None = None
+    ended: float | None = None
+    result: str | None = None
+    announced_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_TOOL_STATUSES
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.ended is None:
+            return None
+        return round((self.ended - (self.started or self.announced_at)) * 1000)
+
+
+class ToolCallRegistry:
+    def __init__(self, emit: Callable[[Event], None]) -> None:
+        self._emit = emit
+        self._calls: dict[str, ToolCallRecord] = {}
+
+    def get(self, tool_call_id: str) -> ToolCallRecord | None:
+        return self._calls.get(tool_call_id)
+
+    def announce(self, tool_call_id: str, name: str, args: dict[str, Any] | None) -> ToolCallRecord:
+        record = self._calls.get(tool_call_id)
+        if record is None:
+            record = ToolCallRecord(tool_call_id, name, dict(args or {}))
+            self._calls[tool_call_id] = record
+            self._emit(ToolCallEvent(tool_call_id, name, record.args))
+        return record
+
+    def _update(self, record: ToolCallRecord, status: str, result: str | None = None) -> None:
+        record.status = status
+        self._emit(
+            ToolCallUpdate(
+                record.tool_call_id,
+                record.name,
+                status,
+                result=result,
+                duration_ms=record.duration_ms if record.final else None,
+            )
+        )
+
+    def awaiting_approval(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
+        record = self.announce(tool_call_id, name, args)
+        if record.status == "pending":
+            self._update(record, "awaiting_approval")
+
+    def start(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
+        record = self.announce(tool_call_id, name, args)
+        if record.final or record.status == "in_progress":
+            return
+        record.started = time.monotonic()
+        self._update(record, "in_progress")
+
+    def finish(self, tool_call_id: str, status: str, result: str | None = None, *, name: str = "") -> None:
+        assert status in FINAL_TOOL_STATUSES, status
+        record = self._calls.get(tool_call_id) or self.announce(tool_call_id, name, {})
+        if record.final:
+            return
+        record.ended = time.monotonic()
+        record.result = preview(result) if result is not None else None
+        self._update(record, status, record.result)
+
+    def settle_open(self, status: str = "cancelled", result: str = "cancelled") -> None:
+        """Give every call still open its final update (abort, timeout, a crash of the loop)."""
+
+        for record in list(self._calls.values()):
+            if not record.final:
+                self.finish(record.tool_call_id, status, result)
+
+    def summaries(self) -> list[ToolCallSummary]:
+        return [
+            ToolCallSummary(r.tool_call_id, r.name, r.status, r.duration_ms) for r in self._calls.values()
+        ]
+
+    def __len__(self) -> int:
+        return len(self._calls)

@@ -1,0 +1,313 @@
+"""One request, start to end: history in, tinyagent loop, events out, RequestResult back.
+
+The run owns its abort signal (an asyncio.Event given to the stream function and to every
+tool instead of tinyagent's own, which only exists while the loop runs). However the run
+ends (answer, abort, timeout, turn limit, provider error) every tool call gets its final
+update, the stored history stays valid, and `request_end` is the last event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any
+
+from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
+from tinyagent.agent_types import AssistantMessage, ToolCallContent, ToolLoopControl
+
+from ..protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
+from ..session.codec import dump_message, load_message
+from ..tools import CHANGING_TOOLS, build_tools, summarize_args
+from ..tools.errors import ToolCancelled
+from .events import EventTable, RequestState, tool_result_text
+from .history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
+from .ports import AgentSink, ApprovalRequest, MessageLog, RequestSpec
+from .registry import ToolCallRegistry
+from .streaming import make_stream_fn
+from .system_prompt import build_system_prompt
+
+log = logging.getLogger(__name__)
+
+EMPTY_RESPONSE_NUDGE = (
+    "Your last response was empty. Continue with the task, or give your final answer if you are done."
+)
+ABORT_GRACE_SECONDS = 5.0
+
+
+def new_request_id() -> str:
+    return "req_" + uuid.uuid4().hex[:16]
+
+
+def _message_has_tool_calls(message: Any) -> bool:
+    return any(isinstance(b, ToolCallContent) for b in getattr(message, "content", []) or [])
+
+
+def _is_empty_answer(message: Any) -> bool:
+    if not isinstance(message, AssistantMessage) or message.stop_reason in ("error", "aborted"):
+        return False
+    return not _message_has_tool_calls(message) and not any(
+        isinstance(b, TextContent) and (b.text or "").strip() for b in message.content
+    )
+
+
+class RequestRun:
+    def __init__(self, spec: RequestSpec, sink: AgentSink, log_: MessageLog) -> None:
+        self.spec = spec
+        self.sink = sink
+        self.started_at = time.time()
+        self.abort_signal = asyncio.Event()
+        self.abort_reason: str | None = None
+        self.state = RequestState(model_id=spec.model.model_id)
+        self.registry = ToolCallRegistry(sink.emit)
+        self.table = EventTable(self.state, sink, log_, self.registry)
+        self._model_calls = 0
+        self._max_turns_hit = False
+        self._nudged = False
+        self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
+        self._agent: Agent | None = None
+
+    # ------------------------------------------------------------ control
+
+    def abort(self, reason: str = "cancelled") -> bool:
+        """Stop the request now; False when it was already stopping."""
+
+        if self.abort_reason is not None:
+            return False
+        self.abort_reason = reason
+        self.abort_signal.set()
+        return True
+
+    @property
+    def model_calls(self) -> int:
+        return self._model_calls
+
+    # ------------------------------------------------------------ the run
+
+    async def run(self) -> RequestResult:
+        spec = self.spec
+        self.sink.emit(RequestStart(spec.prompt, spec.model.spec))
+        timer = (
+            asyncio.get_running_loop().call_later(spec.timeout, self.abort, "timeout")
+            if spec.timeout > 0
+            else None
+        )
+        error: str | None = None
+        try:
+            error = await self._drive()
+        finally:
+            if timer is not None:
+                timer.cancel()
+        return await self._finish(error)
+
+    async def _drive(self) -> str | None:
+        """Run the tinyagent loop; an unexpected failure comes back as an error text."""
+
+        agent = self._build_agent()
+        prompt = UserMessage(content=[TextContent(text=self.spec.prompt)], timestamp=int(time.time() * 1000))
+        stream = agent.stream(prompt)
+        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
+        deadline: float | None = None  # set at abort: the loop must wind down by then
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                next_event = asyncio.ensure_future(stream.__anext__())
+                if deadline is None:
+                    await asyncio.wait({next_event, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+                    if abort_wait.done():
+                        deadline = loop.time() + ABORT_GRACE_SECONDS
+                if deadline is not None and not next_event.done():
+                    await asyncio.wait({next_event}, timeout=max(0.0, deadline - loop.time()))
+                    if not next_event.done():
+                        next_event.cancel()
+                        log.warning("agent loop did not stop within %.1f s of an abort", ABORT_GRACE_SECONDS)
+                        return None
+                try:
+                    event = next_event.result()
+                except StopAsyncIteration:
+                    return None
+                await self.table.handle(event)
+        except Exception as exc:  # the loop itself failed: report it as an error result
+            log.exception("agent loop failed")
+            return f"internal error: {exc}"
+        finally:
+            abort_wait.cancel()
+            try:
+                await stream.aclose()
+            except RuntimeError:  # still running after a cancelled step
+                pass
+
+    def _build_agent(self) -> Agent:
+        spec = self.spec
+        agent = Agent(
+            AgentOptions(
+                stream_fn=make_stream_fn(
+                    signal=self.abort_signal,
+                    max_retries=spec.max_retries,
+                    notify=lambda text: self.sink.emit(Notice(text)),
+                    on_model_call=self._count_model_call,
+                ),
+                get_api_key=lambda _provider: spec.model.api_key,
+                convert_to_llm=self._convert_to_llm,
+                before_tool_call=self._before_tool_call,
+                should_stop_after_turn=self._should_stop_after_turn,
+                session_id=spec.session_id,
+            )
+        )
+        agent.set_model(spec.model.model)
+        agent.set_system_prompt(build_system_prompt(spec.workspace_root))
+        agent.set_tools([self._wrap_tool(t) for t in build_tools(spec.workspace_root, spec.tool_settings)])
+        agent.replace_messages([load_message(m) for m in spec.history])
+        self._agent = agent
+        return agent
+
+    def _count_model_call(self) -> None:
+        self._model_calls += 1
+
+    async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
+        llm = [m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")]
+        dumps = [dump_message(m) for m in llm]
+        if estimate_tokens(dumps) <= self.spec.history_token_budget:
+            return llm
+        pruned = prune_tool_outputs(dumps, token_budget=self.spec.history_token_budget)
+        return [load_message(d) for d in pruned]
+
+    # ------------------------------------------------------------ tools
+
+    def _wrap_tool(self, tool: AgentTool) -> AgentTool:
+        inner = tool.execute
+        assert inner is not None
+
+        async def execute(tool_call_id: str, args: dict[str, Any], _signal: Any, on_update: Any) -> AgentToolResult:
+            async with self._semaphore:
+                if self.abort_signal.is_set():
+                    self.registry.finish(tool_call_id, "cancelled", "cancelled before it started", name=tool.name)
+                    raise ToolCancelled("cancelled before it started")
+                self.registry.start(tool_call_id, tool.name, args)
+                try:
+                    result = await inner(tool_call_id, args, self.abort_signal, on_update)
+                except BaseException as exc:
+                    cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
+                    self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
+                    raise
+                self.registry.finish(tool_call_id, "completed", tool_result_text(result))
+                return result
+
+        return AgentTool(
+            name=tool.name, description=tool.description, parameters=tool.parameters, label=tool.label, execute=execute
+        )
+
+    async def _before_tool_call(
+        self, tool_call: ToolCallContent, tool: AgentTool | None, args: dict[str, Any]
+    ) -> ToolLoopControl | None:
+        name = tool_call.name or ""
+        call_id = tool_call.id or ""
+        if tool is None:
+            return _error_result(f"unknown tool {name!r}; the tools are: " + ", ".join(sorted(self._tool_names())))
+        if tool_call.partial_json:
+            return _error_result(
+                f"the arguments of this {name} call were not valid JSON; send them again as one JSON object. "
+                f"Received: {tool_call.partial_json[:300]}"
+            )
+        if name not in CHANGING_TOOLS:
+            return None
+        approval = self.spec.approval
+        if approval == "auto" or name in self.spec.session_allowed_tools:
+            return None
+        summary = summarize_args(name, args)
+        if approval == "read-only":
+            return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
+        self.registry.awaiting_approval(call_id, name, args)
+        decision = await self._ask(ApprovalRequest(call_id, name, summary, args))
+        if decision == "allow_session":
+            self.spec.session_allowed_tools.add(name)
+        if decision in ("allow", "allow_session"):
+            return None
+        if self.abort_signal.is_set():
+            return _error_result("cancelled by the user")
+        return _error_result(f"the user declined: {name} {summary}. Do not retry it unchanged; ask or try another way.")
+
+    async def _ask(self, request: ApprovalRequest) -> str:
+        """Ask for approval; an abort ends the wait as a denial."""
+
+        ask = asyncio.ensure_future(self.sink.ask_approval(request))
+        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
+        try:
+            done, _ = await asyncio.wait({ask, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if ask in done and not ask.cancelled() and ask.exception() is None:
+                return ask.result()
+            return "deny"
+        finally:
+            ask.cancel()
+            abort_wait.cancel()
+
+    def _tool_names(self) -> list[str]:
+        return [t.name for t in self._agent.state.tools] if self._agent else []
+
+    # ------------------------------------------------------------ turn control
+
+    async def _should_stop_after_turn(self, message: Any, tool_results: list[Any], _ctx: Any, _new: Any) -> bool:
+        if self.abort_signal.is_set():
+            return True
+        if _is_empty_answer(message):
+            if not self._nudged and self._model_calls < self.spec.max_turns:
+                self._nudged = True
+                nudge = UserMessage(content=[TextContent(text=EMPTY_RESPONSE_NUDGE)], timestamp=int(time.time() * 1000))
+                self.state.skip_store.add(id(nudge))
+                assert self._agent is not None
+                self._agent.follow_up(nudge)
+                return False
+            self.sink.emit(Notice("The model returned an empty response; stopping."))
+            return True
+        if tool_results and self._model_calls >= self.spec.max_turns:
+            self._max_turns_hit = True
+            self.sink.emit(
+                Notice(f"Stopped after {self.spec.max_turns} model turns (maxTurns); ask again to continue.")
+            )
+            return True
+        return False
+
+    # ------------------------------------------------------------ the end
+
+    async def _finish(self, internal_error: str | None) -> RequestResult:
+        state = self.state
+        self.registry.settle_open("cancelled", "cancelled" if self.abort_reason else "did not finish")
+        # Calls stored this request that never got a result (an abort mid-tool, a loop
+        # that died) are answered now, so the stored history never dangles.
+        dangling = unanswered_tool_calls(state.stored)
+        for result in cancelled_results_for(dangling):
+            await self.table.log.append(result, usage=None, thoughts=None)
+            state.stored.append(result)
+
+        error: ErrorInfo | None = None
+        if self.abort_reason is not None:
+            stop_reason = "cancelled" if self.abort_reason == "cancelled" else "timeout"
+            if stop_reason == "timeout":
+                self.sink.emit(Notice(f"The request timed out after {self.spec.timeout:g} s (requestTimeout)."))
+        elif internal_error is not None:
+            stop_reason, error = "error", ErrorInfo(internal_error)
+        elif self._max_turns_hit:
+            stop_reason = "max_turns"
+        elif state.last_stop_reason == "error":
+            stop_reason, error = "error", ErrorInfo(state.last_error or "the model provider returned an error")
+        else:
+            stop_reason = "end_turn"
+            if state.last_stop_reason == "length":
+                self.sink.emit(Notice("The model stopped at its output token limit; the answer may be cut short."))
+
+        self.sink.emit(RequestEnd(stop_reason, state.usage, error))
+        return RequestResult(
+            session_id=self.spec.session_id,
+            request_id=self.spec.request_id,
+            stop_reason=stop_reason,
+            text=state.text,
+            usage=state.usage,
+            turns=state.turns,
+            tool_calls=self.registry.summaries(),
+            error=error,
+        )
+
+
+def _error_result(text: str) -> ToolLoopControl:
+    return ToolLoopControl(result=AgentToolResult(content=[TextContent(text=text)]), is_error=True)

@@ -1,0 +1,86 @@
+"""Logging: stderr always, `window/logMessage` once a client is attached, a file when asked.
+
+stdout belongs to the protocol, so nothing here ever writes to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from lsprotocol import types
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards our own log records (not pygls's chatter) to the client as window/logMessage."""
+
+    _TYPES = {
+        logging.ERROR: types.MessageType.Error,
+        logging.WARNING: types.MessageType.Warning,
+        logging.INFO: types.MessageType.Info,
+    }
+
+    def __init__(self, server) -> None:
+        super().__init__(logging.INFO)
+        self._server = server
+        self._emitting = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._emitting or self._server.protocol.writer is None:
+            return
+        self._emitting = True  # sending may log; never recurse
+        try:
+            kind = self._TYPES.get(record.levelno, types.MessageType.Log)
+            self._server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
+        except Exception:
+            pass
+        finally:
+            self._emitting = False
+
+
+def log_dir(env=os.environ) -> Path:
+    home = env.get("TUNACODE_HOME")
+    if home:
+        return Path(home).expanduser()
+    data = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "tunacode-lsp"
+
+
+def setup_logging(level: str = "info", *, server=None, log_file: bool = False) -> Path | None:
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG)
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(LEVELS.get(level, logging.INFO))
+    stderr.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(stderr)
+    # pygls logs every message it sends at INFO: keep that out of stderr unless debugging.
+    logging.getLogger("pygls").setLevel(logging.DEBUG if level == "debug" else logging.WARNING)
+    ours = logging.getLogger("tunacode_lsp")
+    if server is not None:
+        client = ClientLogHandler(server)
+        client.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        ours.addHandler(client)
+    return enable_log_file() if log_file else None
+
+
+def enable_log_file() -> Path:
+    """Also log to $TUNACODE_HOME/server.log (default under XDG_DATA_HOME); idempotent."""
+
+    path = log_dir() / "server.log"
+    root = logging.getLogger()
+    for handler in root.handlers:
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename) == path.resolve():
+            return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    file_handler = logging.FileHandler(path, encoding="utf-8")
+    file_handler.setLevel(logging.DEBUG)
+    file_handler.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(file_handler)
+    return path
