@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,16 +79,18 @@ class ScriptedModelServer:
         self._cond = threading.Condition()
         self._recorded: list[dict[str, Any]] = []
         self._open_streams = 0
+        self._accepted_connections = 0
         self._turns: deque[Turn] = deque()
         self._last_turn: Turn | None = None
         self._turns_served = 0
         self._on_exhausted = "error"
         self._call_ids = itertools.count(1)
+        self._call_id_prefix = f"call_{uuid.uuid4().hex[:8]}"  # unique across server runs
         self.set_script(script)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.AbstractServer | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -148,10 +151,14 @@ class ScriptedModelServer:
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
+        # Closing the sockets ends each handler normally (a cancelled handler task would
+        # make asyncio's stream callback log a CancelledError traceback on Python 3.11).
+        for writer in self._connections.values():
+            writer.transport.abort()
         if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+            _, stragglers = await asyncio.wait(set(self._connections), timeout=2)
+            for task in stragglers:
+                task.cancel()
         if self._server is not None:
             await self._server.wait_closed()
 
@@ -178,6 +185,13 @@ class ScriptedModelServer:
     def open_streams(self) -> int:
         with self._cond:
             return self._open_streams
+
+    @property
+    def accepted_connections(self) -> int:
+        """Connections accepted so far (a client that reuses its connection keeps this at 1)."""
+
+        with self._cond:
+            return self._accepted_connections
 
     @property
     def remaining_turns(self) -> int:
@@ -243,7 +257,9 @@ class ScriptedModelServer:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
+        self._connections[task] = writer
+        with self._cond:
+            self._accepted_connections += 1
         # drain() then waits until the kernel has every byte, so a drop comes after them.
         writer.transport.set_write_buffer_limits(high=0)
         try:
@@ -259,11 +275,8 @@ class ScriptedModelServer:
                 await _send_json(writer, 400, _error_body(str(exc), "bad_request"), keep_alive=False)
         except (_ClientGone, ConnectionError, asyncio.IncompleteReadError):
             pass
-        except asyncio.CancelledError:
-            writer.transport.abort()
-            raise
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             if not writer.transport.is_closing():
                 writer.close()
 
@@ -324,7 +337,7 @@ class ScriptedModelServer:
             self._stream_closed()
 
     def next_call_id(self) -> str:
-        return f"call_scripted_{next(self._call_ids)}"
+        return f"{self._call_id_prefix}_{next(self._call_ids)}"
 
 
 # ---------------------------------------------------------------- one turn on the wire
