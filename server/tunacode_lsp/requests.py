@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 
-from .agent.models import DEFAULT_MODEL, ModelNotUsable, ResolvedModel, resolve_model, split_model_string
+from .agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
 from .agent.ports import RequestSpec
 from .agent.runner import RequestRun, new_request_id
 from .config import ServerOptions
@@ -106,7 +106,7 @@ class RequestService:
     def model_spec(self, spec: str | None) -> str:
         """The model string a new session records: checked for form, not for a key."""
 
-        spec = spec or self._ls.options.model or DEFAULT_MODEL
+        spec = spec or self._ls.options.model or default_model()
         try:
             split_model_string(spec)
         except ModelNotUsable as exc:

@@ -22,7 +22,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from . import __version__
-from .agent.models import DEFAULT_MODEL, list_models
+from .agent.models import default_model, list_models
 from .config import ServerOptions, parse_options
 from .protocol import (
     COMMAND_ABORT,
@@ -234,7 +234,7 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
 @command(COMMAND_MODELS_LIST)
 async def models_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     parse_params(EmptyParams, params.arguments)
-    return {"models": list_models(), "default": ls.options.model or DEFAULT_MODEL}
+    return {"models": list_models(), "default": ls.options.model or default_model()}
 
 
 @command(COMMAND_SESSION_NEW)

@@ -13,6 +13,16 @@ from dataclasses import dataclass
 from .openai_provider import OpenAICompatModel
 
 DEFAULT_MODEL = "openai:gpt-4.1"
+OPENROUTER_DEFAULT_MODEL = "openrouter:moonshotai/kimi-k2.5"
+
+
+def default_model(env: Mapping[str, str] | None = None) -> str:
+    """The model used when none is configured: the one whose key the user has."""
+
+    env = os.environ if env is None else env
+    if not env.get("OPENAI_API_KEY") and env.get("OPENROUTER_API_KEY"):
+        return OPENROUTER_DEFAULT_MODEL
+    return DEFAULT_MODEL
 LOCAL_PLACEHOLDER_KEY = "sk-local-placeholder"
 
 
@@ -89,7 +99,7 @@ def resolve_model(
     env: Mapping[str, str] | None = None,
 ) -> ResolvedModel:
     env = os.environ if env is None else env
-    spec = spec or DEFAULT_MODEL
+    spec = spec or default_model(env)
     provider_name, model_id = split_model_string(spec)
     provider = PROVIDERS.get(provider_name)
     if provider is None:
