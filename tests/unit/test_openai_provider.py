@@ -117,7 +117,7 @@ async def test_text_deltas_add_up_and_each_event_carries_a_snapshot(serve) -> No
     assert (final.provider, final.model, final.api) == ("openai-compatible", "scripted", "openai-completions")
     assert final.timestamp and final.timestamp > 1_600_000_000_000
     assert final.error_message is None
-    assert stream.received_content and stream.status is None
+    assert stream.received_content and stream.status is None and stream.error_kind is None
 
 
 async def test_thinking_from_reasoning_content_and_reasoning(serve) -> None:
@@ -295,7 +295,7 @@ async def test_http_500_is_an_error_message_with_the_status(serve) -> None:
     assert events[-1].error is final and events[-1].reason == "error"
     assert final.stop_reason == "error"
     assert final.error_message == "HTTP 500: boom"
-    assert stream.status == 500 and stream.retry_after is None
+    assert stream.status == 500 and stream.retry_after is None and stream.error_kind == "http"
     assert not stream.received_content
 
 
@@ -330,6 +330,7 @@ async def test_a_dropped_connection_keeps_the_content_so_far(serve) -> None:
     assert events[-1].type == "error"
     assert final.stop_reason == "error"
     assert "closed unexpectedly" in final.error_message
+    assert stream.error_kind == "reset"
     assert texts(final) == ["half an ans"]
     assert tool_calls(final) == []  # its arguments never finished
     assert stream.received_content
@@ -337,8 +338,8 @@ async def test_a_dropped_connection_keeps_the_content_so_far(serve) -> None:
 
 async def test_a_stall_past_the_read_timeout_is_an_error(serve) -> None:
     server = serve([{"steps": [{"text": "waiting"}, {"stall": 30}]}])
-    _, _, final = await run_stream(model_for(server, read_timeout=0.2))
-    assert final.stop_reason == "error"
+    stream, _, final = await run_stream(model_for(server, read_timeout=0.2))
+    assert final.stop_reason == "error" and stream.error_kind == "stall"
     assert final.error_message == "model stream stalled: no data for 0.2 s"
     assert texts(final) == ["waiting"]
     assert await asyncio.to_thread(server.wait_for_closed, 5)
@@ -346,8 +347,8 @@ async def test_a_stall_past_the_read_timeout_is_an_error(serve) -> None:
 
 async def test_a_malformed_chunk_is_an_error(serve) -> None:
     server = serve([{"steps": [{"text": "fine so far"}, {"raw": "data: {not json\n\n"}, {"text": "lost"}]}])
-    _, _, final = await run_stream(model_for(server))
-    assert final.stop_reason == "error"
+    stream, _, final = await run_stream(model_for(server))
+    assert final.stop_reason == "error" and stream.error_kind == "malformed"
     assert final.error_message == "malformed stream chunk: {not json"
     assert texts(final) == ["fine so far"]
 
@@ -355,15 +356,35 @@ async def test_a_malformed_chunk_is_an_error(serve) -> None:
 async def test_an_error_chunk_mid_stream_is_an_error(serve) -> None:
     error = json.dumps({"error": {"message": "provider overloaded", "code": 502}})
     server = serve([{"steps": [{"text": "so"}, {"raw": f"data: {error}\n\n"}]}])
-    _, _, final = await run_stream(model_for(server))
+    stream, _, final = await run_stream(model_for(server))
     assert final.error_message == "model error in stream: provider overloaded"
+    assert stream.error_kind == "provider"
     assert texts(final) == ["so"]
 
 
-async def test_a_stream_that_ends_without_finishing_is_an_error(serve) -> None:
-    server = serve([{"steps": [{"text": "cut"}, {"drop": True}]}])
-    _, _, final = await run_stream(model_for(server))
-    assert final.stop_reason == "error"
+async def test_a_clean_close_before_the_finish_is_an_error() -> None:
+    """A server without chunked framing that closes early looks like a clean end of body."""
+
+    chunk = json.dumps({"choices": [{"index": 0, "delta": {"content": "cut"}, "finish_reason": None}]})
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        writer.write(f"data: {chunk}\n\n".encode())
+        await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        model = OpenAICompatModel(id="m", base_url=f"http://127.0.0.1:{port}/v1/chat/completions")
+        stream, _, final = await run_stream(model)
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert final.stop_reason == "error" and stream.error_kind == "reset"
+    assert final.error_message == "model stream ended before the response was finished"
+    assert texts(final) == ["cut"]
 
 
 async def test_connect_failure_is_an_error_message() -> None:
@@ -375,7 +396,8 @@ async def test_connect_failure_is_an_error_message() -> None:
     assert [e.type for e in events] == ["start", "error"]
     assert final.stop_reason == "error"
     assert final.error_message.startswith(f"cannot connect to http://127.0.0.1:{port}")
-    assert stream.status is None
+    assert stream.status is None and stream.error_kind == "connect"
+    assert not stream.received_content
 
 
 def test_sse_decoder_handles_split_lines_crlf_comments_and_multiline_data() -> None:
@@ -409,6 +431,7 @@ async def test_abort_while_the_server_stalls(serve) -> None:
     assert elapsed < 0.5  # the server would stay silent for 30 s
     assert events[-1].type == "error" and events[-1].reason == "aborted"
     assert final.stop_reason == "aborted" and final.error_message == "aborted"
+    assert stream.error_kind == "aborted"
     assert texts(final) == ["partial answer"]
     assert final.content[0].thinking == "hmm"
     assert tool_calls(final) == []  # incomplete arguments dropped
@@ -447,6 +470,7 @@ async def test_aclose_mid_stream_closes_the_connection(serve) -> None:
     await stream.aclose()
     final = await stream.result()
     assert final.stop_reason == "error" and texts(final) == ["hello"]
+    assert stream.error_kind == "closed"
     assert await asyncio.to_thread(server.wait_for_closed, 5)
 
 

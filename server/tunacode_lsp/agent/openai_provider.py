@@ -43,6 +43,14 @@ AFTER_DONE_DRAIN_SECONDS = 1.0  # a server that holds the body open after [DONE]
 
 T = TypeVar("T")
 
+# Why a stream ended in error, for the retry layer. "connect": no connection was made;
+# "reset": the connection closed before the response finished; "stall": no data for
+# read_timeout; "http": an HTTP error status (see `status`); "malformed": a chunk that is
+# not JSON; "provider": an error sent inside the stream; "closed": aclose() by the caller.
+ErrorKind = Literal[
+    "connect", "reset", "stall", "http", "malformed", "provider", "closed", "aborted", "other"
+]
+
 
 class OpenAICompatModel(Model):
     """An OpenAI-compatible chat-completions endpoint (extra fields allowed, like tinyagent's)."""
@@ -310,6 +318,7 @@ class OpenAIChatStream:
         self.status: int | None = None
         self.retry_after: float | None = None
         self.received_content = False
+        self.error_kind: ErrorKind | None = None
         self._model = model
         self._body = body
         self._headers = headers
@@ -357,7 +366,7 @@ class OpenAIChatStream:
         """Close the connection; an unfinished stream ends with an error."""
 
         if self._final is None:
-            await self._fail("stream closed before it finished")
+            await self._fail("stream closed before it finished", "closed")
         await self._release()
 
     # ------------------------------------------------------------ driving
@@ -372,25 +381,31 @@ class OpenAIChatStream:
             elif self._phase == "stream":
                 await self._read()
         except _Aborted:
+            self.error_kind = "aborted"
             await self._finish("aborted", "aborted")
         except asyncio.CancelledError:
             await self._release()
             raise
         except httpx.ReadTimeout:
-            await self._fail(f"model stream stalled: no data for {self._model.read_timeout:g} s")
+            await self._fail(
+                f"model stream stalled: no data for {self._model.read_timeout:g} s", "stall"
+            )
         except httpx.ConnectTimeout:
             await self._fail(
                 f"cannot connect to {self._model.base_url}: "
-                f"timed out after {self._model.connect_timeout:g} s"
+                f"timed out after {self._model.connect_timeout:g} s",
+                "connect",
             )
         except httpx.ConnectError as exc:
-            await self._fail(f"cannot connect to {self._model.base_url}: {exc}")
+            await self._fail(f"cannot connect to {self._model.base_url}: {exc}", "connect")
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            await self._fail(f"model connection closed unexpectedly: {exc or type(exc).__name__}")
+            await self._fail(
+                f"model connection closed unexpectedly: {exc or type(exc).__name__}", "reset"
+            )
         except httpx.HTTPError as exc:
-            await self._fail(f"model request failed: {type(exc).__name__}: {exc}")
+            await self._fail(f"model request failed: {type(exc).__name__}: {exc}", "other")
         except Exception as exc:  # noqa: BLE001 - errors are data across the agent boundary
-            await self._fail(f"model stream failed: {type(exc).__name__}: {exc}")
+            await self._fail(f"model stream failed: {type(exc).__name__}: {exc}", "other")
 
     async def _connect(self) -> None:
         timeout = httpx.Timeout(
@@ -432,7 +447,7 @@ class OpenAIChatStream:
         elif self._saw_done or self._finish_reason is not None:
             await self._finish_normally()
         else:
-            await self._fail("model stream ended before the response was finished")
+            await self._fail("model stream ended before the response was finished", "reset")
 
     def _on_payloads(self, payloads: list[str]) -> None:
         for data in payloads:
@@ -478,13 +493,13 @@ class OpenAIChatStream:
         try:
             chunk = json.loads(data)
         except ValueError:
-            self._schedule_fail(f"malformed stream chunk: {data[:200]}")
+            self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
             return
         if not isinstance(chunk, dict):
-            self._schedule_fail(f"malformed stream chunk: {data[:200]}")
+            self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
             return
         if chunk.get("error"):
-            self._schedule_fail(f"model error in stream: {_error_detail(chunk)}")
+            self._schedule_fail(f"model error in stream: {_error_detail(chunk)}", "provider")
             return
         if isinstance(chunk.get("usage"), dict):
             self._raw_usage = chunk["usage"]
@@ -600,7 +615,7 @@ class OpenAIChatStream:
                 break
             body += chunk
         detail = _error_detail_from_body(bytes(body)) or response.reason_phrase
-        await self._fail(f"HTTP {response.status_code}: {detail}")
+        await self._fail(f"HTTP {response.status_code}: {detail}", "http")
 
     async def _finish_normally(self) -> None:
         self._end_blocks()
@@ -609,17 +624,22 @@ class OpenAIChatStream:
         if reason == "stop" and has_calls:
             reason = "tool_calls"  # some servers say "stop" after tool calls
         if self._finish_reason == "content_filter":
+            self.error_kind = "provider"
             await self._finish("error", "the provider stopped the response: content_filter")
             return
         await self._finish(reason, None)
 
-    def _schedule_fail(self, message: str) -> None:
+    def _schedule_fail(self, message: str, kind: ErrorKind) -> None:
         """A failure found while decoding (sync): finish now, close the connection after."""
 
+        if self._final is None:
+            self.error_kind = kind
         self._drop_incomplete_tool_calls()
         self._set_final("error", message)
 
-    async def _fail(self, message: str) -> None:
+    async def _fail(self, message: str, kind: ErrorKind) -> None:
+        if self._final is None:
+            self.error_kind = kind
         await self._finish("error", message)
 
     async def _finish(
