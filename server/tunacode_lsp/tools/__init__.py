@@ -80,7 +80,7 @@ def summarize_args(name: str, args: dict[str, Any]) -> str:
         return _short(summary)
     if name == "bash":
         cwd = text("cwd")
-        return _short(text("command") + (f"  (in {cwd})" if cwd and cwd != "." else ""))
+        return _short(text("command") + (f" (in {cwd})" if cwd and cwd != "." else ""))
     if name == "grep":
         where = " ".join(part for part in (text("path"), text("glob")) if part)
         return _short(f"/{text('pattern')}/" + (f" in {where}" if where else ""))

@@ -38,13 +38,6 @@ def shell_environment(inherit_secrets: bool) -> dict[str, str]:
     return env
 
 
-def kill_group(process: asyncio.subprocess.Process) -> None:
-    try:
-        os.killpg(process.pid, signals.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _parameters(settings: ToolSettings) -> dict[str, Any]:
     return {
         "type": "object",
@@ -91,11 +84,43 @@ async def _pump(stream: asyncio.StreamReader, output: HeadTailBuffer, call: Tool
             call.report(output.recent(UPDATE_TAIL_BYTES), partial=True, bytes=output.total)
 
 
-def _close_output_pipe(process: asyncio.subprocess.Process) -> None:
-    transport = getattr(process, "_transport", None)
-    pipe = transport.get_pipe_transport(1) if transport is not None else None
-    if pipe is not None:
-        pipe.close()
+class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Stream protocol that also reports the moment the shell exits: Process.wait() (3.11) waits
+    for the output pipe to close too, which a background child can hold open for ever."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=2**16, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _start_shell(shell: str, command: str, cwd: Path, env: dict[str, str]) -> tuple[
+    asyncio.SubprocessTransport, _ShellProtocol
+]:
+    loop = asyncio.get_running_loop()
+    return await loop.subprocess_exec(
+        lambda: _ShellProtocol(loop),
+        shell,
+        "-c",
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signals.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
@@ -110,30 +135,22 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         timeout = float(args.get("timeout", settings.shell_default_timeout))
         started = time.monotonic()
         try:
-            process = await asyncio.create_subprocess_exec(
-                shell,
-                "-c",
-                args["command"],
-                cwd=cwd,
-                env=shell_environment(settings.shell_inherit_secrets),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
+            transport, protocol = await _start_shell(
+                shell, args["command"], cwd, shell_environment(settings.shell_inherit_secrets)
             )
         except OSError as exc:
             raise ToolError(f"Cannot start the shell: {exc}.") from None
+        pid = transport.get_pid()
         output = HeadTailBuffer(settings.max_output_chars)
-        assert process.stdout is not None
-        reader = asyncio.create_task(_pump(process.stdout, output, call))
-        waiter = asyncio.create_task(process.wait())
-        aborter = asyncio.create_task(call.signal.wait()) if call.signal is not None else None
-        watched = {waiter} if aborter is None else {waiter, aborter}
+        assert protocol.stdout is not None
+        reader = asyncio.create_task(_pump(protocol.stdout, output, call))
+        aborter = asyncio.ensure_future(call.signal.wait()) if call.signal is not None else None
+        watched = {protocol.exited} if aborter is None else {protocol.exited, aborter}
         note = ""
         try:
             done, _ = await asyncio.wait(watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            if waiter not in done:
-                kill_group(process)
+            if protocol.exited not in done:
+                kill_group(pid)
                 if aborter is not None and aborter in done:
                     raise ToolCancelled()
                 await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
@@ -145,16 +162,16 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             if reader not in finished:
                 note = "\n[Background processes are still running and holding the output; stopped reading it.]"
         except asyncio.CancelledError:
-            kill_group(process)
+            kill_group(pid)
             raise
         finally:
-            for task in (reader, waiter, aborter):
+            for task in (reader, aborter):
                 if task is not None and not task.done():
                     task.cancel()
-            if process.returncode is None:
-                kill_group(process)
-            _close_output_pipe(process)
-        exit_code = process.returncode
+            if transport.get_returncode() is None:
+                kill_group(pid)
+            transport.close()
+        exit_code = transport.get_returncode()
         text = output.render() or "(no output)"
         if not text.endswith("\n"):
             text += "\n"

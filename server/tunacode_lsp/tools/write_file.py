@@ -43,13 +43,16 @@ def _create(real: Path, shown: str, data: bytes) -> None:
         )
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ToolError(f"A parent of '{shown}' is a file, not a folder: pick another path.") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot create the folders for '{shown}': {exc.strerror}.") from None
+    try:
         # "x" mode fails if the file appeared meanwhile, so nothing is ever overwritten.
         with open(real, "xb") as handle:
             handle.write(data)
     except FileExistsError:
         raise ToolError(f"'{shown}' already exists: use edit_file to change it.") from None
-    except NotADirectoryError:
-        raise ToolError(f"A parent of '{shown}' is a file, not a folder: pick another path.") from None
     except OSError as exc:
         raise ToolError(f"Cannot create '{shown}': {exc.strerror}.") from None
 
