@@ -111,6 +111,9 @@ def violations(messages: list[Message]) -> list[str]:
                 found.append(f"{where}: tool result {call_id!r} answers no open tool call before it")
             previous_role = role
             continue
+        if role == "assistant" and _is_empty_assistant(message):
+            found.append(f"{where}: empty assistant message")
+            continue
         close_run()
         if role == "user":
             if previous_role == "user":
@@ -118,8 +121,6 @@ def violations(messages: list[Message]) -> list[str]:
         else:
             if any(block is None for block in _blocks(message)):
                 found.append(f"{where}: null content block")
-            if _is_empty_assistant(message):
-                found.append(f"{where}: empty assistant message")
             for call in _tool_calls(message):
                 call_id = _call_id(call)
                 if call_id is None:
@@ -147,6 +148,8 @@ def unanswered_tool_calls(messages: list[Message]) -> list[dict[str, Any]]:
                 if _call_id(call) is not None and _call_id(call) == answered:
                     del pending[position]
                     break
+            continue
+        if message["role"] == "assistant" and _is_empty_assistant(message):
             continue
         unanswered.extend(pending)
         pending = []
@@ -240,6 +243,8 @@ def clean_history(messages: list[Message]) -> list[Message]:
             result["tool_call_id"] = final_id
             cleaned.append(result)
             continue
+        if role == "assistant" and _is_empty_assistant(message):
+            continue  # dropped as if absent: it does not end a run of results
         close_run()
         if role == "user":
             if cleaned and cleaned[-1]["role"] == "user":
@@ -247,8 +252,6 @@ def clean_history(messages: list[Message]) -> list[Message]:
                 merged["content"] = _content_list(merged) + copy.deepcopy(_content_list(message))
             else:
                 cleaned.append(copy.deepcopy(message))
-            continue
-        if _is_empty_assistant(message):
             continue
         assistant = copy.deepcopy(message)
         if any(block is None for block in _blocks(assistant)):

@@ -17,7 +17,7 @@ def default_store_path(env: Mapping[str, str] = os.environ) -> Path:
     if home:
         return Path(home).expanduser() / DB_FILENAME
     data_home = env.get("XDG_DATA_HOME")
-    if data_home:
+    if data_home and Path(data_home).is_absolute():  # the XDG spec ignores relative values
         return Path(data_home).expanduser() / APP_DIRNAME / DB_FILENAME
     user_home = env.get("HOME")
     base = Path(user_home) if user_home else Path.home()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,9 +62,9 @@ class SessionStore:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
-        conn = self._conn()
         try:
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            conn = self._conn()
+            mode = _enable_wal(conn)
             migrate(conn)
         except sqlite3.DatabaseError as exc:
             self.close()
@@ -87,10 +88,17 @@ class SessionStore:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = FULL")
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute("PRAGMA synchronous = FULL")
+            except BaseException:
+                conn.close()
+                raise
             with self._lock:
+                if self._closed:  # closed while this connection was opening
+                    conn.close()
+                    raise StoreError(f"{self.path}: the store is closed")
                 self._connections.append(conn)
             self._local.conn = conn
         return conn
@@ -330,6 +338,24 @@ class SessionStore:
         if record is None:
             raise SessionNotFound(session_id)
         return record
+
+
+def _enable_wal(conn: sqlite3.Connection) -> str:
+    """Switch to WAL (persistent in the file). SQLite does not call the busy handler for
+    this switch, so when processes open a new file at once it is retried here, bounded.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.005
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
