@@ -314,7 +314,7 @@ messages = st.one_of(
 histories = st.lists(messages, max_size=14)
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(histories)
 def test_cleaned_history_satisfies_every_invariant(history: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(history)
@@ -326,21 +326,21 @@ def test_cleaned_history_satisfies_every_invariant(history: list[dict[str, Any]]
         load_message(message)
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(histories)
 def test_cleaning_is_idempotent(history: list[dict[str, Any]]) -> None:
     once = clean_history(history)
     assert clean_history(once) == once
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(histories)
 def test_a_history_without_violations_is_unchanged(history: list[dict[str, Any]]) -> None:
     if violations(history) == []:
         assert clean_history(history) == history
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(histories)
 def test_no_user_text_or_assistant_content_is_lost(history: list[dict[str, Any]]) -> None:
     def user_texts(items: list[Any]) -> list[str]:
@@ -374,7 +374,7 @@ def valid_with_junk(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[st
     return valid, noisy
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(valid_with_junk())
 def test_junk_around_a_valid_history_is_removed_and_nothing_else(pair: tuple[list[Any], list[Any]]) -> None:
     valid, noisy = pair

@@ -10,9 +10,10 @@ A history is valid when:
 
 `clean_history` repairs any list of dumps into a valid history, changing as little as
 it can: unanswered calls get a synthetic "cancelled" result placed after their assistant
-message's other results; orphan results are dropped; adjacent user messages are merged;
-a duplicate call id is renamed ("call_0" -> "call_0~2") in the call and in its results.
-A valid history comes back equal to itself. Inputs are never mutated.
+message's other results; orphan results are dropped; empty assistant, system and unknown
+messages are dropped as if absent; adjacent user messages are merged; a duplicate call
+id is renamed ("call_0" -> "call_0~2") in the call and in its results. A valid history
+comes back equal to itself. Inputs are never mutated. See docs/sessions.md.
 """
 
 from __future__ import annotations

@@ -110,11 +110,11 @@ class SessionStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            if conn.in_transaction:
+            if conn.in_transaction:  # never leave this thread's connection mid-transaction
                 conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
