@@ -203,8 +203,9 @@ class Output:
 class PlainOutput(Output):
     """The answer streams to stdout; tool lifecycle and notices go to stderr."""
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(self, out: TextIO, err: TextIO, *, session_hint: bool = True) -> None:
         super().__init__(out, err)
+        self._session_hint = session_hint
         self._mid_line = False  # stdout holds a started line
         self._args: dict[str, dict[str, Any]] = {}
 
@@ -257,7 +258,8 @@ class PlainOutput(Output):
         elif result.get("stopReason") != "end_turn":
             self.note(f"stopped: {result.get('stopReason')}")
         session_id = result.get("sessionId")
-        self._write(self.err, f"[session] {session_id}  (continue with: tunacode-lsp run --session {session_id} PROMPT)\n")
+        if self._session_hint:
+            self._write(self.err, f"[session] {session_id}  (continue with: tunacode-lsp run --session {session_id} PROMPT)\n")
 
 
 class JsonLinesOutput(Output):
@@ -518,12 +520,17 @@ async def run_request(
     out: TextIO | None = None,
     err: TextIO | None = None,
     env: Mapping[str, str] | None = None,
+    session_hint: bool = True,
 ) -> int:
-    """The whole of `run` after parsing: what the demo calls too. Returns the exit code."""
+    """The whole of `run` after parsing: what the demo calls too. Returns the exit code.
+
+    `env` is the server's environment (default: ours); `session_hint` prints the session
+    id and how to continue it at the end (plain mode).
+    """
 
     out = out or sys.stdout
     err = err or sys.stderr
-    output: Output = JsonLinesOutput(out, err) if opts.json else PlainOutput(out, err)
+    output: Output = JsonLinesOutput(out, err) if opts.json else PlainOutput(out, err, session_hint=session_hint)
     return await HeadlessRun(opts, output, env=env).run()
 
 
