@@ -387,6 +387,15 @@ async def test_a_clean_close_before_the_finish_is_an_error() -> None:
     assert texts(final) == ["cut"]
 
 
+async def test_a_drop_after_done_keeps_the_complete_message(serve) -> None:
+    server = serve([{"steps": [{"text": "complete"}, {"finish": "stop"},
+                               {"raw": "data: [DONE]\n\n"}, {"drop": True}]}])
+    stream, events, final = await run_stream(model_for(server))
+    assert events[-1].type == "done"
+    assert final.stop_reason == "stop" and final.error_message is None
+    assert texts(final) == ["complete"] and stream.error_kind is None
+
+
 async def test_connect_failure_is_an_error_message() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -448,7 +457,8 @@ async def test_abort_keeps_a_tool_call_whose_arguments_are_complete(serve) -> No
             asyncio.get_running_loop().call_soon(signal.set)
     final = await stream.result()
     assert final.stop_reason == "aborted"
-    assert [(c.id, c.arguments, c.partial_json) for c in tool_calls(final)] == [("call_done", {"text": "a"}, None)]
+    kept = [(c.id, c.arguments, c.partial_json) for c in tool_calls(final)]
+    assert kept == [("call_done", {"text": "a"}, None)]
 
 
 async def test_abort_before_connect_sends_nothing(serve) -> None:
@@ -492,7 +502,8 @@ async def test_a_tinyagent_agent_runs_two_turns_over_our_provider(serve) -> None
     server = serve(
         [
             {"steps": [{"text": "Echoing."},
-                       {"tool_call": {"id": "call_e", "name": "echo", "arguments": {"text": "ping"}}, "chunks": 3}]},
+                       {"tool_call": {"id": "call_e", "name": "echo", "arguments": {"text": "ping"}},
+                        "chunks": 3}]},
             {"text": "The tool said ping.", "chunks": 4},
         ]
     )
@@ -532,7 +543,8 @@ async def rust_stream(server: ScriptedModelServer) -> tuple[list[str], Assistant
 
 async def test_rust_provider_streams_text_and_usage_from_the_scripted_server(serve) -> None:
     server = serve([{"steps": [{"text": "Hello from the script", "chunks": 4},
-                               {"usage": {"prompt_tokens": 30, "completion_tokens": 5, "cached_tokens": 10}}]}])
+                               {"usage": {"prompt_tokens": 30, "completion_tokens": 5,
+                                          "cached_tokens": 10}}]}])
     types, final = await rust_stream(server)
     assert types.count("text_delta") == 4 and types[-1] == "done"
     assert texts(final) == ["Hello from the script"]
@@ -543,7 +555,8 @@ async def test_rust_provider_streams_text_and_usage_from_the_scripted_server(ser
 
 
 async def test_rust_provider_streams_a_tool_call_from_the_scripted_server(serve) -> None:
-    server = serve([{"tool_call": {"id": "call_r", "name": "echo", "arguments": {"text": "hi"}}, "chunks": 5}])
+    server = serve([{"tool_call": {"id": "call_r", "name": "echo", "arguments": {"text": "hi"}},
+                     "chunks": 5}])
     types, final = await rust_stream(server)
     assert "tool_call_end" in types
     assert [(c.id, c.name, c.arguments) for c in tool_calls(final)] == [("call_r", "echo", {"text": "hi"})]

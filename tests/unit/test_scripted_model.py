@@ -279,7 +279,8 @@ def test_stop_closes_stalled_and_idle_connections_quietly(caplog) -> None:
 def test_requests_are_recorded_in_order(serve, client) -> None:
     server = serve([{"text": "one"}, {"text": "two"}])
     for n in (1, 2):
-        stream_chunks(client, server.chat_url, dict(CHAT_BODY, messages=[{"role": "user", "content": f"q{n}"}]))
+        body = dict(CHAT_BODY, messages=[{"role": "user", "content": f"q{n}"}])
+        stream_chunks(client, server.chat_url, body)
     recorded = server.requests
     assert [r["messages"][0]["content"] for r in recorded] == ["q1", "q2"]
     recorded.clear()  # a copy: the server's record is untouched

@@ -425,20 +425,30 @@ class OpenAIChatStream:
         self._phase = "stream"
 
     async def _read(self) -> None:
-        try:
-            chunk = await self._race(
-                _next_chunk(self._chunks),
-                timeout=AFTER_DONE_DRAIN_SECONDS if self._saw_done else None,
-            )
-        except TimeoutError:  # only while draining after [DONE]
-            await self._finish_normally()
+        assert self._chunks is not None
+        if self._saw_done:
+            await self._drain_after_done()
             return
+        chunk = await self._race(_next_chunk(self._chunks))
         if chunk is None:
             await self._stream_ended()
             return
         self._on_payloads(self._decoder.feed(chunk))
         if self._final is not None:
             await self._release()  # a malformed or error chunk ended the stream
+
+    async def _drain_after_done(self) -> None:
+        """Read the body's end after [DONE] so the connection can be reused; the message is
+        complete, so nothing that happens here (error, abort, a server that keeps the body
+        open) turns it into an error."""
+
+        assert self._chunks is not None
+        try:
+            while await self._race(_next_chunk(self._chunks), AFTER_DONE_DRAIN_SECONDS) is not None:
+                pass
+        except (TimeoutError, _Aborted, httpx.HTTPError):
+            pass  # the connection is closed instead of reused
+        await self._finish_normally()
 
     async def _stream_ended(self) -> None:
         self._on_payloads(self._decoder.flush())
@@ -608,6 +618,7 @@ class OpenAIChatStream:
     async def _http_error(self, response: httpx.Response) -> None:
         self.status = response.status_code
         self.retry_after = parse_retry_after(response.headers.get("retry-after"))
+        assert self._chunks is not None
         body = bytearray()
         while len(body) < ERROR_BODY_READ_LIMIT:
             chunk = await self._race(_next_chunk(self._chunks))

@@ -323,7 +323,10 @@ class ScriptedModelServer:
             return await _send_json(
                 writer,
                 400,
-                _error_body("scripted model only serves streaming requests (stream: true)", "invalid_request_error"),
+                _error_body(
+                    "scripted model only serves streaming requests (stream: true)",
+                    "invalid_request_error",
+                ),
             )
         self._stream_opened()
         client_gone = asyncio.ensure_future(reader.read(65536))
