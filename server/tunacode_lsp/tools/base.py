@@ -4,6 +4,7 @@ the assembly of a tinyagent AgentTool around a plain `run(args, call)` coroutine
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,8 @@ from jsonschema.exceptions import ValidationError, best_match
 from tinyagent.agent_types import AgentTool, AgentToolResult, AgentToolUpdateCallback, TextContent
 
 from .errors import ToolCancelled, ToolError
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -32,8 +35,12 @@ class ToolCall:
             raise ToolCancelled()
 
     def report(self, text: str, **details: Any) -> None:
-        if self.on_update is not None:
+        if self.on_update is None:
+            return
+        try:
             self.on_update(AgentToolResult(content=[TextContent(text=text)], details=details))
+        except Exception:  # a progress consumer must not break the tool that reports to it
+            logger.exception("on_update callback failed")
 
 
 RunFn = Callable[[dict[str, Any], ToolCall], Awaitable[AgentToolResult]]

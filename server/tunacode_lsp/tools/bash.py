@@ -19,7 +19,7 @@ from .process_output import HeadTailBuffer
 from .settings import ToolSettings
 
 UPDATE_INTERVAL = 0.5
-UPDATE_TAIL_BYTES = 2000
+UPDATE_TAIL_BYTES = 1000
 # After the command exits, children left in the background may still hold the output pipe.
 DRAIN_SECONDS = 1.0
 SECRET_SUFFIX = "_API_KEY"

@@ -74,7 +74,7 @@ class EditPlanner:
 
     def _resolve(self, edit: dict[str, Any], number: int) -> Replacement:
         has_text = "old_text" in edit
-        has_line = "line" in edit or "hash" in edit
+        has_line = any(key in edit for key in ("line", "hash", "end_line", "end_hash"))
         label = f"edits[{number - 1}]"
         if has_text and has_line:
             raise ToolError(
@@ -94,8 +94,10 @@ class EditPlanner:
         text = self.snapshot.text
         if old == "":
             raise ToolError(f"{label}.old_text is empty: give the exact text to replace.")
-        if text.find(old) == -1 and self.newline == "\r\n" and "\r\n" not in old:
-            old, new = _with_newline(old, "\r\n"), _with_newline(new, "\r\n")
+        if self.newline == "\r\n":
+            new = _with_newline(new, "\r\n")
+            if text.find(old) == -1 and "\r\n" not in old:
+                old = _with_newline(old, "\r\n")
         first = text.find(old)
         if first == -1:
             hint = (

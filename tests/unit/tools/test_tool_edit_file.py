@@ -232,6 +232,8 @@ async def test_crlf_file_keeps_crlf(ws: Path, tools) -> None:
     refs = await read_refs(tools, "win.txt")
     await call(tools["edit_file"], {"filepath": "win.txt", "edits": [{"line": 4, "hash": refs[4], "new_text": "tres"}]})
     assert path.read_bytes() == b"uno\r\ndos\r\nextra\r\ntres\r\n"
+    await call(tools["edit_file"], {"filepath": "win.txt", "old_text": "extra", "new_text": "x\ny"})
+    assert path.read_bytes() == b"uno\r\ndos\r\nx\r\ny\r\ntres\r\n"
 
 
 async def test_last_line_without_newline_stays_without(ws: Path, tools) -> None:
@@ -266,6 +268,7 @@ async def test_binary_and_missing_files_are_refused(ws: Path, tools) -> None:
         ({"filepath": "calc.py", "edits": [{"line": 3, "new_text": "x"}]}, "both line and hash"),
         ({"filepath": "calc.py", "edits": [{"line": 3, "hash": "ab", "end_line": 4, "new_text": "x"}]}, "end_hash go together"),
         ({"filepath": "calc.py", "edits": [{"old_text": "a", "line": 1, "hash": "ab", "new_text": "x"}]}, "not both"),
+        ({"filepath": "calc.py", "edits": [{"old_text": "a", "end_line": 2, "new_text": "x"}]}, "not both"),
         ({"filepath": "calc.py", "edits": [{"old_text": "a", "new_text": "b", "flag": 1}]}, "unexpected field 'edits\\[0\\].flag'"),
         ({"filepath": "calc.py", "edits": []}, "edits"),
         ({"filepath": "calc.py", "edits": [], "old_text": "a", "new_text": "b"}, "edits"),
