@@ -13,7 +13,6 @@ import {
   type ProgressToken,
   type ServerOptions,
   State,
-  TransportKind,
   WorkDoneProgress,
   type WorkDoneProgressBegin,
   type WorkDoneProgressEnd,
@@ -21,7 +20,7 @@ import {
 } from "vscode-languageclient/node";
 import { EVENT_NOTIFICATION, type TunaEvent } from "./protocol";
 import { resolveServerCommand, systemProbes } from "./serverCommand";
-import { initializationOptions, readSettings } from "./settings";
+import { SECTION, initializationOptions, readSettings } from "./settings";
 import type { BannerAction, ServerState } from "./webview/state";
 
 export interface ServerStatus {
@@ -135,7 +134,7 @@ export class TunaServer implements vscode.Disposable {
     const serverOptions: ServerOptions = {
       command: resolved.command,
       args: resolved.args,
-      transport: TransportKind.stdio,
+      // No `transport`: TransportKind.stdio would append `--stdio` to the command line.
       options: { env, cwd },
     };
     const clientOptions: LanguageClientOptions = {
@@ -145,6 +144,22 @@ export class TunaServer implements vscode.Disposable {
       initializationOptions: initializationOptions(settings.agent),
       // The server owns its own recovery; a crash loop should not hide behind restarts.
       connectionOptions: { maxRestartCount: 2 },
+      middleware: {
+        workspace: {
+          // Answer section `tunacode` with the same cleaned options as initializationOptions:
+          // empty settings are "not set" (left out), and client-only keys stay here.
+          configuration: async (params, token, next) => {
+            const answers = await next(params, token);
+            if (!Array.isArray(answers)) return answers;
+            const options = initializationOptions(readSettings().agent);
+            return params.items.map((item, i) => {
+              if (item.section === SECTION) return options;
+              if (item.section?.startsWith(`${SECTION}.`)) return options[item.section.slice(SECTION.length + 1)] ?? null;
+              return answers[i];
+            });
+          },
+        },
+      },
     };
     const client = new LanguageClient("tunacode", "TunaCode", serverOptions, clientOptions);
     client.onNotification(EVENT_NOTIFICATION, (event: TunaEvent) => this.eventEmitter.fire(event));

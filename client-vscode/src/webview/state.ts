@@ -173,6 +173,11 @@ export function toUsage(u: Partial<Usage> | undefined): Usage {
   return addUsage(ZERO_USAGE, u);
 }
 
+function firstLine(text: string, max = 60): string {
+  const line = text.trim().split("\n", 1)[0];
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
 function num(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
@@ -216,8 +221,11 @@ export function hintForError(code: number | undefined, message: string): string 
 
 export function reduce(state: ViewState, action: Action): ViewState {
   switch (action.type) {
-    case "prompt_sent":
-      return pushTurn(state, action.prompt);
+    case "prompt_sent": {
+      const next = pushTurn(state, action.prompt);
+      // A new session is known by its first prompt until the server's title arrives.
+      return next.sessionId === undefined && !next.title ? { ...next, title: firstLine(action.prompt) } : next;
+    }
     case "event":
       return onEvent(state, action.event);
     case "request_done":

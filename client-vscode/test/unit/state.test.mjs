@@ -73,6 +73,13 @@ describe("a request's event stream", () => {
     assert.equal(isRunning(s), false);
   });
 
+  it("names a new session after its first prompt", () => {
+    const s = reduce(initialState(), { type: "prompt_sent", prompt: "Fix the bug\nin parser.py" });
+    assert.equal(s.title, "Fix the bug");
+    const again = reduce(feed(s, events(toolRun)), { type: "prompt_sent", prompt: "second" });
+    assert.equal(again.title, "Fix the bug");
+  });
+
   it("is running from the prompt until request_end", () => {
     let s = sent();
     assert.equal(activeTurn(s).status, "sending");

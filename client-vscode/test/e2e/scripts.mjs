@@ -1,0 +1,34 @@
+// What the scripted model answers in each phase of the end-to-end run.
+
+export const ASK_PROMPT = "Which files are in this workspace?";
+export const ANSWER_TEXT = "The workspace has one file, **hello.txt**.";
+
+/** Phase 1: think, call list_files, then answer in markdown with a code block. */
+export const toolThenAnswer = {
+  turns: [
+    {
+      steps: [
+        { thinking: "I will list the files first.", chunks: 2 },
+        { tool_call: { name: "list_files", arguments: { path: "." } } },
+        { usage: { prompt_tokens: 120, completion_tokens: 12 } },
+        { finish: "tool_calls" },
+      ],
+    },
+    {
+      steps: [
+        { text: `${ANSWER_TEXT}\n\nRead it with:\n\n\`\`\`sh\ncat hello.txt\n\`\`\`\n`, chunks: 6, delay: 0.05 },
+        { usage: { prompt_tokens: 160, completion_tokens: 30 } },
+        { finish: "stop" },
+      ],
+    },
+  ],
+};
+
+export const SLOW_PROMPT = "Tell me a long story.";
+const STORY = Array.from({ length: 300 }, (_, i) => `word${i}`).join(" ");
+export const STORY_LENGTH = STORY.length;
+
+/** Phase 2: a slow answer (300 chunks, 100 ms apart = 30 s) that the test stops. */
+export const slowAnswer = {
+  turns: [{ steps: [{ text: STORY, chunks: 300, delay: 0.1 }, { finish: "stop" }] }],
+};
