@@ -80,6 +80,19 @@ class TunaProtocol(LanguageServerProtocol):
         result = yield handler, (params,), None
         return result
 
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any):
+        # pygls 2.1 cancels pending requests while iterating the dict that the cancellation
+        # callbacks remove them from (RuntimeError); iterate a copy instead.
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
+
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         if self._server.requests.cancel_by_msg_id(msg_id):
             return

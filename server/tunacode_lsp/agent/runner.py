@@ -166,7 +166,7 @@ class RequestRun:
         self._model_calls += 1
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
-        llm = [m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")]
+        llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
         dumps = [dump_message(m) for m in llm]
         if estimate_tokens(dumps) <= self.spec.history_token_budget:
             return llm
@@ -307,6 +307,22 @@ class RequestRun:
             tool_calls=self.registry.summaries(),
             error=error,
         )
+
+
+def _merge_user_runs(messages: list[Any]) -> list[Any]:
+    """Two user messages in a row (a prompt after a turn that produced nothing) become one.
+
+    The stored rows stay as they are (history cleaning merges them on the next load); this
+    keeps the model's input valid now, in one pass.
+    """
+
+    out: list[Any] = []
+    for message in messages:
+        if out and message.role == "user" and out[-1].role == "user":
+            out[-1] = out[-1].model_copy(update={"content": [*out[-1].content, TextContent(text="\n\n"), *message.content]})
+        else:
+            out.append(message)
+    return out
 
 
 def _error_result(text: str) -> ToolLoopControl:
