@@ -35,7 +35,6 @@ from .protocol import (
     PROTOCOL_VERSION,
     UNKNOWN_SESSION,
 )
-from .tools import summarize_args
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -51,6 +50,7 @@ EXIT_BY_STOP_REASON: dict[str, int] = {
     "timeout": EXIT_TIMEOUT,
     "cancelled": EXIT_CANCELLED,
 }
+SUMMARY_KEYS = ("filepath", "command", "pattern", "path", "glob")
 # JSON-RPC errors of requests that never started which are the caller's to fix
 USAGE_ERROR_CODES = frozenset({MODEL_NOT_USABLE, UNKNOWN_SESSION, -32602})
 
@@ -168,6 +168,19 @@ def request_params(opts: RunOptions) -> dict[str, Any]:
     return params
 
 
+def tool_summary(args: Any, limit: int = 80) -> str:
+    """The argument that says what a tool call does (its file, command or pattern), on one line."""
+
+    if not isinstance(args, dict):
+        return ""
+    for key in SUMMARY_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            line = value.strip().splitlines()[0]
+            return line if len(line) <= limit else line[: limit - 3] + "..."
+    return ""
+
+
 def exit_code_for(stop_reason: str) -> int:
     return EXIT_BY_STOP_REASON.get(stop_reason, EXIT_ERROR)
 
@@ -240,7 +253,7 @@ class PlainOutput(Output):
         name = str(event.get("name", "tool"))
         status = event.get("status")
         if status == "in_progress":
-            summary = summarize_args(name, self._args.get(event.get("toolCallId", ""), {}))
+            summary = tool_summary(self._args.get(event.get("toolCallId", "")))
             self._status(f"[tool] {name} {summary}".rstrip())
         elif status == "completed":
             self._status(f"[tool] {name} completed in {event.get('durationMs') or 0} ms")
