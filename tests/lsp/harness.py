@@ -32,7 +32,8 @@ class ApprovalAnswers:
     def __init__(self) -> None:
         self.answer: str | None = None
         self.prompts: list[types.ShowMessageRequestParams] = []
-        self.block: asyncio.Event | None = None  # when set, the prompt is never answered
+        self.block: asyncio.Event | None = None  # while set (and not released), prompts stay unanswered
+        self.open = 0  # prompts received and not answered yet
 
 
 def make_client(events: list[dict[str, Any]], cond: asyncio.Condition, approvals: ApprovalAnswers) -> LanguageClient:
@@ -58,13 +59,19 @@ def make_client(events: list[dict[str, Any]], cond: asyncio.Condition, approvals
     async def on_prompt(params: types.ShowMessageRequestParams):
         async with cond:
             approvals.prompts.append(params)
+            approvals.open += 1
             cond.notify_all()
-        if approvals.block is not None:
-            await approvals.block.wait()
-            return None
-        if approvals.answer is None:
-            return None
-        return types.MessageActionItem(title=approvals.answer)
+        try:
+            if approvals.block is not None:
+                await approvals.block.wait()
+                return None
+            if approvals.answer is None:
+                return None
+            return types.MessageActionItem(title=approvals.answer)
+        finally:
+            async with cond:
+                approvals.open -= 1
+                cond.notify_all()
 
     return client
 

@@ -19,8 +19,9 @@ from tinyagent.agent_types import AssistantMessage, ToolCallContent, ToolLoopCon
 
 from ..protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
 from ..session.codec import dump_message, load_message
-from ..tools import CHANGING_TOOLS, build_tools, summarize_args
+from ..tools import CHANGING_TOOLS, build_tools
 from ..tools.errors import ToolCancelled
+from .approvals import approval_summary
 from .events import EventTable, RequestState, tool_result_text
 from .history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
 from .ports import AgentSink, ApprovalRequest, MessageLog, RequestSpec
@@ -215,7 +216,7 @@ class RequestRun:
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
             return None
-        summary = summarize_args(name, args)
+        summary = approval_summary(name, args)
         if approval == "read-only":
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
@@ -225,6 +226,7 @@ class RequestRun:
         if decision in ("allow", "allow_session"):
             return None
         if self.abort_signal.is_set():
+            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name)
             return _error_result("cancelled by the user")
         return _error_result(f"the user declined: {name} {summary}. Do not retry it unchanged; ask or try another way.")
 
