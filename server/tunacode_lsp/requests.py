@@ -25,7 +25,7 @@ from .lsp_sink import LspSink
 from .protocol import MODEL_NOT_USABLE, ParamsError, SESSION_BUSY, UNKNOWN_SESSION, ActiveRequest, RequestParams, RequestResult
 from .session.errors import UnreadableMessageError
 from .sessions import SessionService, StoreMessageLog
-from .tools import ToolSettings
+from .tools import LineRefLedger, ToolSettings
 
 if TYPE_CHECKING:
     from .server import TunaLanguageServer
@@ -65,6 +65,7 @@ class RequestService:
         self._ls = ls
         self._active: dict[str, ActiveRun] = {}
         self._session_allowed: dict[str, set[str]] = {}  # "Allow for this session"
+        self._line_refs: dict[str, LineRefLedger] = {}  # what each session's model has read
 
     # ------------------------------------------------------------ lookups
 
@@ -159,6 +160,7 @@ class RequestService:
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
                 session_allowed_tools=self._session_allowed.setdefault(session_id, set()),
+                line_refs=self._line_refs.setdefault(session_id, LineRefLedger()),
             )
             sink = LspSink(
                 ls,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ..protocol import Event, Usage
-from ..tools import ToolSettings
+from ..tools import LineRefLedger, ToolSettings
 from .models import ResolvedModel
 
 ApprovalDecision = Literal["allow", "allow_session", "deny"]
@@ -52,5 +52,6 @@ class RequestSpec:
     tool_settings: ToolSettings = field(default_factory=ToolSettings)
     tool_concurrency: int = 3
     history_token_budget: int = 100_000
-    # tools the user allowed "for this session": shared across the session's requests
-    session_allowed_tools: set[str] = field(default_factory=set)
+    # shared across the session's requests (in this server process):
+    session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
+    line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw

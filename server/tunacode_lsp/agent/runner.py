@@ -158,7 +158,7 @@ class RequestRun:
         )
         agent.set_model(spec.model.model)
         agent.set_system_prompt(build_system_prompt(spec.workspace_root))
-        agent.set_tools([self._wrap_tool(t) for t in build_tools(spec.workspace_root, spec.tool_settings)])
+        agent.set_tools([self._wrap_tool(t) for t in build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs)])
         agent.replace_messages([load_message(m) for m in spec.history])
         self._agent = agent
         return agent
