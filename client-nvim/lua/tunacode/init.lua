@@ -1,0 +1,275 @@
+--- TunaCode for Neovim 0.11+: ask the agent from the editor over plain LSP.
+---
+--- require('tunacode').setup({ settings = { model = 'openai:gpt-4.1' } })
+--- then :TunaAsk {prompt}, :TunaStop, :TunaSessions, :TunaNew (plugin/tunacode.lua).
+---
+--- Everything goes through `workspace/executeCommand` (tunacode.request, tunacode.abort,
+--- tunacode.session.*); the `tunacode/event` notifications stream the answer into a
+--- scratch buffer; tool calls show as LSP work-done progress (LspProgress,
+--- vim.lsp.status()); approvals arrive as window/showMessageRequest, which Neovim's built-in
+--- handler asks through vim.ui.select. Each event is also fired as
+--- `User TunaCodeEvent` (data = the event) for statuslines and scripts.
+
+local view = require('tunacode.view')
+
+local M = {}
+
+local defaults = {
+  --- command that starts the server; default: tunacode-lsp if on PATH, else python3 -m tunacode_lsp
+  cmd = nil, ---@type string[]?
+  --- the tunacode.* settings: model, baseUrl, approval, maxTurns, requestTimeout, sessionStore, ...
+  settings = {},
+  --- files or folders that mark the workspace root (else the current directory)
+  root_markers = { '.git' },
+  --- echo the agent's progress (tool lifecycle) in the command line
+  progress = true,
+  --- milliseconds to wait for the server to initialize
+  start_timeout = 15000,
+}
+
+M.options = vim.deepcopy(defaults)
+
+--- What the module knows of the conversation in this Neovim.
+M.state = {
+  session_id = nil, ---@type string? the session :TunaAsk continues
+  request_id = nil, ---@type string? the running request, once its request_start arrived
+  busy = false, ---@type boolean a request was sent and has not answered yet
+  stop_requested = false, ---@type boolean :TunaStop came before request_start
+  last_result = nil, ---@type table? the last RequestResult
+}
+
+local function object(tbl)
+  -- an empty Lua table encodes as [], the server wants {}
+  if tbl == nil or next(tbl) == nil then
+    return vim.empty_dict()
+  end
+  return tbl
+end
+
+local function notify(message, level)
+  vim.notify('TunaCode: ' .. message, level or vim.log.levels.INFO)
+end
+
+---@return string[]
+function M.default_cmd()
+  if vim.fn.executable('tunacode-lsp') == 1 then
+    return { 'tunacode-lsp' }
+  end
+  return { 'python3', '-m', 'tunacode_lsp' }
+end
+
+---@return string
+function M.root()
+  return vim.fs.root(0, M.options.root_markers) or vim.fn.getcwd()
+end
+
+--- The vim.lsp.Config of the server (what setup() registers as vim.lsp.config.tunacode).
+---@return vim.lsp.Config
+function M.lsp_config()
+  return {
+    cmd = M.options.cmd or M.default_cmd(),
+    root_markers = M.options.root_markers,
+    init_options = object(M.options.settings),
+    settings = { tunacode = object(M.options.settings) },
+    handlers = {
+      ['tunacode/event'] = function(err, event, ctx)
+        M.on_event(err, event, ctx)
+      end,
+    },
+  }
+end
+
+---@param opts table?
+function M.setup(opts)
+  M.options = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
+  vim.lsp.config('tunacode', M.lsp_config())
+end
+
+--- Call fn(client) with the running TunaCode client for this workspace, starting it if needed.
+---@param fn fun(client: vim.lsp.Client)
+function M.with_client(fn)
+  local config = vim.tbl_extend('force', M.lsp_config(), { name = 'tunacode', root_dir = M.root() })
+  config.root_markers = nil
+  local id = vim.lsp.start(config, { attach = false, silent = true })
+  local client = id and vim.lsp.get_client_by_id(id)
+  if not client then
+    notify(('cannot start the server (%s)'):format(table.concat(config.cmd, ' ')), vim.log.levels.ERROR)
+    return false
+  end
+  if client.initialized then
+    fn(client)
+    return true
+  end
+  local waited, timer = 0, assert(vim.uv.new_timer())
+  timer:start(20, 20, vim.schedule_wrap(function()
+    waited = waited + 20
+    if client.initialized then
+      timer:close()
+      fn(client)
+    elseif client:is_stopped() or waited >= M.options.start_timeout then
+      timer:close()
+      notify('the server did not start; see :checkhealth vim.lsp and :LspLog', vim.log.levels.ERROR)
+    end
+  end))
+  return true
+end
+
+---@param client vim.lsp.Client
+---@param name string
+---@param args table
+---@param handler fun(err: table?, result: any)
+local function command(client, name, args, handler)
+  client:request('workspace/executeCommand', { command = name, arguments = { object(args) } }, function(err, result)
+    handler(err, result)
+  end)
+end
+
+local function abort(client)
+  local target = M.state.request_id and { requestId = M.state.request_id } or { sessionId = M.state.session_id }
+  command(client, 'tunacode.abort', target, function(err)
+    if err then
+      notify('stop failed: ' .. err.message, vim.log.levels.WARN)
+    end
+  end)
+end
+
+--- Handler of `tunacode/event`: the request we started streams into the answer buffer.
+function M.on_event(_, event, ctx)
+  if type(event) ~= 'table' then
+    return
+  end
+  if event.type == 'request_start' and M.state.busy and not M.state.request_id then
+    M.state.request_id = event.requestId
+    M.state.session_id = event.sessionId
+    if M.state.stop_requested then
+      local client = vim.lsp.get_client_by_id(ctx.client_id)
+      if client then
+        abort(client)
+      end
+    end
+  end
+  if event.requestId == M.state.request_id then
+    view.event(event)
+  end
+  vim.api.nvim_exec_autocmds('User', { pattern = 'TunaCodeEvent', modeline = false, data = event })
+end
+
+--- Send a prompt; the answer streams into the scratch buffer. Continues the current session.
+---@param prompt string
+function M.ask(prompt)
+  if not prompt or vim.trim(prompt) == '' then
+    notify('empty prompt', vim.log.levels.WARN)
+    return
+  end
+  if M.state.busy then
+    notify('a request is running; :TunaStop it first', vim.log.levels.WARN)
+    return
+  end
+  M.state.busy, M.state.request_id, M.state.stop_requested = true, nil, false
+  view.show()
+  view.start_request(prompt)
+  local started = M.with_client(function(client)
+    local args = { prompt = prompt, sessionId = M.state.session_id }
+    command(client, 'tunacode.request', args, function(err, result)
+      M.state.busy, M.state.request_id = false, nil
+      if err then
+        view.error(err.message or vim.inspect(err))
+        notify(err.message or 'request failed', vim.log.levels.ERROR)
+        return
+      end
+      M.state.session_id = result.sessionId
+      M.state.last_result = result
+      view.finish(result)
+    end)
+  end)
+  if not started then
+    M.state.busy = false
+  end
+end
+
+--- Abort the running request (through tunacode.abort); the session stays valid.
+function M.stop()
+  if not M.state.busy then
+    notify('nothing is running')
+    return
+  end
+  local client = vim.lsp.get_clients({ name = 'tunacode' })[1]
+  if M.state.request_id == nil then
+    M.state.stop_requested = true -- sent as soon as the request_start event names the request
+    return
+  end
+  if client then
+    abort(client)
+  end
+end
+
+--- Forget the current session: the next :TunaAsk starts a new one.
+function M.new()
+  M.state.session_id = nil
+  notify('the next question starts a new session')
+end
+
+--- Continue a stored session: its messages are shown in the answer buffer.
+---@param session_id string
+function M.resume(session_id)
+  M.with_client(function(client)
+    command(client, 'tunacode.session.get', { sessionId = session_id }, function(err, result)
+      if err then
+        notify(err.message, vim.log.levels.ERROR)
+        return
+      end
+      M.state.session_id = session_id
+      view.show()
+      view.transcript(result.session, result.messages or {})
+      notify('continuing session ' .. (result.session.title ~= '' and result.session.title or session_id))
+    end)
+  end)
+end
+
+---@param session table
+function M.format_session(session)
+  local title = (session.title and session.title ~= '') and session.title or '(untitled)'
+  return ('%s  %s  %d messages'):format(title, (session.modifiedAt or ''):sub(1, 16), session.messageCount or 0)
+end
+
+--- Pick a session of this workspace with vim.ui.select and continue it.
+function M.sessions()
+  M.with_client(function(client)
+    command(client, 'tunacode.session.list', {}, function(err, result)
+      if err then
+        notify(err.message, vim.log.levels.ERROR)
+        return
+      end
+      local sessions = result.sessions or {}
+      if #sessions == 0 then
+        notify('no stored sessions for this workspace')
+        return
+      end
+      vim.ui.select(sessions, { prompt = 'TunaCode session', format_item = M.format_session }, function(choice)
+        if choice then
+          M.resume(choice.sessionId)
+        end
+      end)
+    end)
+  end)
+end
+
+--- LspProgress of our client -> a short line in the command line (no hit-enter prompt).
+function M.on_progress(ev)
+  if not M.options.progress then
+    return
+  end
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  local value = ev.data.params and ev.data.params.value
+  if not client or client.name ~= 'tunacode' or type(value) ~= 'table' then
+    return
+  end
+  local text = ('TunaCode: %s %s'):format(value.title or '', value.message or ''):gsub('%s+', ' ')
+  local width = math.max(vim.o.columns - 15, 20)
+  if #text > width then
+    text = text:sub(1, width - 3) .. '...'
+  end
+  vim.api.nvim_echo({ { text } }, false, {})
+end
+
+return M

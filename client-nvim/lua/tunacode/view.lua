@@ -1,0 +1,202 @@
+--- The answer buffer: one scratch buffer (`tunacode://answer`) that requests stream into.
+---
+--- Text deltas are appended at the end as they arrive; each tool call gets one line that
+--- is rewritten in place when the call ends (an extmark keeps its place).
+
+local V = {}
+
+local NAME = 'tunacode://answer'
+local ns = vim.api.nvim_create_namespace('tunacode')
+
+V.buf = nil ---@type integer?
+local tool_marks = {} ---@type table<string, {mark: integer, label: string}>
+
+---@return integer
+function V.buffer()
+  if V.buf and vim.api.nvim_buf_is_valid(V.buf) then
+    return V.buf
+  end
+  local buf = vim.fn.bufnr(NAME)
+  if buf == -1 then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, NAME)
+  end
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'markdown'
+  V.buf = buf
+  return buf
+end
+
+--- Show the buffer in a split at the bottom, unless a window shows it already.
+function V.show()
+  local buf = V.buffer()
+  if vim.fn.bufwinid(buf) == -1 then
+    local current = vim.api.nvim_get_current_win()
+    vim.cmd('botright split')
+    vim.api.nvim_win_set_buf(0, buf)
+    vim.api.nvim_set_current_win(current)
+  end
+end
+
+---@return string[]
+function V.lines()
+  return vim.api.nvim_buf_get_lines(V.buffer(), 0, -1, false)
+end
+
+local function follow(buf)
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    vim.api.nvim_win_set_cursor(win, { last, 0 })
+  end
+end
+
+--- Append text at the very end; newlines in it start new lines.
+---@param text string
+function V.append(text)
+  if text == '' then
+    return
+  end
+  local buf = V.buffer()
+  local last = vim.api.nvim_buf_line_count(buf) - 1
+  local line = vim.api.nvim_buf_get_lines(buf, last, last + 1, false)[1] or ''
+  vim.api.nvim_buf_set_text(buf, last, #line, last, #line, vim.split(text, '\n', { plain = true }))
+  follow(buf)
+end
+
+local function at_line_start()
+  local lines = V.lines()
+  return lines[#lines] == ''
+end
+
+--- Append a whole line (after ending a started one); the next text starts below it.
+---@param text string
+---@return integer row of the line (0-based)
+function V.line(text)
+  if not at_line_start() then
+    V.append('\n')
+  end
+  local row = vim.api.nvim_buf_line_count(V.buffer()) - 1
+  V.append(text .. '\n')
+  return row
+end
+
+local function is_empty()
+  local lines = V.lines()
+  return #lines == 1 and lines[1] == ''
+end
+
+---@param prompt string
+function V.start_request(prompt)
+  if not is_empty() then
+    V.line('')
+  end
+  for _, text in ipairs(vim.split(vim.trim(prompt), '\n', { plain = true })) do
+    V.line('> ' .. text)
+  end
+  V.line('')
+  tool_marks = {}
+end
+
+local function tool_summary(args)
+  if type(args) ~= 'table' then
+    return ''
+  end
+  for _, key in ipairs({ 'filepath', 'command', 'pattern', 'path', 'glob' }) do
+    local value = args[key]
+    if type(value) == 'string' and value ~= '' then
+      local first = vim.split(value, '\n', { plain = true })[1]
+      return #first > 80 and first:sub(1, 77) .. '...' or first
+    end
+  end
+  return ''
+end
+
+local function tool_outcome(event)
+  if event.status == 'awaiting_approval' then
+    return 'waiting for approval'
+  elseif event.status == 'in_progress' then
+    return 'running'
+  elseif event.status == 'completed' then
+    return ('completed in %d ms'):format(tonumber(event.durationMs) or 0)
+  elseif event.status == 'failed' then
+    local first = vim.split(vim.trim(tostring(event.result or 'error')), '\n', { plain = true })[1]
+    return 'failed: ' .. first:sub(1, 120)
+  end
+  return event.status
+end
+
+local function set_line(row, text)
+  local buf = V.buffer()
+  local old = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
+  vim.api.nvim_buf_set_text(buf, row, 0, row, #old, { text })
+end
+
+--- Render one `tunacode/event` of the request being shown.
+---@param event table
+function V.event(event)
+  local kind = event.type
+  if kind == 'text_delta' then
+    V.append(event.text or '')
+  elseif kind == 'tool_call' then
+    local label = ('[tool] %s %s'):format(event.name, tool_summary(event.args))
+    local row = V.line(vim.trim(label))
+    -- left gravity: rewriting the line keeps the mark on it
+    local mark = vim.api.nvim_buf_set_extmark(V.buffer(), ns, row, 0, { right_gravity = false })
+    tool_marks[event.toolCallId] = { mark = mark, label = vim.trim(label) }
+  elseif kind == 'tool_call_update' then
+    local entry = tool_marks[event.toolCallId]
+    if not entry then
+      return
+    end
+    local row = vim.api.nvim_buf_get_extmark_by_id(V.buffer(), ns, entry.mark, {})[1]
+    local text = entry.label .. ': ' .. tool_outcome(event)
+    if row then
+      set_line(row, text)
+    end
+  elseif kind == 'notice' then
+    V.line('[note] ' .. (event.message or ''))
+  end
+end
+
+---@param result table RequestResult
+function V.finish(result)
+  local tail = ('-- %s  (session %s)'):format(result.stopReason, result.sessionId)
+  if result.error and result.error.message then
+    tail = tail .. ': ' .. result.error.message
+  end
+  V.line('')
+  V.line(tail)
+end
+
+---@param message string
+function V.error(message)
+  V.line('-- error: ' .. message)
+end
+
+--- Show a stored session's messages (as `tunacode.session.get` returns them).
+---@param session table
+---@param messages table[]
+function V.transcript(session, messages)
+  local buf = V.buffer()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  V.line(('# %s  (session %s)'):format(session.title ~= '' and session.title or 'untitled', session.sessionId))
+  for _, message in ipairs(messages) do
+    for _, block in ipairs(message.content or {}) do
+      if block.type == 'text' and message.role == 'user' then
+        V.line('')
+        for _, text in ipairs(vim.split(block.text or '', '\n', { plain = true })) do
+          V.line('> ' .. text)
+        end
+        V.line('')
+      elseif block.type == 'text' and message.role == 'assistant' then
+        V.line(block.text or '')
+      elseif block.type == 'tool_call' then
+        V.line(vim.trim(('[tool] %s %s'):format(block.name, tool_summary(block.arguments))))
+      end
+    end
+  end
+end
+
+return V

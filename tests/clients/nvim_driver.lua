@@ -1,0 +1,112 @@
+-- Drives a real headless Neovim through the TunaCode plugin and writes what it saw as JSON.
+-- Started by test_neovim.py: nvim --headless --clean -u nvim_driver.lua, settings in TUNA_* vars.
+-- A watchdog writes the results and exits with 3 if anything hangs.
+
+local env = vim.env
+local results = { errors = {}, approvals = {}, progress = {}, events = {} }
+
+local function finish(code)
+  local file = assert(io.open(env.TUNA_OUT, 'w'))
+  file:write(vim.json.encode(results))
+  file:close()
+  if code == 0 then
+    vim.cmd('qa!')
+  else
+    vim.cmd('cquit ' .. code)
+  end
+end
+
+local watchdog = assert(vim.uv.new_timer())
+watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
+  table.insert(results.errors, 'watchdog fired')
+  finish(3)
+end))
+
+vim.opt.runtimepath:prepend(env.TUNA_RTP)
+vim.cmd.runtime('plugin/tunacode.lua')
+local tunacode = require('tunacode')
+local view = require('tunacode.view')
+tunacode.setup({
+  cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
+  settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'ask' },
+})
+
+-- The built-in window/showMessageRequest handler asks through vim.ui.select; so does :TunaSessions.
+vim.ui.select = function(items, opts, on_choice)
+  if opts.kind == 'lsp_message' then
+    local titles = vim.tbl_map(function(item)
+      return item.title
+    end, items)
+    table.insert(results.approvals, { prompt = opts.prompt, actions = titles })
+    for _, item in ipairs(items) do
+      if item.title == 'Allow' then
+        return on_choice(item)
+      end
+    end
+    return on_choice(nil)
+  end
+  results.session_choices = vim.tbl_map(opts.format_item, items)
+  on_choice(items[1])
+end
+
+vim.api.nvim_create_autocmd('LspProgress', {
+  callback = function(ev)
+    table.insert(results.progress, ev.data.params.value)
+  end,
+})
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'TunaCodeEvent',
+  callback = function(ev)
+    table.insert(results.events, ev.data.type)
+  end,
+})
+
+local function wait(ms, condition, what)
+  if not vim.wait(ms, condition, 10) then
+    error('timed out waiting for ' .. what)
+  end
+end
+
+local function buffer_text()
+  return table.concat(view.lines(), '\n')
+end
+
+local function scenario()
+  -- 1. a question whose answer writes a file after an approval
+  vim.cmd('TunaAsk Create the greeting file')
+  wait(30000, function()
+    return not tunacode.state.busy
+  end, 'the first answer')
+  results.first = { result = tunacode.state.last_result, lines = view.lines() }
+  results.status = vim.lsp.status()
+
+  -- 2. a slow answer, stopped with :TunaStop once its first words are in the buffer
+  vim.cmd('TunaAsk Tell me a long story')
+  wait(30000, function()
+    return tunacode.state.request_id ~= nil and buffer_text():find('word word') ~= nil
+  end, 'the first words of the story')
+  vim.cmd('TunaStop')
+  wait(15000, function()
+    return not tunacode.state.busy
+  end, 'the stopped request to answer')
+  results.second = { result = tunacode.state.last_result, lines = view.lines() }
+
+  -- 3. a new session, then :TunaSessions picks the stored one back
+  tunacode.new()
+  vim.cmd('TunaSessions')
+  wait(15000, function()
+    return tunacode.state.session_id ~= nil and buffer_text():find('^# ') ~= nil
+  end, 'the picked session')
+  results.resumed = { session_id = tunacode.state.session_id, lines = view.lines() }
+end
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    local ok, err = pcall(scenario)
+    if not ok then
+      table.insert(results.errors, tostring(err))
+    end
+    finish(0)
+  end,
+})
