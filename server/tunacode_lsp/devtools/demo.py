@@ -106,10 +106,13 @@ def main(argv: list[str]) -> int:
         description="Offline demo: a scripted model fixes a bug in a sample project (no API key needed).",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp workspace and session store")
+    parser.add_argument("prompt", nargs="?", help="ignored: the script plays a fixed session")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
+    if args.prompt:
+        print("(the scripted demo plays a fixed session; your prompt is used once a real model is set up)")
     quiet_pygls(verbose=False)
     try:
         return run_demo(args.keep, sys.stdout, sys.stderr)
