@@ -43,6 +43,17 @@ class ClientLogHandler(logging.Handler):
             self._emitting = False
 
 
+STDERR_HANDLER = "tunacode-stderr"
+
+
+def set_stderr_level(level: str) -> None:
+    """The `logLevel` setting: how much the server writes to stderr."""
+
+    for handler in logging.getLogger().handlers:
+        if handler.get_name() == STDERR_HANDLER:
+            handler.setLevel(LEVELS.get(level, logging.INFO))
+
+
 def log_dir(env=os.environ) -> Path:
     home = env.get("TUNACODE_HOME")
     if home:
@@ -57,6 +68,7 @@ def setup_logging(level: str = "info", *, server=None, log_file: bool = False) -
     for handler in list(root.handlers):
         root.removeHandler(handler)
     stderr = logging.StreamHandler(sys.stderr)
+    stderr.set_name(STDERR_HANDLER)
     stderr.setLevel(LEVELS.get(level, logging.INFO))
     stderr.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(stderr)

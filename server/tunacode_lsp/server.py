@@ -51,7 +51,7 @@ from .protocol import (
     parse_params,
     to_wire,
 )
-from .logging_setup import enable_log_file
+from .logging_setup import enable_log_file, set_stderr_level
 from .requests import CommandError, RequestService
 from .session.errors import DocumentError, SessionNotFound
 from .session.paths import default_store_path
@@ -130,9 +130,17 @@ class TunaLanguageServer(LanguageServer):
     def apply_settings(self, raw: Any, *, base: ServerOptions | None) -> None:
         options, warnings = parse_options(raw, base=base)
         self.options = options
+        apply_logging(options)
         for warning in warnings:
             log.warning("%s", warning)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
+
+
+def apply_logging(options: ServerOptions) -> None:
+    if options.log_file:
+        enable_log_file()
+    if options.log_level != ServerOptions().log_level:
+        set_stderr_level(options.log_level)
 
 
 server = TunaLanguageServer()
@@ -169,8 +177,7 @@ def command(name: str):
 def on_initialize(ls: TunaLanguageServer, params: types.InitializeParams) -> None:
     options, warnings = parse_options(params.initialization_options)
     ls.options = ls.init_options = options
-    if options.log_file:
-        enable_log_file()
+    apply_logging(options)
     ls.pending_warnings = warnings  # shown once the client is ready for messages
 
 
