@@ -60,6 +60,7 @@ async def test_usage_is_normalised_and_priced(lsp, model):
 async def test_progress_on_client_token(lsp, model):
     model.set_script(HELLO)
     client = await lsp.start(init_options=scripted_options(model))
+    client.progress_reports["client-token-1"] = []  # a token the client made itself
     result = await lsp.command("tunacode.request", {"prompt": "first line\nsecond"}, token="client-token-1")
     reports = client.progress_reports["client-token-1"]
     assert isinstance(reports[0], types.WorkDoneProgressBegin)
