@@ -71,7 +71,17 @@ local function buffer_text()
   return table.concat(view.lines(), '\n')
 end
 
+results.notices = {}
+vim.notify = function(message)
+  table.insert(results.notices, message)
+end
+
 local function scenario()
+  -- 0. bad input is refused with a message, nothing is sent
+  tunacode.ask('   ')
+  vim.cmd('TunaStop')
+  results.idle = { busy = tunacode.state.busy, notices = vim.deepcopy(results.notices) }
+
   -- 1. a question whose answer writes a file after an approval
   vim.cmd('TunaAsk Create the greeting file')
   wait(30000, function()

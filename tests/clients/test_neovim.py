@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,8 @@ pytestmark = pytest.mark.neovim
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("nvim_driver.lua")
+PLAIN_DRIVER = Path(__file__).with_name("nvim_plain_driver.lua")
+DOC = REPO / "docs" / "neovim.md"
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
 
 SCRIPT = {"turns": [
@@ -43,29 +46,50 @@ def nvim() -> str:
     return NVIM
 
 
-def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, home):
+def run_nvim(nvim: str, driver: Path, *, tmp_path: Path, workspace: Path, home: Path,
+             model: ScriptedModelServer, files: tuple[str, ...] = (), **extra: str) -> dict:
+    """Run a Lua driver in a headless Neovim with clean XDG folders; return the JSON it wrote."""
+
     out = tmp_path / "nvim-results.json"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")}
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[var] = str(tmp_path / var.lower())
-    with ScriptedModelServer(SCRIPT) as model:
-        env.update({
-            "TUNACODE_HOME": str(home),
-            "TUNA_OUT": str(out),
-            "TUNA_RTP": str(REPO / "client-nvim"),
-            "TUNA_PYTHON": sys.executable,
-            "TUNA_MODEL_URL": model.chat_url,
-            "TUNA_WATCHDOG_MS": "90000",
-        })
-        done = subprocess.run(
-            [nvim, "--headless", "--clean", "-u", str(DRIVER)],
-            cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
-        )
-        requests = model.requests
+    env.update({
+        "TUNACODE_HOME": str(home),
+        "TUNA_OUT": str(out),
+        "TUNA_RTP": str(REPO / "client-nvim"),
+        "TUNA_PYTHON": sys.executable,
+        "TUNA_MODEL_URL": model.chat_url,
+        "TUNA_WATCHDOG_MS": "90000",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",  # tunacode-lsp
+        **extra,
+    })
+    done = subprocess.run(
+        [nvim, "--headless", "--clean", "-u", str(driver), *files],
+        cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )
     assert out.exists(), f"nvim exited {done.returncode}: {done.stderr[-2000:]}"
     seen = json.loads(out.read_text())
     assert seen["errors"] == [], seen
     assert done.returncode == 0, done.stderr[-2000:]
+    return seen
+
+
+def doc_snippet(name: str) -> str:
+    """The ```lua block after `<!-- nvim-test: NAME -->` in docs/neovim.md."""
+
+    found = re.search(rf"<!-- nvim-test: {name} -->\n```lua\n(.*?)\n```", DOC.read_text(), re.S)
+    assert found, f"docs/neovim.md has no snippet {name!r}"
+    return found.group(1)
+
+
+def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, home):
+    with ScriptedModelServer(SCRIPT) as model:
+        seen = run_nvim(nvim, DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+        requests = model.requests
+
+    # 0. an empty prompt and a stop with nothing running are refused with a message
+    assert seen["idle"] == {"busy": False, "notices": ["TunaCode: empty prompt", "TunaCode: nothing is running"]}
 
     # 1. the answer streamed into the scratch buffer; the write was approved through vim.ui.select
     first = seen["first"]
@@ -107,3 +131,21 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     resumed = seen["resumed"]["lines"]
     assert resumed[0].startswith("# Create the greeting file")
     assert "> Tell me a long story" in resumed
+
+
+def test_the_plain_lsp_snippets_of_the_docs_work_without_the_plugin(nvim, tmp_path, workspace, home):
+    (workspace / "check.py").write_text("print('hi')\n")
+    snippets = {}
+    for name in ("plain-config", "plain-ask"):
+        snippets[name] = tmp_path / f"{name}.lua"
+        snippets[name].write_text(doc_snippet(name))
+    script = {"turns": [{"text": "Because add() subtracts.", "chunks": 3}]}
+    with ScriptedModelServer(script) as model:
+        seen = run_nvim(nvim, PLAIN_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
+                        files=("check.py",), TUNA_CONFIG_LUA=str(snippets["plain-config"]), TUNA_ASK_LUA=str(snippets["plain-ask"]))
+        requests = model.requests
+    assert seen["attached"] == 1  # vim.lsp.enable attached the server to check.py
+    assert seen["notices"] == ["TunaCode end_turn: Because add() subtracts."]
+    assert seen["answer"] == "Because add() subtracts."  # the tunacode/event handler got every delta
+    assert seen["session"]
+    assert "Why does check.py fail?" in json.dumps(requests[0]["messages"])

@@ -1,0 +1,54 @@
+-- Runs the two plain-LSP snippets of docs/neovim.md (no plugin) in a real headless Neovim.
+-- TUNA_CONFIG_LUA and TUNA_ASK_LUA are the snippets' files, run as they are (tunacode-lsp is
+-- on PATH, check.py is the file Neovim opened). The scripted model is set through the
+-- client's `settings` (workspace/configuration beats initializationOptions), which the
+-- snippet leaves alone. Writes what it saw as JSON to TUNA_OUT.
+
+local env = vim.env
+local results = { errors = {}, notices = {} }
+
+local function finish(code)
+  local file = assert(io.open(env.TUNA_OUT, 'w'))
+  file:write(vim.json.encode(results))
+  file:close()
+  vim.cmd(code == 0 and 'qa!' or ('cquit ' .. code))
+end
+
+local watchdog = assert(vim.uv.new_timer())
+watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
+  table.insert(results.errors, 'watchdog fired')
+  finish(3)
+end))
+
+vim.notify = function(message)
+  table.insert(results.notices, message)
+end
+
+local function scenario()
+  vim.lsp.config('*', {
+    settings = { tunacode = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL } },
+  })
+  dofile(env.TUNA_CONFIG_LUA) -- vim.lsp.enable starts the server for check.py
+  assert(vim.wait(20000, function()
+    local client = vim.lsp.get_clients({ name = 'tunacode' })[1]
+    return client ~= nil and client.initialized
+  end, 10), 'the server did not start for check.py')
+  results.attached = #vim.lsp.get_clients({ name = 'tunacode', bufnr = 0 })
+  dofile(env.TUNA_ASK_LUA)
+  assert(vim.wait(20000, function()
+    return vim.g.tunacode_session ~= nil or #results.notices > 0
+  end, 10), 'no answer to tunacode.request')
+  results.answer = vim.g.tunacode_answer
+  results.session = vim.g.tunacode_session
+end
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    local ok, err = pcall(scenario)
+    if not ok then
+      table.insert(results.errors, tostring(err))
+    end
+    finish(0)
+  end,
+})
