@@ -129,7 +129,7 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
         <button id="stop" type="button" hidden title="Stop the running request (Esc)">Stop</button>
       </div>
     </form>
-    <footer id="footer"><span id="model"></span><span id="usage"></span></footer>
+    <footer id="footer"><span id="server-state" role="status"></span><span id="model"></span><span id="usage"></span></footer>
   </div>
   <script nonce="${nonce}" src="${script}"></script>
 </body>

@@ -99,6 +99,8 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
         "ask: streamed answer and a completed tool card",
         "stop a slow answer: cancelled within a second",
         "resume the earlier session and see its history",
+        "restart the server from the command palette",
+        "a changed server setting restarts the server",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
     assert 0 <= summary["stopToCancelledMs"] < 1000, report

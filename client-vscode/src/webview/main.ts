@@ -356,7 +356,12 @@ function addCopyButtons(container: HTMLElement): void {
   }
 }
 
+const SERVER_STATE_TEXT = { starting: "Starting server…", running: "", stopped: "Server stopped", failed: "Server not running" } as const;
+
 function renderFooter(): void {
+  const serverState = $<HTMLElement>("server-state");
+  serverState.textContent = SERVER_STATE_TEXT[state.server];
+  serverState.hidden = state.server === "running";
   $<HTMLElement>("model").textContent = state.model ? state.model : "model: server default";
   const usage = sessionUsage(state);
   const parts = [`${formatTokens(usage.totalTokens || usage.inputTokens + usage.outputTokens)} tokens`];

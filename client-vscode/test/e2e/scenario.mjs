@@ -136,4 +136,42 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await shot("03-resumed-session");
     return { sessionsListed: sessions, replayedTurns: await replayed.count() };
   });
+
+  /** Waits for the panel to show the server going down and coming back. */
+  const serverRestarts = async () => {
+    const body = panel.locator("body");
+    await body.locator('xpath=self::*[@data-server!="running"]').waitFor({ timeout: 10_000 });
+    await body.locator('xpath=self::*[@data-server="running"]').waitFor({ timeout: 30_000 });
+    await panel.locator("#send:not([disabled])").waitFor();
+  };
+
+  await step("restart the server from the command palette", async () => {
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget input");
+    await input.fill(">TunaCode: Restart Server");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "TunaCode: Restart Server" }).first().waitFor();
+    await input.press("Enter");
+    await serverRestarts();
+  });
+
+  await step("a changed server setting restarts the server", async () => {
+    // Through the Settings editor, as a person would.
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget input");
+    await input.fill(">Preferences: Open User Settings");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: /^Preferences: Open User Settings$/ }).first().waitFor();
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: /^Preferences: Open User Settings$/ }).first().click();
+    await page.locator(".settings-editor .settings-header .monaco-editor").first().click(); // the search box
+    await page.keyboard.type("tunacode.maxTurns");
+    const field = page.locator(".settings-editor .setting-item-contents", { hasText: "Max Turns" }).locator("input").first();
+    await field.click();
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type("12");
+    await serverRestarts();
+    await page.keyboard.press("Escape"); // close the Settings dialog
+    // The restarted server still serves this workspace's sessions.
+    await panel.locator("#toggle-sessions").click();
+    await panel.locator(".session-row").nth(1).waitFor();
+    await shot("04-after-restarts");
+  });
 }
