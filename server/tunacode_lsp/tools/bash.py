@@ -22,6 +22,7 @@ UPDATE_INTERVAL = 0.5
 UPDATE_TAIL_BYTES = 1000
 # After the command exits, children left in the background may still hold the output pipe.
 DRAIN_SECONDS = 1.0
+REAP_SECONDS = 2.0
 SECRET_SUFFIX = "_API_KEY"
 SECRET_NAMES = frozenset({"TUNACODE_API_KEY"})
 
@@ -123,6 +124,11 @@ def kill_group(pid: int) -> None:
         pass
 
 
+async def _reaped(protocol: _ShellProtocol) -> None:
+    """Wait (briefly) until the killed shell has been reaped, so no process outlives the call."""
+    await asyncio.wait({protocol.exited}, timeout=REAP_SECONDS)
+
+
 def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
@@ -151,6 +157,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             done, _ = await asyncio.wait(watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             if protocol.exited not in done:
                 kill_group(pid)
+                await _reaped(protocol)
                 if aborter is not None and aborter in done:
                     raise ToolCancelled()
                 await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
@@ -163,6 +170,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 note = "\n[Background processes are still running and holding the output; stopped reading it.]"
         except asyncio.CancelledError:
             kill_group(pid)
+            await _reaped(protocol)
             raise
         finally:
             for task in (reader, aborter):
