@@ -202,6 +202,11 @@ class Output:
         except BrokenPipeError:  # `| head` closed the pipe: nothing more to show
             pass
 
+    def passthrough(self, text: str) -> None:
+        """Text for stderr as it is (the server's log under --verbose)."""
+
+        self._write(self.err, text)
+
     def event(self, event: dict[str, Any]) -> None: ...
 
     def result(self, result: dict[str, Any]) -> None: ...
@@ -383,6 +388,10 @@ class HeadlessRun:
 
     # ------------------------------------------------------------ server process
 
+    @property
+    def _process(self) -> asyncio.subprocess.Process | None:
+        return self.client._server  # pygls keeps the process it started here
+
     async def _start(self) -> None:
         await self.client.start_io(
             *self.server_command,
@@ -390,7 +399,7 @@ class HeadlessRun:
             env=self.env,
             start_new_session=True,  # a terminal's Ctrl-C reaches us, not the server
         )
-        process = self.client._server
+        process = self._process
         assert process is not None and process.stderr is not None
         self._stderr_task = asyncio.ensure_future(self._drain_stderr(process.stderr))
         root = self.opts.cwd.as_uri()
@@ -420,7 +429,7 @@ class HeadlessRun:
             text = line.decode("utf-8", "replace")
             self._stderr_tail.append(text)
             if self.opts.verbose:
-                self.output._write(self.output.err, text)
+                self.output.passthrough(text)
 
     async def _answer(self, awaitable: Any, timeout: float | None) -> Any:
         """Await a response, or fail when the server dies, stalls, or the user insists on quitting."""
@@ -444,7 +453,7 @@ class HeadlessRun:
         raise TimeoutError
 
     async def _stop(self) -> None:
-        client, process = self.client, self.client._server
+        client, process = self.client, self._process
         if process is not None and process.returncode is None and not client.stopped:
             try:
                 await asyncio.wait_for(client.shutdown_async(None), SHUTDOWN_TIMEOUT_S)
@@ -458,7 +467,7 @@ class HeadlessRun:
             await asyncio.wait({self._stderr_task}, timeout=SHUTDOWN_TIMEOUT_S)
 
     def _kill(self) -> None:
-        process = self.client._server
+        process = self._process
         if process is not None and process.returncode is None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)  # its own group: takes tool processes too
@@ -521,6 +530,8 @@ class HeadlessRun:
             self.output.failure(f"no answer from the server within the timeout ({self.opts.timeout or START_TIMEOUT_S:g} s)", None)
             return EXIT_TIMEOUT if self.opts.timeout else EXIT_ERROR
         except (_ServerFailed, OSError) as exc:
+            if self._stderr_task is not None:  # a dead server's last words are still in the pipe
+                await asyncio.wait({self._stderr_task}, timeout=SHUTDOWN_TIMEOUT_S)
             self.output.failure(f"the language server failed: {exc}{self._server_log_tail()}", None)
             return EXIT_ERROR
         self.output.result(result)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -309,3 +311,33 @@ def test_sessions_subprocess_uses_tunacode_home(store_with_session, home):
     done = run_cli(["sessions", "list", "--json"], home=home)
     assert done.code == 0, done.stderr
     assert [s["sessionId"] for s in json.loads(done.stdout)["sessions"]] == [session_id]
+
+
+async def test_a_server_that_dies_exits_1_with_its_stderr(workspace):
+    out, err = io.StringIO(), io.StringIO()
+    opts = cli_run.parse_args(["--cwd", str(workspace), "--json", "hi"])
+    dying = [sys.executable, "-c", "import sys; sys.stderr.write('boom: no server here\\n'); sys.exit(3)"]
+    code = await cli_run.HeadlessRun(opts, cli_run.JsonLinesOutput(out, err), server_command=dying).run()
+    assert code == 1
+    assert "the language server failed" in err.getvalue() and "boom: no server here" in err.getvalue()
+    last = json.loads(out.getvalue().splitlines()[-1])
+    assert last["type"] == "error" and "boom" in last["message"]
+
+
+@pytest.mark.parametrize(("approve", "answer", "created"), [("deny", "Deny", False), ("auto", "Allow", True)])
+async def test_an_approval_prompt_is_answered_by_the_approve_flag(
+    model, workspace, home, monkeypatch, approve, answer, created
+):
+    # a server in "ask" mode (run itself never asks for it) sends window/showMessageRequest
+    ask = lambda opts: {**initialization_options(opts), "approval": "ask"}  # noqa: E731
+    monkeypatch.setattr(cli_run, "initialization_options", ask)
+    model.set_script({"turns": [
+        {"tool_call": {"name": "write_file", "arguments": {"filepath": "new.txt", "content": "x"}}},
+        {"text": "done"},
+    ]})
+    opts = cli_run.parse_args(scripted_args(model.chat_url, workspace, "--approve", approve, "write it"))
+    out, err = io.StringIO(), io.StringIO()
+    code = await cli_run.HeadlessRun(opts, cli_run.PlainOutput(out, err), env=cli_env(home)).run()
+    assert code == 0, err.getvalue()
+    assert re.search(rf"TunaCode wants to run write_file: .*new\.txt.* -> {answer}\n", err.getvalue()), err.getvalue()
+    assert (workspace / "new.txt").exists() is created
