@@ -508,9 +508,11 @@ class HeadlessRun:
         try:
             return await self._run()
         finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
-            await self._stop()
+            try:
+                await self._stop()
+            finally:  # only now: a Ctrl-C while stopping must not become a traceback
+                for sig in handled:
+                    loop.remove_signal_handler(sig)
 
     async def _run(self) -> int:
         try:

@@ -26,10 +26,12 @@ vim.opt.runtimepath:prepend(env.TUNA_RTP)
 vim.cmd.runtime('plugin/tunacode.lua')
 local tunacode = require('tunacode')
 local view = require('tunacode.view')
-tunacode.setup({
-  cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-  settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'ask' },
-})
+local function setup()
+  tunacode.setup({
+    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
+    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'ask' },
+  })
+end
 
 -- The built-in window/showMessageRequest handler asks through vim.ui.select; so does :TunaSessions.
 vim.ui.select = function(items, opts, on_choice)
@@ -80,7 +82,10 @@ local function scenario()
   -- 0. bad input is refused with a message, nothing is sent
   tunacode.ask('   ')
   vim.cmd('TunaStop')
-  results.idle = { busy = tunacode.state.busy, notices = vim.deepcopy(results.notices) }
+  tunacode.setup({ cmd = { '/nonexistent/tunacode-lsp' } })
+  vim.cmd('TunaAsk hello?')
+  results.idle = { busy = tunacode.state.busy, notices = vim.deepcopy(results.notices), lines = view.lines() }
+  setup()
 
   -- 1. a question whose answer writes a file after an approval
   vim.cmd('TunaAsk Create the greeting file')

@@ -88,14 +88,18 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
         seen = run_nvim(nvim, DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
         requests = model.requests
 
-    # 0. an empty prompt and a stop with nothing running are refused with a message
-    assert seen["idle"] == {"busy": False, "notices": ["TunaCode: empty prompt", "TunaCode: nothing is running"]}
+    # 0. an empty prompt, a stop with nothing running, a server that cannot start: a message each
+    idle = seen["idle"]
+    assert idle["busy"] is False
+    assert idle["notices"] == ["TunaCode: empty prompt", "TunaCode: nothing is running",
+                               "TunaCode: cannot start the server (/nonexistent/tunacode-lsp)"]
+    assert idle["lines"][-2] == "-- error: cannot start the server (/nonexistent/tunacode-lsp)"
 
     # 1. the answer streamed into the scratch buffer; the write was approved through vim.ui.select
     first = seen["first"]
     assert first["result"]["stopReason"] == "end_turn"
     lines = first["lines"]
-    assert lines[0] == "> Create the greeting file"
+    assert lines[lines.index("> Create the greeting file") + 1] == ""
     text = "\n".join(lines)
     assert "I will create the greeting." in text and "Created hello.txt." in text
     assert any(line.startswith("[tool] write_file hello.txt: completed in") for line in lines), lines

@@ -85,20 +85,28 @@ function M.setup(opts)
   vim.lsp.config('tunacode', M.lsp_config())
 end
 
---- Call fn(client) with the running TunaCode client for this workspace, starting it if needed.
+--- Call fn(client) with the running TunaCode client for this workspace, starting it if needed;
+--- on_fail(message) if it cannot start.
 ---@param fn fun(client: vim.lsp.Client)
-function M.with_client(fn)
+---@param on_fail? fun(message: string)
+function M.with_client(fn, on_fail)
+  local function fail(message)
+    notify(message, vim.log.levels.ERROR)
+    if on_fail then
+      on_fail(message)
+    end
+  end
   local config = vim.tbl_extend('force', M.lsp_config(), { name = 'tunacode', root_dir = M.root() })
   config.root_markers = nil
   local id = vim.lsp.start(config, { attach = false, silent = true })
   local client = id and vim.lsp.get_client_by_id(id)
   if not client then
-    notify(('cannot start the server (%s)'):format(table.concat(config.cmd, ' ')), vim.log.levels.ERROR)
-    return false
+    fail(('cannot start the server (%s)'):format(table.concat(config.cmd, ' ')))
+    return
   end
   if client.initialized then
     fn(client)
-    return true
+    return
   end
   local waited, timer = 0, assert(vim.uv.new_timer())
   timer:start(20, 20, vim.schedule_wrap(function()
@@ -108,10 +116,9 @@ function M.with_client(fn)
       fn(client)
     elseif client:is_stopped() or waited >= M.options.start_timeout then
       timer:close()
-      notify('the server did not start; see :checkhealth vim.lsp and :LspLog', vim.log.levels.ERROR)
+      fail('the server did not start; see :checkhealth vim.lsp and :LspLog')
     end
   end))
-  return true
 end
 
 ---@param client vim.lsp.Client
@@ -168,7 +175,7 @@ function M.ask(prompt)
   M.state.busy, M.state.request_id, M.state.stop_requested = true, nil, false
   view.show()
   view.start_request(prompt)
-  local started = M.with_client(function(client)
+  M.with_client(function(client)
     local args = { prompt = prompt, sessionId = M.state.session_id }
     command(client, 'tunacode.request', args, function(err, result)
       M.state.busy, M.state.request_id = false, nil
@@ -181,10 +188,10 @@ function M.ask(prompt)
       M.state.last_result = result
       view.finish(result)
     end)
-  end)
-  if not started then
+  end, function(message)
     M.state.busy = false
-  end
+    view.error(message)
+  end)
 end
 
 --- Abort the running request (through tunacode.abort); the session stays valid.
