@@ -1,0 +1,57 @@
+"""`python -m bench [--quick] [--only GROUP ...] [--markdown FILE]`: run the figures, print the table."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from . import abort, concurrency, overhead, startup, storage
+from .config import BenchConfig
+from .report import render_markdown, render_text
+from .stats import Row
+
+GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
+    "abort": abort.run,
+    "overhead": overhead.run,
+    "storage": storage.run,
+    "concurrency": concurrency.run,
+    "startup": startup.run,
+}
+
+
+async def run_groups(names: list[str], config: BenchConfig) -> list[Row]:
+    rows: list[Row] = []
+    for name in names:
+        started = time.monotonic()
+        print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+        rows += await GROUPS[name](config)
+        print(f"[bench] {name} done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="one sample of each figure (CI: checks it runs)")
+    parser.add_argument("--only", nargs="+", choices=list(GROUPS), help="run only these groups")
+    parser.add_argument("--markdown", type=Path, help="also write the table as Markdown to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (sessions, workspaces)")
+    args = parser.parse_args(argv)
+    config = BenchConfig(quick=args.quick)
+    try:
+        rows = asyncio.run(run_groups(args.only or list(GROUPS), config))
+    finally:
+        if not args.keep:
+            shutil.rmtree(config.scratch, ignore_errors=True)
+    print(render_text(rows, quick=args.quick))
+    if args.markdown:
+        args.markdown.write_text(render_markdown(rows) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

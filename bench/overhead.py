@@ -1,0 +1,107 @@
+"""Server overhead and first-event latency.
+
+Overhead: one session of 20 model turns (4 requests of 4 tool-call turns and an answer:
+read_file, grep, list_files, bash) through the LSP server, against the same script through
+our runner in-process (`RequestRun` with a sink that drops events and a message log in
+memory). Runs alternate so drift on a shared machine hits both alike.
+
+First event: `tunacode.request` sent -> its first `tunacode/event` (request_start)
+received, with the model answering at once, for a new session and for an existing one;
+the baseline is a `tunacode.status` round trip on the same server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from . import scripts
+from .client import WAIT, BenchServer, event_is, scripted_options
+from .config import BenchConfig
+from .inprocess import MemoryLog, run_in_process
+from .model import ScriptedModelProcess
+from .stats import Goal, Row, Samples, ms
+from .workspace import make_project
+
+REQUESTS = 4
+TOOL_TURNS = 4  # per request, plus one answer: 4 x 5 = 20 model turns
+PROMPTS = [f"Task {i + 1}: look through the project and report." for i in range(REQUESTS)]
+
+
+async def session_over_lsp(server: BenchServer, model: ScriptedModelProcess) -> float:
+    model.set_script(scripts.tool_session(REQUESTS, TOOL_TURNS))
+    started = time.perf_counter()
+    session_id = None
+    for prompt in PROMPTS:
+        result = await server.command("tunacode.request", {"prompt": prompt} | ({"sessionId": session_id} if session_id else {}))
+        _check(result)
+        session_id = result["sessionId"]
+    return time.perf_counter() - started
+
+
+async def session_in_process(workspace: Path, model: ScriptedModelProcess) -> float:
+    model.set_script(scripts.tool_session(REQUESTS, TOOL_TURNS))
+    log = MemoryLog()
+    started = time.perf_counter()
+    for prompt in PROMPTS:
+        result = await run_in_process(model.chat_url, workspace, prompt, log)
+        _check({"stopReason": result.stop_reason, "toolCalls": result.tool_calls})
+    return time.perf_counter() - started
+
+
+def _check(result: dict) -> None:
+    calls = result["toolCalls"]
+    if result["stopReason"] != "end_turn" or len(calls) != TOOL_TURNS:
+        raise RuntimeError(f"scripted session went wrong: {result['stopReason']}, {len(calls)} tool calls")
+    for call in calls:
+        status = call["status"] if isinstance(call, dict) else call.status
+        if status != "completed":
+            raise RuntimeError(f"a tool call of the scripted session ended {status}: {call}")
+
+
+async def first_event(server: BenchServer, session_id: str | None) -> float:
+    server.events.clear()
+    args = {"prompt": "hello"} | ({"sessionId": session_id} if session_id else {})
+    pending = server.send("tunacode.request", args)
+    first = await asyncio.wait_for(server.events.expect(lambda e: True), WAIT)
+    if first.event["type"] != "request_start":
+        raise RuntimeError(f"the first event was {first.event['type']}")
+    await pending.answer()
+    await asyncio.wait_for(server.events.expect(event_is("request_end")), WAIT)
+    return first.at - pending.sent_at
+
+
+async def run(config: BenchConfig) -> list[Row]:
+    workspace = make_project(config.folder("overhead/workspace"))
+    over_lsp, in_process = Samples(), Samples()
+    new_session, old_session, status = Samples(), Samples(), Samples()
+    with ScriptedModelProcess(scripts.repeat(scripts.QUICK_TEXT)) as model:
+        server = await BenchServer(workspace, config.folder("overhead/home")).start(scripted_options(model.chat_url))
+        try:
+            await session_over_lsp(server, model)  # warm-up, both sides
+            await session_in_process(workspace, model)
+            for rep in range(config.reps(8)):
+                first, second = (session_over_lsp(server, model), session_in_process(workspace, model))
+                if rep % 2:
+                    in_process.add(ms(await second)); over_lsp.add(ms(await first))
+                else:
+                    over_lsp.add(ms(await first)); in_process.add(ms(await second))
+
+            model.set_script(scripts.repeat(scripts.QUICK_TEXT))
+            session_id = (await server.command("tunacode.request", {"prompt": "start"}))["sessionId"]
+            for _ in range(config.reps(40)):
+                new_session.add(ms(await first_event(server, None)))
+                old_session.add(ms(await first_event(server, session_id)))
+                sent = server.send("tunacode.status")
+                await sent.answer()
+                status.add(ms(sent.latency))
+        finally:
+            await server.stop()
+    status_name = "tunacode.status round trip"
+    return [
+        Row("20-turn session with tools: LSP server vs in-process", over_lsp, in_process,
+            "same script, RequestRun in-process", Goal("ratio", 1.10)),
+        Row("prompt -> first event, new session", new_session, status, status_name, Goal("p50", 5)),
+        Row("prompt -> first event, existing session", old_session, status, status_name, Goal("p50", 5)),
+    ]
