@@ -35,6 +35,7 @@ EMPTY_RESPONSE_NUDGE = (
     "Your last response was empty. Continue with the task, or give your final answer if you are done."
 )
 ABORT_GRACE_SECONDS = 5.0
+TOOL_STOP_GRACE_SECONDS = 0.5
 
 
 def new_request_id() -> str:
@@ -187,7 +188,7 @@ class RequestRun:
                     raise ToolCancelled("cancelled before it started")
                 self.registry.start(tool_call_id, tool.name, args)
                 try:
-                    result = await inner(tool_call_id, args, self.abort_signal, on_update)
+                    result = await self._run_abortable(inner(tool_call_id, args, self.abort_signal, on_update))
                 except BaseException as exc:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
                     self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
@@ -198,6 +199,23 @@ class RequestRun:
         return AgentTool(
             name=tool.name, description=tool.description, parameters=tool.parameters, label=tool.label, execute=execute
         )
+
+    async def _run_abortable(self, work: Any) -> AgentToolResult:
+        """Run a tool; after an abort it gets a short grace to stop by itself (kill its
+        processes), then it is cancelled, so a tool stuck in a thread cannot hold the request."""
+
+        task = asyncio.ensure_future(work)
+        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
+        try:
+            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                await asyncio.wait({task}, timeout=TOOL_STOP_GRACE_SECONDS)
+            if not task.done():
+                task.cancel()
+                raise ToolCancelled("cancelled by the user (the tool did not stop in time)")
+            return task.result()
+        finally:
+            abort_wait.cancel()
 
     async def _before_tool_call(
         self, tool_call: ToolCallContent, tool: AgentTool | None, args: dict[str, Any]
