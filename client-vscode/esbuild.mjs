@@ -40,7 +40,7 @@ builds.push({
   sourcemap: false,
   minify: false,
   logLevel: "warning",
-  entryPoints: { state: "src/webview/state.ts", serverCommand: "src/serverCommand.ts" },
+  entryPoints: { state: "src/webview/state.ts", serverCommand: "src/serverCommand.ts", options: "src/options.ts" },
   outdir: "out/test",
   outExtension: { ".js": ".mjs" },
   platform: "node",

@@ -5,6 +5,9 @@
  */
 
 import * as vscode from "vscode";
+import { type AgentSettings, parseAgentSettings } from "./options";
+
+export { initializationOptions } from "./options";
 
 export const SECTION = "tunacode";
 
@@ -12,17 +15,6 @@ export interface ServerSettings {
   command: string[];
   python: string;
   env: Record<string, string>;
-}
-
-export type Approval = "ask" | "auto" | "read-only";
-
-export interface AgentSettings {
-  model: string;
-  baseUrl: string;
-  approval: Approval;
-  maxTurns: number;
-  requestTimeout: number;
-  sessionStore: string;
 }
 
 export interface Settings {
@@ -45,43 +37,29 @@ export const RESTART_KEYS = [
 
 export function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration(SECTION);
-  const approval = c.get<string>("approval", "ask");
-  const env = c.get<Record<string, unknown>>("server.env", {}) ?? {};
+  const command = c.get<unknown>("server.command", []);
+  const env = c.get<unknown>("server.env", {});
+  const python = c.get<unknown>("server.python", "python3");
   return {
     server: {
-      command: (c.get<unknown[]>("server.command", []) ?? []).filter((x): x is string => typeof x === "string"),
-      python: c.get<string>("server.python", "python3") || "python3",
-      env: Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string")) as Record<string, string>,
+      command: Array.isArray(command) ? command.filter((x): x is string => typeof x === "string") : [],
+      python: typeof python === "string" && python.trim() ? python.trim() : "python3",
+      env:
+        env && typeof env === "object"
+          ? (Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string")) as Record<string, string>)
+          : {},
     },
-    agent: {
-      model: (c.get<string>("model", "") ?? "").trim(),
-      baseUrl: (c.get<string>("baseUrl", "") ?? "").trim(),
-      approval: approval === "auto" || approval === "read-only" ? approval : "ask",
-      maxTurns: positiveInt(c.get<number>("maxTurns", 40), 40),
-      requestTimeout: Math.max(0, Number(c.get<number>("requestTimeout", 600)) || 0),
-      sessionStore: (c.get<string>("sessionStore", "") ?? "").trim(),
-    },
+    agent: parseAgentSettings({
+      model: c.get("model"),
+      baseUrl: c.get("baseUrl"),
+      approval: c.get("approval"),
+      maxTurns: c.get("maxTurns"),
+      requestTimeout: c.get("requestTimeout"),
+      sessionStore: c.get("sessionStore"),
+    }),
   };
-}
-
-/** The server's `initializationOptions`: the agent settings, empty strings left out. */
-export function initializationOptions(agent: AgentSettings): Record<string, unknown> {
-  const options: Record<string, unknown> = {
-    approval: agent.approval,
-    maxTurns: agent.maxTurns,
-    requestTimeout: agent.requestTimeout,
-  };
-  if (agent.model) options.model = agent.model;
-  if (agent.baseUrl) options.baseUrl = agent.baseUrl;
-  if (agent.sessionStore) options.sessionStore = agent.sessionStore;
-  return options;
 }
 
 export function needsRestart(event: vscode.ConfigurationChangeEvent): boolean {
   return RESTART_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`));
-}
-
-function positiveInt(value: unknown, fallback: number): number {
-  const n = Number(value);
-  return Number.isInteger(n) && n >= 1 ? n : fallback;
 }

@@ -1,7 +1,7 @@
 // The steps a person takes in the TunaCode panel, each recorded in the summary with a
 // screenshot: ask (streamed answer + completed tool card), stop a slow answer, resume.
 import * as path from "node:path";
-import { ANSWER_TEXT, ASK_PROMPT, SLOW_PROMPT, STORY_LENGTH, slowAnswer, toolThenAnswer } from "./scripts.mjs";
+import { ANSWER_TEXT, ASK_PROMPT, SLOW_PROMPT, STORY_LENGTH, UNSAFE_HTML, slowAnswer, toolThenAnswer } from "./scripts.mjs";
 
 const PANEL_TITLE = "TunaCode";
 
@@ -66,6 +66,10 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     const answer = (await turn.locator(".answer").first().innerText()).trim();
     if (!answer.includes(ANSWER_TEXT.replace(/\*\*/g, ""))) throw new Error(`unexpected answer: ${answer}`);
     await turn.locator(".code-block .copy-code").first().waitFor();
+    if (!answer.includes(UNSAFE_HTML)) throw new Error("raw HTML in the answer was not shown as text");
+    const unsafe = await turn.locator(".answer img, .answer script").count();
+    const pwned = await turn.evaluate(() => window.__pwned ?? null);
+    if (unsafe !== 0 || pwned !== null) throw new Error(`raw HTML in the answer became elements (${unsafe}) or ran (${pwned})`);
     await card.locator("summary").click(); // expand the result
     const result = await card.locator(".tool-result").innerText();
     if (!result.includes("hello.txt")) throw new Error(`list_files result does not name hello.txt: ${result}`);

@@ -1,0 +1,44 @@
+/**
+ * The agent settings as the server receives them: `initializationOptions` and the answer
+ * to `workspace/configuration` for section `tunacode`. Pure, so node tests it directly.
+ */
+
+export type Approval = "ask" | "auto" | "read-only";
+
+export interface AgentSettings {
+  model: string;
+  baseUrl: string;
+  approval: Approval;
+  maxTurns: number;
+  requestTimeout: number;
+  sessionStore: string;
+}
+
+/** Raw values (as VS Code returns them, possibly of the wrong type) -> typed settings. */
+export function parseAgentSettings(raw: Record<string, unknown>): AgentSettings {
+  const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
+  const approval = raw.approval;
+  const maxTurns = Number(raw.maxTurns);
+  const timeout = Number(raw.requestTimeout);
+  return {
+    model: str(raw.model),
+    baseUrl: str(raw.baseUrl),
+    approval: approval === "auto" || approval === "read-only" ? approval : "ask",
+    maxTurns: Number.isInteger(maxTurns) && maxTurns >= 1 ? maxTurns : 40,
+    requestTimeout: Number.isFinite(timeout) && timeout >= 0 ? timeout : 600,
+    sessionStore: str(raw.sessionStore),
+  };
+}
+
+/** The server's options: the agent settings, empty strings left out (= not set). */
+export function initializationOptions(agent: AgentSettings): Record<string, unknown> {
+  const options: Record<string, unknown> = {
+    approval: agent.approval,
+    maxTurns: agent.maxTurns,
+    requestTimeout: agent.requestTimeout,
+  };
+  if (agent.model) options.model = agent.model;
+  if (agent.baseUrl) options.baseUrl = agent.baseUrl;
+  if (agent.sessionStore) options.sessionStore = agent.sessionStore;
+  return options;
+}
