@@ -54,13 +54,22 @@ def test_json_lines_are_every_event_then_the_result(model, workspace, home):
     assert "[session]" not in done.stderr  # JSON mode keeps stderr for problems
 
 
+def test_json_lines_keep_the_models_order_text_before_its_tool_call(model, workspace, home):
+    (workspace / "notes.txt").write_text("tuna\n")
+    model.set_script(READ_THEN_ANSWER)
+    done = run_cli(_args(model, workspace, "What do the notes say?", "--json"), home=home)
+    assert done.code == 0, done.stderr
+    kinds = [e["type"] for e in done.lines[:-1]]
+    assert kinds.index("text_delta") < kinds.index("tool_call")
+    first_text = "".join(e["text"] for e in done.lines[: kinds.index("tool_call")] if e["type"] == "text_delta")
+    assert first_text == "Reading notes."
+
+
 def test_plain_mode_answer_on_stdout_tool_lines_and_session_on_stderr(model, workspace, home):
     (workspace / "notes.txt").write_text("tuna\n")
     model.set_script(READ_THEN_ANSWER)
     done = run_cli(_args(model, workspace, "What do the notes say?"), home=home)
     assert done.code == 0, done.stderr
-    # (not checked: that "Reading notes." comes before the tool line; the server may send a
-    # fast stream's text deltas after the tool events, see the report of issue 7)
     assert "Reading notes." in done.stdout and done.stdout.endswith("The notes say: tuna.\n")
     assert "[tool]" not in done.stdout
     assert "[tool] read_file notes.txt\n" in done.stderr

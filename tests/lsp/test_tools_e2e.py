@@ -84,3 +84,20 @@ async def test_unknown_tool_and_non_json_arguments_are_error_results(lsp, model)
     tool_msgs = [m["content"] for m in model.requests[1]["messages"] if m["role"] == "tool"]
     assert "unknown tool 'launch_rockets'" in tool_msgs[0] and "read_file" in tool_msgs[0]
     assert "not valid JSON" in tool_msgs[1]
+
+
+async def test_text_before_a_call_is_emitted_before_the_calls_events(lsp, model, workspace):
+    # a fast stream: tinyagent's loop runs ahead of the event consumer
+    (workspace / "notes.txt").write_text("hi\n")
+    model.set_script([
+        {"steps": [{"text": "Reading notes first.", "chunks": 4},
+                   {"tool_call": {"name": "read_file", "arguments": {"filepath": "notes.txt"}}}]},
+        {"steps": [{"text": "Done."}]},
+    ])
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    types_seen = [e["type"] for e in lsp.events_of(result["requestId"])]
+    first_tool = types_seen.index("tool_call")
+    deltas = [i for i, t in enumerate(types_seen) if t == "text_delta"]
+    assert len(deltas) >= 2 and max(deltas[:-1]) < first_tool, types_seen  # all but "Done." come first
+    assert types_seen[-2:] == ["turn_end", "request_end"]

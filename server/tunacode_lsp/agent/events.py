@@ -7,6 +7,7 @@ messages through the message log, and emit protocol events to the sink.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,7 +122,10 @@ class EventTable:
         if isinstance(message, AssistantMessage):
             await self._store_assistant(message)
         elif isinstance(message, UserMessage | ToolResultMessage):
-            await self._store(dump_message(message), usage=None, thoughts=None)
+            dump = dump_message(message)
+            if isinstance(message, ToolResultMessage):
+                dump["timestamp"] = int(time.time() * 1000)  # tinyagent stamps loop time, not wall time
+            await self._store(dump, usage=None, thoughts=None)
 
     async def _store_assistant(self, message: AssistantMessage) -> None:
         state = self.state
@@ -140,6 +144,7 @@ class EventTable:
 
     def _on_tool_start(self, event: Any) -> None:
         self.registry.announce(event.tool_call_id, event.tool_name, event.args)
+        self.registry.mark_in_order(event.tool_call_id)
 
     def _on_tool_end(self, event: Any) -> None:
         # Calls that never reached a tool (unknown tool, bad JSON, declined) end here.

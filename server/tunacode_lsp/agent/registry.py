@@ -9,6 +9,7 @@ registry keeps the order valid: one `tool_call`, then updates, then exactly one 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,23 @@ class ToolCallRegistry:
     def __init__(self, emit: Callable[[Event], None]) -> None:
         self._emit = emit
         self._calls: dict[str, ToolCallRecord] = {}
+        self._seen_in_order: dict[str, asyncio.Event] = {}
+
+    def _seen(self, tool_call_id: str) -> asyncio.Event:
+        return self._seen_in_order.setdefault(tool_call_id, asyncio.Event())
+
+    def mark_in_order(self, tool_call_id: str) -> None:
+        """The event consumer reached this call's start event: everything the model said
+        before the call (its text) has been emitted."""
+
+        self._seen(tool_call_id).set()
+
+    async def wait_in_order(self, tool_call_id: str) -> None:
+        """Before the tool side emits anything for a call, wait until the consumer reached
+        it; tinyagent's loop runs ahead of the consumer, so otherwise a call's events could
+        overtake the text that came before it."""
+
+        await self._seen(tool_call_id).wait()
 
     def get(self, tool_call_id: str) -> ToolCallRecord | None:
         return self._calls.get(tool_call_id)

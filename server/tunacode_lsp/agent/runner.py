@@ -200,6 +200,17 @@ class RequestRun:
             name=tool.name, description=tool.description, parameters=tool.parameters, label=tool.label, execute=execute
         )
 
+    async def _until(self, work: Any) -> None:
+        """Await `work`, or stop waiting when the request is aborted."""
+
+        task = asyncio.ensure_future(work)
+        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
+        try:
+            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            task.cancel()
+            abort_wait.cancel()
+
     async def _run_abortable(self, work: Any) -> AgentToolResult:
         """Run a tool; after an abort it gets a short grace to stop by itself (kill its
         processes), then it is cancelled, so a tool stuck in a thread cannot hold the request."""
@@ -222,6 +233,7 @@ class RequestRun:
     ) -> ToolLoopControl | None:
         name = tool_call.name or ""
         call_id = tool_call.id or ""
+        await self._until(self.registry.wait_in_order(call_id))
         if tool is None:
             return _error_result(f"unknown tool {name!r}; the tools are: " + ", ".join(sorted(self._tool_names())))
         if tool_call.partial_json:
