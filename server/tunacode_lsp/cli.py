@@ -64,10 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         module, _ = DELEGATED[argv[0]]
         return _delegate(module)(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv or ["serve"])
-    if args.command in (None, "serve"):
-        if args.command is None:
-            args = parser.parse_args(["serve", *argv])
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        # `tunacode-lsp --stdio` (as language clients start servers) means serve
+        argv = ["serve", *argv]
+    args = parser.parse_args(argv)
+    if args.command == "serve":
         return _serve(args)
     parser.print_help(sys.stderr)
     return 2
