@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import abort, concurrency, overhead, startup, storage
 from .config import BenchConfig
-from .report import render_markdown, render_text
+from .report import load_average, render_markdown, render_text
 from .stats import Row
 
 GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
@@ -42,12 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (sessions, workspaces)")
     args = parser.parse_args(argv)
     config = BenchConfig(quick=args.quick)
+    load_before = load_average()
     try:
         rows = asyncio.run(run_groups(args.only or list(GROUPS), config))
     finally:
-        if not args.keep:
+        if args.keep:
+            print(f"[bench] scratch folder kept: {config.scratch}", file=sys.stderr)
+        else:
             shutil.rmtree(config.scratch, ignore_errors=True)
-    print(render_text(rows, quick=args.quick))
+    print(render_text(rows, quick=args.quick, load_before=load_before))
     if args.markdown:
         args.markdown.write_text(render_markdown(rows) + "\n")
     return 0

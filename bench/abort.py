@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from tinyagent import Agent, AgentOptions, SimpleStreamOptions
+from tinyagent import Agent, AgentOptions
 from tinyagent.alchemy_provider import OpenAICompatModel as RustModel
 from tinyagent.alchemy_provider import stream_alchemy_openai_completions
 
@@ -24,6 +24,7 @@ from .client import WAIT, BenchServer, event_is, scripted_options
 from .config import BenchConfig
 from .model import ScriptedModelProcess
 from .stats import Goal, Row, Samples, ms
+from .whatif_server import WHATIF_COMMAND, WHATIF_LABEL
 
 GROUP_POLL_SECONDS = 0.0005  # how often the bench looks for the process group after an abort
 
@@ -31,9 +32,7 @@ GROUP_POLL_SECONDS = 0.0005  # how often the bench looks for the process group a
 async def abort_mid_stream(server: BenchServer) -> float:
     """One request aborted after its first text delta; seconds from abort to answer."""
     pending = server.send("tunacode.request", {"prompt": "talk slowly"})
-    first = await asyncio.wait_for(
-        server.events.expect(event_is("text_delta")), WAIT
-    )
+    first = await asyncio.wait_for(server.events.expect(event_is("text_delta")), WAIT)
     request_id = first.event["requestId"]
     abort = server.send("tunacode.abort", {"requestId": request_id})
     result = await pending.answer()
@@ -90,31 +89,46 @@ async def abort_mid_tool(server: BenchServer, fifo: Path) -> tuple[float, float]
     return pending.answered_at - abort.sent_at, gone_at - abort.sent_at
 
 
+async def measure_server(
+    config: BenchConfig, model: ScriptedModelProcess, workspace: Path, home: Path, command: list[str] | None
+) -> tuple[Samples, Samples, Samples]:
+    """(mid-stream, mid-tool answer, mid-tool answer and group gone) on one server."""
+    stream, tool_answer, tool_total = Samples(), Samples(), Samples()
+    fifo = workspace / "pgid.fifo"
+    model.set_script(scripts.repeat(scripts.SLOW_TEXT))
+    server = await BenchServer(workspace, home).start(scripted_options(model.chat_url), command=command)
+    try:
+        await abort_mid_stream(server)  # warm-up: imports, first connection, the database
+        for _ in range(config.reps(60)):
+            server.events.clear()
+            stream.add(ms(await abort_mid_stream(server)))
+        model.set_script(scripts.repeat(scripts.bash_turn(f"echo $$ > {fifo.name}; sleep 30")))
+        for _ in range(config.reps(30)):
+            server.events.clear()
+            answer, gone = await abort_mid_tool(server, fifo)
+            tool_answer.add(ms(answer))
+            tool_total.add(ms(max(answer, gone)))
+    finally:
+        await server.stop()
+    return stream, tool_answer, tool_total
+
+
 async def run(config: BenchConfig) -> list[Row]:
     workspace = config.folder("abort/workspace")
-    fifo = workspace / "pgid.fifo"
-    os.mkfifo(fifo)
-    stream, baseline, tool_answer, tool_total = (Samples() for _ in range(4))
+    os.mkfifo(workspace / "pgid.fifo")
+    baseline = Samples()
     with ScriptedModelProcess(scripts.repeat(scripts.SLOW_TEXT)) as model:
-        server = await BenchServer(workspace, config.folder("abort/home")).start(scripted_options(model.chat_url))
-        try:
-            await abort_mid_stream(server)  # warm-up: imports, first connection, the database
-            for _ in range(config.reps(60)):
-                server.events.clear()
-                stream.add(ms(await abort_mid_stream(server)))
-            for _ in range(config.reps(5)):
-                baseline.add(ms(await tinyagent_abort_mid_stream(model.chat_url)))
-            model.set_script(scripts.repeat(scripts.bash_turn(f"echo $$ > {fifo.name}; sleep 30")))
-            for _ in range(config.reps(30)):
-                server.events.clear()
-                answer, gone = await abort_mid_tool(server, fifo)
-                tool_answer.add(ms(answer))
-                tool_total.add(ms(max(answer, gone)))
-        finally:
-            await server.stop()
+        for _ in range(config.reps(5)):
+            baseline.add(ms(await tinyagent_abort_mid_stream(model.chat_url)))
+        stream, tool_answer, tool_total = await measure_server(
+            config, model, workspace, config.folder("abort/home"), None)
+        what_if = await measure_server(
+            config, model, workspace, config.folder("abort/home-what-if"), WHATIF_COMMAND)
+    base_name = "tinyagent Agent.abort(), Rust provider"
     return [
-        Row("abort -> answered, model streaming", stream, baseline, "tinyagent Agent.abort(), Rust provider",
-            Goal("p99", 50), ratio_of="p99"),
+        Row("abort -> answered, model streaming", stream, baseline, base_name, Goal("p99", 50), ratio_of="p99"),
+        Row(f"  {WHATIF_LABEL}", what_if[0], baseline, base_name, Goal("p99", 50), ratio_of="p99"),
         Row("abort -> answered, shell tool running", tool_answer),
         Row("abort -> answered + process group gone", tool_total, goal=Goal("p99", 100)),
+        Row(f"  {WHATIF_LABEL}", what_if[2], goal=Goal("p99", 100)),
     ]

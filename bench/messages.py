@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-TOOL_OUTPUT = "".join(f"{n}:{n * 7919 % 65536:04x}|    return value + {n}  # line {n} of the module\n" for n in range(30))
+TOOL_OUTPUT = "".join(
+    f"{n}:{n * 7919 % 65536:04x}|    return value + {n}  # line {n} of the module\n" for n in range(30)
+)
 USAGE = {
     "input": 4595, "output": 15, "cache_read": 0, "cache_write": 0, "total_tokens": 4610,
     "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0},
@@ -24,8 +26,8 @@ def message(index: int) -> dict[str, Any]:
     call_id = f"call_{cycle}"
     stamp = STAMP + index
     if kind == 0:
-        return {"role": "user", "content": [{"type": "text", "text": f"Task {cycle}: look at module {cycle % 50} and fix what is wrong."}],
-                "timestamp": stamp}
+        prompt = f"Task {cycle}: look at module {cycle % 50} and fix what is wrong."
+        return {"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": stamp}
     if kind == 1:
         return {"role": "assistant",
                 "content": [{"type": "text", "text": "Let me read the module first."},

@@ -53,12 +53,18 @@ def machine() -> str:
     )
 
 
-def render_text(rows: list[Row], *, quick: bool) -> str:
+def load_average() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min)"
+
+
+def render_text(rows: list[Row], *, quick: bool, load_before: str = "") -> str:
     table = [HEADER, *(cells(r) for r in rows)]
     widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
     lines = [
         f"TunaCode benchmarks, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}"
         + (" (--quick: one sample each, times not meaningful)" if quick else ""),
+        f"machine load: before {load_before or '?'}; after {load_average()}",
     ]
     for index, line in enumerate(table):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())

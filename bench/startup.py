@@ -39,8 +39,8 @@ async def bare_pygls_spawn(workspace: Path, home: Path) -> float:
 
 
 def bare_interpreter_rss() -> float:
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.read()"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    code = "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.read()"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         proc.stdout.readline()

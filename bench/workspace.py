@@ -10,7 +10,9 @@ def make_project(root: Path, modules: int = 10) -> Path:
     src.mkdir(parents=True, exist_ok=True)
     for i in range(modules):
         body = "\n".join(
-            f"def function_{i}_{j}(value: int) -> int:\n    \"\"\"Step {j} of module {i}.\"\"\"\n    return value + {j}\n"
+            f"def function_{i}_{j}(value: int) -> int:\n"
+            f"    \"\"\"Step {j} of module {i}.\"\"\"\n"
+            f"    return value + {j}\n"
             for j in range(30)
         )
         (src / f"module_{i}.py").write_text(f'"""Module {i}."""\n\n{body}')
