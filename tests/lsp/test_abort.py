@@ -81,6 +81,7 @@ async def test_cancel_request_route(lsp, model):
 async def test_progress_cancel_route(lsp, model):
     model.set_script([SLOW_TEXT, FOLLOW_UP])
     client = await lsp.start(init_options=scripted_options(model))
+    client.progress_reports["tok-1"] = []  # a token the client made itself
     pending = lsp.send_command("tunacode.request", {"prompt": "talk"}, token="tok-1")
     first = await lsp.wait_for_event(_is("text_delta"))
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token="tok-1"))
