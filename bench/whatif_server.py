@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from pathlib import Path
 
 from tunacode_lsp.session import store as store_module
 
-WHATIF_COMMAND = [sys.executable, "-m", "bench.whatif_server"]
+_REPO = str(Path(__file__).resolve().parents[1])
+# `-c` with the repository on sys.path: works whatever the current folder is
+WHATIF_COMMAND = [
+    sys.executable, "-c",
+    f"import sys; sys.path.insert(0, {_REPO!r}); from bench.whatif_server import main; sys.exit(main())",
+]
 WHATIF_LABEL = "what-if: store synchronous=NORMAL"
 
 _shipped_conn = store_module.SessionStore._conn
