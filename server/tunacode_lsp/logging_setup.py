@@ -47,11 +47,18 @@ STDERR_HANDLER = "tunacode-stderr"
 
 
 def set_stderr_level(level: str) -> None:
-    """The `logLevel` setting: how much the server writes to stderr."""
+    """The `logLevel` setting. The root logger gets the same level, so records nobody would
+    keep are never built (httpcore alone makes dozens per model call at DEBUG)."""
 
-    for handler in logging.getLogger().handlers:
-        if handler.get_name() == STDERR_HANDLER:
-            handler.setLevel(LEVELS.get(level, logging.INFO))
+    value = LEVELS.get(level, logging.INFO)
+    root = logging.getLogger()
+    root.setLevel(value)
+    for handler in root.handlers:
+        handler.setLevel(value)
+    # pygls logs every message it sends, httpx every request: only when debugging
+    chatty = logging.DEBUG if value <= logging.DEBUG else logging.WARNING
+    for name in ("pygls", "httpx", "httpcore"):
+        logging.getLogger(name).setLevel(chatty)
 
 
 def log_dir(env=os.environ) -> Path:
@@ -64,16 +71,13 @@ def log_dir(env=os.environ) -> Path:
 
 def setup_logging(level: str = "info", *, server=None, log_file: bool = False) -> Path | None:
     root = logging.getLogger()
-    root.setLevel(logging.DEBUG)
     for handler in list(root.handlers):
         root.removeHandler(handler)
     stderr = logging.StreamHandler(sys.stderr)
     stderr.set_name(STDERR_HANDLER)
-    stderr.setLevel(LEVELS.get(level, logging.INFO))
     stderr.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(stderr)
-    # pygls logs every message it sends at INFO: keep that out of stderr unless debugging.
-    logging.getLogger("pygls").setLevel(logging.DEBUG if level == "debug" else logging.WARNING)
+    set_stderr_level(level)
     ours = logging.getLogger("tunacode_lsp")
     if server is not None:
         client = ClientLogHandler(server)
@@ -92,7 +96,7 @@ def enable_log_file() -> Path:
             return path
     path.parent.mkdir(parents=True, exist_ok=True)
     file_handler = logging.FileHandler(path, encoding="utf-8")
-    file_handler.setLevel(logging.DEBUG)
+    file_handler.setLevel(root.level)
     file_handler.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(file_handler)
     return path

@@ -4,6 +4,8 @@ the assembly of a tinyagent AgentTool around a plain `run(args, call)` coroutine
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -90,6 +92,15 @@ def validate_args(validator: Draft202012Validator, args: object) -> dict[str, An
     return args
 
 
+@functools.lru_cache(maxsize=64)
+def _validator_for(schema_json: str) -> Draft202012Validator:
+    """Check each schema once per process: tools are built for every request."""
+
+    schema = json.loads(schema_json)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
 def make_tool(
     *,
     name: str,
@@ -104,8 +115,7 @@ def make_tool(
     `prepare` may normalise common slips of models (a JSON string where an array belongs)
     before validation.
     """
-    Draft202012Validator.check_schema(parameters)
-    validator = Draft202012Validator(parameters)
+    validator = _validator_for(json.dumps(parameters, sort_keys=True))
 
     async def execute(
         tool_call_id: str,
