@@ -23,7 +23,7 @@ from .agent.runner import RequestRun, new_request_id
 from .config import ServerOptions
 from .lsp_sink import LspSink
 from .protocol import MODEL_NOT_USABLE, ParamsError, SESSION_BUSY, UNKNOWN_SESSION, ActiveRequest, RequestParams, RequestResult
-from .session.errors import UnreadableMessageError
+from .session.errors import UnreadableMessageError, shown
 from .sessions import SessionService, StoreMessageLog
 from .tools import LineRefLedger, ToolSettings
 
@@ -130,7 +130,7 @@ class RequestService:
         if params.session_id is not None:
             record = await sessions.get(params.session_id)
             if record is None:
-                raise CommandError(UNKNOWN_SESSION, f"unknown session {params.session_id!r}")
+                raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
             model = self._model(params.model or record.model or None)
             session_id = record.session_id
         else:

@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..session.errors import shown
 from .openai_provider import OpenAICompatModel
 
 DEFAULT_MODEL = "openai:gpt-4.1"
@@ -71,7 +72,7 @@ def split_model_string(spec: str) -> tuple[str, str]:
     provider, sep, model_id = spec.strip().partition(":")
     if not sep or not provider or not model_id:
         raise ModelNotUsable(
-            f"model {spec!r} is not of the form provider:model_id "
+            f"model {shown(spec)} is not of the form provider:model_id "
             f"(e.g. openai:gpt-4.1, openrouter:moonshotai/kimi-k2.5, openai-compatible:qwen2.5-coder)"
         )
     return provider.lower(), model_id
@@ -104,12 +105,12 @@ def resolve_model(
     provider = PROVIDERS.get(provider_name)
     if provider is None:
         known = ", ".join(PROVIDERS)
-        raise ModelNotUsable(f"unknown provider {provider_name!r} in model {spec!r}; known providers: {known}")
+        raise ModelNotUsable(f"unknown provider {provider_name!r} in model {shown(spec)}; known providers: {known}")
 
     chat_url = base_url or provider.chat_url
     if chat_url is None:
         raise ModelNotUsable(
-            f"model {spec!r} needs a base URL: set tunacode.baseUrl (or TUNACODE_BASE_URL), "
+            f"model {shown(spec)} needs a base URL: set tunacode.baseUrl (or TUNACODE_BASE_URL), "
             "e.g. http://127.0.0.1:11434/v1 for Ollama"
         )
     chat_url = normalize_chat_url(chat_url)
@@ -122,7 +123,7 @@ def resolve_model(
             key = LOCAL_PLACEHOLDER_KEY  # tinyagent and most servers want some key
         else:
             raise ModelNotUsable(
-                f"model {spec!r} needs an API key: set {provider.key_env} (or TUNACODE_API_KEY)"
+                f"model {shown(spec)} needs an API key: set {provider.key_env} (or TUNACODE_API_KEY)"
             )
 
     model = OpenAICompatModel(

@@ -12,7 +12,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from tinyagent.agent_types import AssistantMessage, ToolResultMessage, UserMessage
 
-from .errors import MessageFormatError
+from .errors import MessageFormatError, shown
 
 MessageModel = UserMessage | AssistantMessage | ToolResultMessage
 
@@ -46,7 +46,7 @@ def load_message(dump: object) -> MessageModel:
     model = MODEL_BY_ROLE.get(role) if isinstance(role, str) else None
     if model is None:
         known = ", ".join(MODEL_BY_ROLE)
-        raise MessageFormatError(f"unknown role {role!r} (expected one of {known})", where="role")
+        raise MessageFormatError(f"unknown role {shown(role)} (expected one of {known})", where="role")
     _check_block_types(dump, role)
     try:
         return model.model_validate(dump)

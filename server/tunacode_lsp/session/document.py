@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .codec import load_message
-from .errors import DocumentError, MessageFormatError
+from .errors import DocumentError, MessageFormatError, shown
 from .records import SessionRecord, check_usage, us_from_iso
 
 DOCUMENT_VERSION = 1
@@ -73,10 +73,10 @@ def parse_document(document: object) -> ParsedDocument:
         raise DocumentError(f"document: missing key(s) {', '.join(missing)}")
     version = document["version"]
     if version != DOCUMENT_VERSION or isinstance(version, bool):
-        raise DocumentError(f"version: unsupported version {version!r} (expected {DOCUMENT_VERSION})")
+        raise DocumentError(f"version: unsupported version {shown(version)} (expected {DOCUMENT_VERSION})")
     total_tokens = document["total_tokens"]
     if not isinstance(total_tokens, int) or isinstance(total_tokens, bool) or total_tokens < 0:
-        raise DocumentError(f"total_tokens: expected a non-negative integer, got {total_tokens!r}")
+        raise DocumentError(f"total_tokens: expected a non-negative integer, got {shown(total_tokens)}")
     try:
         usage = check_usage(document["session_total_usage"], where="session_total_usage")
     except ValueError as exc:
@@ -110,7 +110,7 @@ def _time(document: dict[str, Any], key: str) -> int:
     try:
         return us_from_iso(value)
     except ValueError:
-        raise DocumentError(f"{key}: not an ISO 8601 time: {value!r}") from None
+        raise DocumentError(f"{key}: not an ISO 8601 time: {shown(value)}") from None
 
 
 def _messages(messages: object) -> list[dict[str, Any]]:

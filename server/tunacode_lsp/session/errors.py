@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+SHOWN_CHARS = 80
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """repr(value) for a message, cut to about `limit` characters: input is echoed, never in bulk."""
+
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text):,} characters)"
+
 
 class SessionError(Exception):
     """Base class of every error the session package raises."""
@@ -11,7 +20,7 @@ class SessionNotFound(SessionError, LookupError):
     """No session with this id in the store."""
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session not found: {session_id}")
+        super().__init__(f"session not found: {shown(session_id)}")
         self.session_id = session_id
 
 
@@ -19,7 +28,7 @@ class SessionExists(SessionError, ValueError):
     """A session with this id is already stored."""
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session already exists: {session_id}")
+        super().__init__(f"session already exists: {shown(session_id)}")
         self.session_id = session_id
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .errors import shown
+
 USAGE_KEYS: tuple[str, ...] = (
     "input_tokens",
     "output_tokens",
@@ -52,9 +54,9 @@ def check_usage(usage: object, *, where: str = "usage") -> dict[str, int | float
             raise ValueError(f"{where}.{key}: unknown usage key (expected {', '.join(USAGE_KEYS)})")
         if key == "cost":
             if not _is_number(value) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{where}.{key}: expected a non-negative number, got {value!r}")
+                raise ValueError(f"{where}.{key}: expected a non-negative number, got {shown(value)}")
         elif not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+            raise ValueError(f"{where}.{key}: expected a non-negative integer, got {shown(value)}")
         checked[key] = float(value) if key == "cost" else value
     return checked
 
