@@ -1,10 +1,5 @@
 """TunaCode language server: the TunaCode coding agent served over LSP."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("tunacode-lsp")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0"
+__version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 PROTOCOL_VERSION = 1

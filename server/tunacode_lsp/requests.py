@@ -18,17 +18,26 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 
 from .agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
-from .agent.ports import RequestSpec
-from .agent.runner import RequestRun, new_request_id
 from .config import ServerOptions
-from .lsp_sink import LspSink
 from .protocol import MODEL_NOT_USABLE, ParamsError, SESSION_BUSY, UNKNOWN_SESSION, ActiveRequest, RequestParams, RequestResult
 from .session.errors import UnreadableMessageError, shown
 from .sessions import SessionService, StoreMessageLog
-from .tools import LineRefLedger, ToolSettings
 
 if TYPE_CHECKING:
+    from .agent.runner import RequestRun
     from .server import TunaLanguageServer
+    from .tools import LineRefLedger
+
+# What a request needs and start-up does not: imported with the first request, or earlier
+# on a worker thread by `warm_up` once the client is initialized.
+AGENT_MODULES = ("tunacode_lsp.agent.runner", "tunacode_lsp.lsp_sink", "tunacode_lsp.session.store")
+
+
+def warm_up() -> None:
+    import importlib
+
+    for name in AGENT_MODULES:
+        importlib.import_module(name)
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +105,8 @@ class RequestService:
 
     def cancel_by_progress_token(self, token: Any) -> bool:
         for active in self._active.values():
-            sink = active.run.sink
-            if isinstance(sink, LspSink) and sink.progress.token == token:
+            progress = getattr(active.run.sink, "progress", None)
+            if progress is not None and progress.token == token:
                 active.run.abort("cancelled")
                 return True
         return False
@@ -122,6 +131,11 @@ class RequestService:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
 
     async def run(self, params: RequestParams, *, work_done_token: Any, msg_id: Any) -> RequestResult:
+        from .agent.ports import RequestSpec
+        from .agent.runner import RequestRun, new_request_id
+        from .lsp_sink import LspSink
+        from .tools import LineRefLedger, ToolSettings
+
         ls = self._ls
         options: ServerOptions = ls.options
         sessions: SessionService = ls.sessions

@@ -52,7 +52,7 @@ from .protocol import (
     to_wire,
 )
 from .logging_setup import enable_log_file, set_stderr_level
-from .requests import CommandError, RequestService
+from .requests import CommandError, RequestService, warm_up
 from .session.errors import DocumentError, SessionNotFound
 from .session.paths import default_store_path
 from .sessions import SessionService, session_info
@@ -187,6 +187,7 @@ async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParam
         log.warning("%s", warning)
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
     ls.pending_warnings = []
+    asyncio.get_running_loop().run_in_executor(None, warm_up)  # the first request need not wait for imports
     try:
         await read_configuration(ls)
     finally:

@@ -11,14 +11,16 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .agent.history import clean_history
 from .protocol import SessionInfo, Usage
 from .session.leases import new_owner
 from .session.paths import project_id_for
 from .session.records import SessionRecord
-from .session.store import SessionStore
+
+if TYPE_CHECKING:
+    from .session.store import SessionStore
 
 T = TypeVar("T")
 
@@ -45,27 +47,29 @@ class SessionService:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tunacode-db")
         self._store: SessionStore | None = None
 
-    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         loop = asyncio.get_running_loop()
         if self._store is None:
+            from .session.store import SessionStore
+
             self._store = await loop.run_in_executor(self._pool, SessionStore, self.path)
-        return await loop.run_in_executor(self._pool, partial(fn, self._store, *args, **kwargs))
+        return await loop.run_in_executor(self._pool, partial(getattr(self._store, method), *args, **kwargs))
 
     async def create(self, *, cwd: str, model: str, title: str = "") -> SessionRecord:
-        return await self._call(SessionStore.create_session, cwd=cwd, model=model, title=title)
+        return await self._call("create_session", cwd=cwd, model=model, title=title)
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        return await self._call(SessionStore.get_session, session_id)
+        return await self._call("get_session", session_id)
 
     async def list(self, *, cwd: str | None, limit: int) -> list[SessionRecord]:
         project = project_id_for(cwd) if cwd else None
-        return await self._call(SessionStore.list_sessions, project_id=project, limit=limit)
+        return await self._call("list_sessions", project_id=project, limit=limit)
 
     async def delete(self, session_id: str) -> bool:
-        return await self._call(SessionStore.delete_session, session_id)
+        return await self._call("delete_session", session_id)
 
     async def messages(self, session_id: str) -> list[dict[str, Any]]:
-        return await self._call(SessionStore.load_messages, session_id)
+        return await self._call("load_messages", session_id)
 
     async def history(self, session_id: str) -> list[dict[str, Any]]:
         """The stored messages, cleaned so every invariant holds before a model sees them."""
@@ -73,25 +77,25 @@ class SessionService:
         return clean_history(await self.messages(session_id))
 
     async def export(self, session_id: str) -> dict[str, Any]:
-        return await self._call(SessionStore.export_document, session_id)
+        return await self._call("export_document", session_id)
 
     async def import_(self, document: Any) -> SessionRecord:
-        return await self._call(SessionStore.import_document, document)
+        return await self._call("import_document", document)
 
     async def fork(self, session_id: str, message_count: int | None) -> SessionRecord:
-        return await self._call(SessionStore.fork_session, session_id, message_count)
+        return await self._call("fork_session", session_id, message_count)
 
     async def acquire(self, session_id: str) -> bool:
-        return await self._call(SessionStore.acquire, session_id, self.owner)
+        return await self._call("acquire", session_id, self.owner)
 
     async def release(self, session_id: str) -> None:
-        await self._call(SessionStore.release, session_id, self.owner)
+        await self._call("release", session_id, self.owner)
 
     async def append(
         self, session_id: str, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None, model: str | None
     ) -> int:
         return await self._call(
-            SessionStore.append_messages,
+            "append_messages",
             session_id,
             [message],
             usage_delta=usage.as_store_dict() if usage else None,

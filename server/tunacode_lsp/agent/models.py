@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..session.errors import shown
-from .openai_provider import OpenAICompatModel
+
+if TYPE_CHECKING:
+    from .openai_provider import OpenAICompatModel
 
 DEFAULT_MODEL = "openai:gpt-4.1"
 OPENROUTER_DEFAULT_MODEL = "openrouter:moonshotai/kimi-k2.5"
@@ -125,6 +128,8 @@ def resolve_model(
             raise ModelNotUsable(
                 f"model {shown(spec)} needs an API key: set {provider.key_env} (or TUNACODE_API_KEY)"
             )
+
+    from .openai_provider import OpenAICompatModel  # heavy (tinyagent, httpx): not at start-up
 
     model = OpenAICompatModel(
         provider=provider_name,
