@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
 
 from .agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
 from .config import ServerOptions
 from .protocol import MODEL_NOT_USABLE, ParamsError, SESSION_BUSY, UNKNOWN_SESSION, ActiveRequest, RequestParams, RequestResult
+from .rpc_errors import CommandError
 from .session.errors import UnreadableMessageError, shown
 from .sessions import SessionService, StoreMessageLog
 
@@ -40,14 +41,6 @@ def warm_up() -> None:
         importlib.import_module(name)
 
 log = logging.getLogger(__name__)
-
-
-class CommandError(JsonRpcException):
-    """A JSON-RPC error with one of the contract's codes."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message=message, code=code)
-        self.code = code
 
 
 @dataclass

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .agent.history import clean_history
-from .protocol import SessionInfo, Usage
+from .protocol import SESSION_BUSY, SessionInfo, Usage
+from .rpc_errors import CommandError
+from .session.errors import SessionBusy
 from .session.leases import new_owner
 from .session.paths import project_id_for
 from .session.records import SessionRecord
@@ -66,7 +68,12 @@ class SessionService:
         return await self._call("list_sessions", project_id=project, limit=limit)
 
     async def delete(self, session_id: str) -> bool:
-        return await self._call("delete_session", session_id)
+        """Delete a session no other server is running a request on (-32002 otherwise)."""
+
+        try:
+            return await self._call("delete_session", session_id, owner=self.owner)
+        except SessionBusy as exc:
+            raise CommandError(SESSION_BUSY, f"{exc}; stop it first") from None
 
     async def messages(self, session_id: str) -> list[dict[str, Any]]:
         return await self._call("load_messages", session_id)

@@ -24,6 +24,14 @@ class SessionNotFound(SessionError, LookupError):
         self.session_id = session_id
 
 
+class SessionBusy(SessionError):
+    """Another live process runs a request on this session (it holds the session's lease)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {shown(session_id)} is busy with a request in another process")
+        self.session_id = session_id
+
+
 class SessionExists(SessionError, ValueError):
     """A session with this id is already stored."""
 

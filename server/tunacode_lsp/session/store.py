@@ -23,6 +23,7 @@ from .codec import decode, dump_message, encode, load_message
 from .document import build_document, parse_document
 from .errors import (
     MessageFormatError,
+    SessionBusy,
     SessionExists,
     SessionNotFound,
     StoreError,
@@ -177,8 +178,14 @@ class SessionStore:
         ).fetchall()
         return [_record(row) for row in rows]
 
-    def delete_session(self, session_id: str) -> bool:
+    def delete_session(self, session_id: str, *, owner: str | None = None) -> bool:
+        """Delete a session and its messages. Given an `owner`, raise SessionBusy instead
+        while another live owner holds the session's lease (a request runs on it elsewhere)."""
         with self._write() as conn:
+            if owner is not None:
+                held = conn.execute("SELECT owner FROM leases WHERE session_id = ?", (session_id,)).fetchone()
+                if held and held[0] != owner and owner_is_alive(held[0]):
+                    raise SessionBusy(session_id)
             deleted = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             return deleted.rowcount > 0
 
