@@ -240,29 +240,33 @@ def clean_history(messages: list[Message]) -> list[Message]:
                 continue  # orphan: answers no open call
             final_id = queue.popleft()
             open_calls.pop(final_id)
-            result = copy.deepcopy(message)
-            result["tool_call_id"] = final_id
-            cleaned.append(result)
+            cleaned.append(message if final_id == original else {**message, "tool_call_id": final_id})
             continue
         if role == "assistant" and _is_empty_assistant(message):
             continue  # dropped as if absent: it does not end a run of results
         close_run()
         if role == "user":
             if cleaned and cleaned[-1]["role"] == "user":
-                merged = cleaned[-1]
-                merged["content"] = _content_list(merged) + copy.deepcopy(_content_list(message))
+                cleaned[-1] = {**cleaned[-1], "content": _content_list(cleaned[-1]) + _content_list(message)}
             else:
-                cleaned.append(copy.deepcopy(message))
+                cleaned.append(message)
             continue
-        assistant = copy.deepcopy(message)
+        # Messages are shared with the input, never changed in place: a message that
+        # needs a change (a None block dropped, a call renamed) is copied first.
+        assistant = message
         if any(block is None for block in _blocks(assistant)):
-            assistant["content"] = [b for b in _blocks(assistant) if b is not None]
-        for call in _tool_calls(assistant):
+            assistant = {**assistant, "content": [b for b in _blocks(assistant) if b is not None]}
+        for index, call in enumerate(_blocks(assistant)):
+            if not (isinstance(call, dict) and call.get("type") == "tool_call"):
+                continue
             original = _call_id(call)
             final_id = unique_id(original)
             used_ids.add(final_id)
             if final_id != call.get("id"):
-                call["id"] = final_id
+                if assistant is message:
+                    assistant = {**message, "content": list(_blocks(message))}
+                call = {**call, "id": final_id}
+                assistant["content"][index] = call
             if original is not None:
                 waiting.setdefault(original, deque()).append(final_id)
             open_calls[final_id] = call

@@ -69,6 +69,7 @@ class RequestRun:
         self._nudged = False
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
+        self._token_estimates: dict[int, tuple[Any, int]] = {}  # id -> (message, tokens)
 
     # ------------------------------------------------------------ control
 
@@ -169,11 +170,19 @@ class RequestRun:
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
         llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
-        dumps = [dump_message(m) for m in llm]
-        if estimate_tokens(dumps) <= self.spec.history_token_budget:
+        if sum(self._tokens_of(m) for m in llm) <= self.spec.history_token_budget:
             return llm
-        pruned = prune_tool_outputs(dumps, token_budget=self.spec.history_token_budget)
+        pruned = prune_tool_outputs([dump_message(m) for m in llm], token_budget=self.spec.history_token_budget)
         return [load_message(d) for d in pruned]
+
+    def _tokens_of(self, message: Any) -> int:
+        """Token estimate of one message, computed once: this runs before every model turn."""
+
+        cached = self._token_estimates.get(id(message))
+        if cached is None or cached[0] is not message:
+            cached = (message, estimate_tokens([dump_message(message)]))
+            self._token_estimates[id(message)] = cached
+        return cached[1]
 
     # ------------------------------------------------------------ tools
 

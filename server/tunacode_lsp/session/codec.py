@@ -55,6 +55,45 @@ def load_message(dump: object) -> MessageModel:
         raise MessageFormatError(reason, where=where) from None
 
 
+_FIELD_TYPES: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "text": {"text": str},
+    "thinking": {"thinking": str},
+    "tool_call": {"id": str, "name": str, "arguments": dict},
+    "image": {},
+}
+
+
+def check_shape(dump: object) -> None:
+    """A fast structural check of a stored dump (role, content blocks, the fields the
+    history and the model rely on); raises MessageFormatError like load_message.
+
+    Rows read back were fully validated when written, so loading a long session checks
+    their shape only (one pass, no pydantic); full validation happens once, when the agent
+    is built from them."""
+    if type(dump) is not dict:
+        raise MessageFormatError(f"expected an object, got {type(dump).__name__}")
+    role = dump.get("role")
+    allowed = BLOCK_TYPES_BY_ROLE.get(role) if isinstance(role, str) else None
+    if allowed is None:
+        known = ", ".join(MODEL_BY_ROLE)
+        raise MessageFormatError(f"unknown role {shown(role)} (expected one of {known})", where="role")
+    content = dump.get("content", [])
+    if type(content) is not list:
+        raise MessageFormatError("content must be a list", where="content")
+    for index, block in enumerate(content):
+        if block is None and role == "assistant":
+            continue
+        kind = block.get("type", "text") if type(block) is dict else None
+        if kind not in allowed:
+            _check_block_types(dump, role)  # raises with the full message
+        for field, expected in _FIELD_TYPES[kind].items():
+            value = block.get(field)
+            if value is not None and not isinstance(value, expected):
+                raise MessageFormatError(f"{field} has the wrong type", where=f"content[{index}].{field}")
+    if role == "tool_result" and not isinstance(dump.get("tool_call_id"), str | None):
+        raise MessageFormatError("tool_call_id must be a string", where="tool_call_id")
+
+
 def dump_message(message: BaseModel | dict[str, Any]) -> dict[str, Any]:
     """The stored form of a message: tinyagent's dump. A dict is validated and copied."""
     if isinstance(message, dict):

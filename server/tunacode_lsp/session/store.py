@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.history import clean_history
-from .codec import decode, dump_message, encode, load_message
+from .codec import check_shape, decode, dump_message, encode, load_message
 from .document import build_document, parse_document
 from .errors import (
     MessageFormatError,
@@ -426,7 +426,7 @@ def _read_rows(
             raise UnreadableMessageError(session_id, expected, "row missing")
         try:
             dump = decode(body)
-            load_message(dump)
+            check_shape(dump)
         except MessageFormatError as exc:
             raise UnreadableMessageError(session_id, seq, str(exc)) from None
         messages.append(dump)
