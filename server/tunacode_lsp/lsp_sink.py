@@ -21,6 +21,8 @@ from .protocol import (
     FINAL_TOOL_STATUSES,
     Event,
     RequestEnd,
+    TextDelta,
+    ThinkingDelta,
     ToolCallEvent,
     ToolCallUpdate,
     to_wire,
@@ -135,7 +137,15 @@ def _outcome(event: ToolCallUpdate) -> str:
 
 
 class LspSink:
-    """AgentSink for one request over LSP."""
+    """AgentSink for one request over LSP.
+
+    Adjacent text (or thinking) deltas are merged and sent at most every DELTA_INTERVAL
+    seconds, as the contract allows: a fast model sends hundreds of tiny chunks a second,
+    and each notification costs the server and the client far more than its few bytes.
+    Any other event flushes the pending delta first, so the order is kept.
+    """
+
+    DELTA_INTERVAL = 0.016
 
     def __init__(
         self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any
@@ -144,14 +154,36 @@ class LspSink:
         self._session_id = session_id
         self._request_id = request_id
         self._seq = 0
+        self._pending: TextDelta | ThinkingDelta | None = None
+        self._flush_handle: asyncio.TimerHandle | None = None
         self.progress = ProgressReporter(ls, request_id, prompt, client_token)
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta | ThinkingDelta):
+            if self._pending is not None and type(self._pending) is type(event):
+                self._pending = type(event)(self._pending.text + event.text)
+                return
+            self._flush()
+            self._pending = event
+            self._flush_handle = asyncio.get_running_loop().call_later(self.DELTA_INTERVAL, self._flush)
+            return
+        self._flush()
+        self._send(event)
+        self.progress.push(event)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._send(pending)
+
+    def _send(self, event: Event) -> None:
         self._seq += 1
         payload = {"sessionId": self._session_id, "requestId": self._request_id, "seq": self._seq}
         payload.update(to_wire(event))
         self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
-        self.progress.push(event)
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         message = f"TunaCode wants to run {request.tool_name}: {request.summary}"
@@ -172,4 +204,5 @@ class LspSink:
         return APPROVAL_ACTIONS.get(title or "", "deny")
 
     async def close(self) -> None:
+        self._flush()
         await self.progress.close()
