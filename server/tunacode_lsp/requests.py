@@ -37,8 +37,11 @@ AGENT_MODULES = ("tunacode_lsp.agent.runner", "tunacode_lsp.lsp_sink", "tunacode
 def warm_up() -> None:
     import importlib
 
-    for name in AGENT_MODULES:
-        importlib.import_module(name)
+    try:
+        for name in AGENT_MODULES:
+            importlib.import_module(name)
+    except Exception:  # the first request will import (and report) it again
+        log.exception("warming up the agent modules failed")
 
 log = logging.getLogger(__name__)
 
