@@ -37,6 +37,7 @@ APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
     "Deny": "deny",
 }
 MAX_ARGS_IN_PROMPT = 600
+MAX_DELTA_CHARS = 8_000  # one text/thinking notification carries at most this much
 
 
 def first_line(text: str, limit: int = 80) -> str:
@@ -142,7 +143,8 @@ class LspSink:
     Adjacent text (or thinking) deltas are merged and sent at most every DELTA_INTERVAL
     seconds, as the contract allows: a fast model sends hundreds of tiny chunks a second,
     and each notification costs the server and the client far more than its few bytes.
-    Any other event flushes the pending delta first, so the order is kept.
+    Any other event flushes the pending delta first, so the order is kept. No delta
+    notification carries more than MAX_DELTA_CHARS (a bigger one is split).
     """
 
     DELTA_INTERVAL = 0.016
@@ -160,16 +162,22 @@ class LspSink:
 
     def emit(self, event: Event) -> None:
         if isinstance(event, TextDelta | ThinkingDelta):
-            if self._pending is not None and type(self._pending) is type(event):
-                self._pending = type(event)(self._pending.text + event.text)
-                return
-            self._flush()
-            self._pending = event
-            self._flush_handle = asyncio.get_running_loop().call_later(self.DELTA_INTERVAL, self._flush)
+            text = event.text
+            for start in range(0, len(text), MAX_DELTA_CHARS):  # a model may send megabytes at once
+                self._merge(type(event)(text[start : start + MAX_DELTA_CHARS]))
             return
         self._flush()
         self._send(event)
         self.progress.push(event)
+
+    def _merge(self, delta: TextDelta | ThinkingDelta) -> None:
+        pending = self._pending
+        if type(pending) is type(delta) and len(pending.text) + len(delta.text) <= MAX_DELTA_CHARS:
+            self._pending = type(delta)(pending.text + delta.text)
+            return
+        self._flush()
+        self._pending = delta
+        self._flush_handle = asyncio.get_running_loop().call_later(self.DELTA_INTERVAL, self._flush)
 
     def _flush(self) -> None:
         if self._flush_handle is not None:

@@ -20,9 +20,40 @@ from ..protocol import FINAL_TOOL_STATUSES, Event, ToolCallEvent, ToolCallSummar
 PREVIEW_CHARS = 400
 
 
+# Bounds of the args a `tool_call` event shows (the tool itself gets them whole).
+ARG_STRING_CHARS = 2_000
+ARG_ITEMS = 50
+ARG_DEPTH = 6
+
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def bounded_args(value: Any, depth: int = 0) -> Any:
+    """Tool call args for an event: long strings, long lists and objects, deep nesting cut.
+
+    A model may send megabytes of arguments (a whole file to write); the event is for a
+    tool card, so it carries a bounded copy and says what was cut.
+    """
+
+    if isinstance(value, str):
+        if len(value) <= ARG_STRING_CHARS:
+            return value
+        return value[:ARG_STRING_CHARS] + f"… [{len(value) - ARG_STRING_CHARS:,} more characters]"
+    if not isinstance(value, dict | list):
+        return value
+    if depth >= ARG_DEPTH:
+        return "…"
+    if isinstance(value, list):
+        kept = [bounded_args(item, depth + 1) for item in value[:ARG_ITEMS]]
+        return kept + ([f"… [{len(value) - ARG_ITEMS:,} more items]"] if len(value) > ARG_ITEMS else [])
+    items = list(value.items())
+    kept_items = {str(k)[:ARG_STRING_CHARS]: bounded_args(v, depth + 1) for k, v in items[:ARG_ITEMS]}
+    if len(items) > ARG_ITEMS:
+        kept_items["…"] = f"[{len(items) - ARG_ITEMS:,} more fields]"
+    return kept_items
 
 
 @dataclass
@@ -77,7 +108,7 @@ class ToolCallRegistry:
         if record is None:
             record = ToolCallRecord(tool_call_id, name, dict(args or {}))
             self._calls[tool_call_id] = record
-            self._emit(ToolCallEvent(tool_call_id, name, record.args))
+            self._emit(ToolCallEvent(tool_call_id, name, bounded_args(record.args)))
         return record
 
     def _update(self, record: ToolCallRecord, status: str, result: str | None = None) -> None:
