@@ -8,13 +8,14 @@ event loop and never competes with pygls's own threads. Records become protocol
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .agent.history import clean_history
-from .protocol import SESSION_BUSY, SessionInfo, Usage
+from .protocol import SESSION_BUSY, ParamsError, SessionInfo, Usage
 from .rpc_errors import CommandError
 from .session.errors import SessionBusy
 from .session.leases import new_owner
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from .session.store import SessionStore
 
 T = TypeVar("T")
+
+MAX_TITLE_CHARS = 1_000
+MAX_PATH_BYTES = 4_096  # PATH_MAX on Linux
 
 
 def session_info(record: SessionRecord, *, busy: bool | None = None) -> SessionInfo:
@@ -40,6 +44,20 @@ def session_info(record: SessionRecord, *, busy: bool | None = None) -> SessionI
         usage=Usage.from_store_dict(record.usage),
         busy=record.busy if busy is None else busy,
     )
+
+
+def _usable_path(cwd: str) -> str:
+    """A folder path the OS could open; InvalidParams naming params.cwd otherwise."""
+
+    try:
+        encoded = os.fsencode(cwd)
+    except UnicodeEncodeError:
+        encoded = b"\0"
+    if b"\0" in encoded or len(encoded) > MAX_PATH_BYTES:
+        raise ParamsError(
+            f"params.cwd: not a usable folder path (a NUL byte, a lone surrogate, or over {MAX_PATH_BYTES} bytes)"
+        )
+    return cwd
 
 
 class SessionService:
@@ -58,13 +76,15 @@ class SessionService:
         return await loop.run_in_executor(self._pool, partial(getattr(self._store, method), *args, **kwargs))
 
     async def create(self, *, cwd: str, model: str, title: str = "") -> SessionRecord:
-        return await self._call("create_session", cwd=cwd, model=model, title=title)
+        if len(title) > MAX_TITLE_CHARS:
+            raise ParamsError(f"params.title is longer than {MAX_TITLE_CHARS} characters")
+        return await self._call("create_session", cwd=_usable_path(cwd), model=model, title=title)
 
     async def get(self, session_id: str) -> SessionRecord | None:
         return await self._call("get_session", session_id)
 
     async def list(self, *, cwd: str | None, limit: int) -> list[SessionRecord]:
-        project = project_id_for(cwd) if cwd else None
+        project = project_id_for(_usable_path(cwd)) if cwd else None
         return await self._call("list_sessions", project_id=project, limit=limit)
 
     async def delete(self, session_id: str) -> bool:

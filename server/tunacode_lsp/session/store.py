@@ -42,6 +42,7 @@ from .records import (
 from .schema import migrate
 
 BUSY_TIMEOUT_S = 5.0
+SQLITE_MAX_INT = 2**63 - 1
 TITLE_MAX_CHARS = 60
 _SESSION_COLUMNS = (
     "s.session_id, s.title, s.cwd, s.project_id, s.model, s.created_us, s.modified_us, "
@@ -174,7 +175,8 @@ class SessionStore:
             raise ValueError(f"limit: expected a positive integer, got {limit!r}")
         where, params = ("WHERE s.project_id = ?", (project_id,)) if project_id else ("", ())
         rows = self._conn().execute(
-            f"{_SELECT_SESSIONS} {where} ORDER BY s.modified_us DESC LIMIT ?", (*params, limit)
+            f"{_SELECT_SESSIONS} {where} ORDER BY s.modified_us DESC LIMIT ?",
+            (*params, min(limit, SQLITE_MAX_INT)),  # any larger limit means "all" too
         ).fetchall()
         return [_record(row) for row in rows]
 
