@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .protocol import to_wire
-from .session.errors import DocumentError, SessionError, SessionNotFound
+from .session.errors import DocumentError, SessionBusy, SessionError, SessionNotFound
+from .session.leases import new_owner
 from .session.paths import default_store_path, project_id_for
 from .session.records import SessionRecord
 from .session.store import SessionStore
@@ -193,9 +194,13 @@ def _import(store: SessionStore | None, args: argparse.Namespace, out: TextIO, s
 def _delete(store: SessionStore | None, args: argparse.Namespace, out: TextIO) -> None:
     record = _require(store, args.session_id)
     assert store is not None
+    busy = CommandFailed(f"session {record.session_id} is busy with a request (--force deletes it anyway)", EXIT_NOT_FOUND)
     if record.busy and not args.force:
-        raise CommandFailed(f"session {record.session_id} is busy with a request (--force deletes it anyway)", EXIT_NOT_FOUND)
-    deleted = store.delete_session(record.session_id)
+        raise busy
+    try:  # checked again inside the delete transaction: a request may have started meanwhile
+        deleted = store.delete_session(record.session_id, owner=None if args.force else new_owner())
+    except SessionBusy:
+        raise busy from None
     if args.json:
         _print_json({"deleted": deleted, "sessionId": record.session_id}, out)
     else:

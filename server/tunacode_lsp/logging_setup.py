@@ -46,6 +46,18 @@ class ClientLogHandler(logging.Handler):
 STDERR_HANDLER = "tunacode-stderr"
 
 
+class ExpectedRpcErrors(logging.Filter):
+    """pygls logs a full traceback for every JSON-RPC error a handler returns; for the
+    contract's own answers (bad params, unknown or busy session, unusable model, cancelled)
+    that is noise that hides real faults."""
+
+    EXPECTED = frozenset({-32602, -32001, -32002, -32003, -32800})
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return getattr(exc, "code", None) not in self.EXPECTED
+
+
 def set_stderr_level(level: str) -> None:
     """The `logLevel` setting. The root logger gets the same level, so records nobody would
     keep are never built (httpcore alone makes dozens per model call at DEBUG)."""
@@ -78,6 +90,7 @@ def setup_logging(level: str = "info", *, server=None, log_file: bool = False) -
     stderr.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(stderr)
     set_stderr_level(level)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(ExpectedRpcErrors())
     ours = logging.getLogger("tunacode_lsp")
     if server is not None:
         client = ClientLogHandler(server)

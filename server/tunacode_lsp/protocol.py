@@ -56,6 +56,11 @@ def _strict(kind: type, label: str):
             return float(value)
         if not isinstance(value, kind):
             raise TypeError(f"expected {label}, got {type(value).__name__}")
+        if kind is str and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise TypeError("not valid Unicode text (a lone surrogate)") from None
         return value
 
     return structure
@@ -111,8 +116,8 @@ P = TypeVar("P")
 def parse_params(cls: type[P], arguments: Any) -> P:
     """Turn executeCommand `arguments` (a list holding one object) into typed params."""
 
-    if arguments is None or arguments == []:
-        arguments = [{}]
+    if arguments is None or (isinstance(arguments, list | tuple) and len(arguments) == 0):
+        arguments = [{}]  # no argument at all is the same as an empty object
     if not isinstance(arguments, list | tuple) or len(arguments) != 1:
         raise ParamsError("expected exactly one argument, a JSON object")
     raw = arguments[0]

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+import cattrs
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from . import __version__
@@ -61,6 +62,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LIST_LIMIT = 50
 SETTINGS_WAIT_SECONDS = 5.0
+IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with an error
 
 
 class TunaProtocol(LanguageServerProtocol):
@@ -92,6 +94,20 @@ class TunaProtocol(LanguageServerProtocol):
                 future.cancel()
         self._shutdown = True
         return None
+
+    def structure_message(self, data: dict[str, Any]):
+        """pygls drops a request whose params it cannot structure (`arguments: 5`), and the
+        client waits forever; answer it with InvalidParams instead."""
+
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not ("jsonrpc" in data and "id" in data and "method" in data):
+                raise
+            cause = exc.__cause__
+            detail = "; ".join(cattrs.transform_error(cause, path="params")) if isinstance(cause, cattrs.BaseValidationError) else str(exc)
+            self._send_response(data["id"], error=JsonRpcInvalidParams(message=f"{data['method']}: {detail}").to_response_error())
+            return JsonRPCNotification(method=IGNORED, jsonrpc=self.VERSION, params=None)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         if self._server.requests.cancel_by_msg_id(msg_id):
@@ -217,6 +233,11 @@ async def read_configuration(ls: TunaLanguageServer) -> None:
 @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
 def on_progress_cancel(ls: TunaLanguageServer, params: types.WorkDoneProgressCancelParams) -> None:
     ls.requests.cancel_by_progress_token(params.token)
+
+
+@server.feature(IGNORED)
+def on_ignored(_ls: TunaLanguageServer, *_: Any) -> None:
+    pass
 
 
 @server.feature(types.SHUTDOWN)

@@ -286,21 +286,13 @@ async def test_a_huge_limit_lists_everything(server, limit):
     assert listed == every and server.session_id in [s["sessionId"] for s in listed["sessions"]]
 
 
-LONE_SURROGATE_IS_NOT_REFUSED = pytest.mark.xfail(
-    strict=True,
-    reason="a lone surrogate (\\ud800) in a string param reaches SQLite/orjson and fails as InternalError; "
-    "the strict str hook in protocol.py should refuse it as InvalidParams naming the field",
-)
-
-
 @pytest.mark.parametrize(
     ("command", "params", "field"),
     [
         ("tunacode.session.new", {"cwd": "/tmp/a\ud800"}, "cwd"),
-        pytest.param("tunacode.session.get", {"sessionId": "\ud800"}, "sessionId", marks=LONE_SURROGATE_IS_NOT_REFUSED),
-        pytest.param("tunacode.session.new", {"title": "a\udc80"}, "title", marks=LONE_SURROGATE_IS_NOT_REFUSED),
-        pytest.param("tunacode.request", {"prompt": "x", "model": "openai-compatible:\ud800"}, "model",
-                     marks=LONE_SURROGATE_IS_NOT_REFUSED),
+        ("tunacode.session.get", {"sessionId": "\ud800"}, "sessionId"),
+        ("tunacode.session.new", {"title": "a\udc80"}, "title"),
+        ("tunacode.request", {"prompt": "x", "model": "openai-compatible:\ud800"}, "model"),
     ],
     ids=["new-cwd", "get-sessionId", "new-title", "request-model"],
 )
@@ -333,16 +325,9 @@ async def test_a_missing_argument_list_means_empty_params(server):
     assert status["protocolVersion"] == 1
 
 
-DROPPED_BY_PYGLS = pytest.mark.xfail(
-    strict=True,
-    reason="pygls drops a request whose params do not fit ExecuteCommandParams and never answers; "
-    "the fix belongs in TunaProtocol (server.py): answer such a request with InvalidParams",
-)
-
-
 @pytest.mark.parametrize(
     "arguments",
-    ["text", {"prompt": "hi"}, pytest.param(5, marks=DROPPED_BY_PYGLS), pytest.param(True, marks=DROPPED_BY_PYGLS)],
+    ["text", {"prompt": "hi"}, 5, True],
     ids=repr,
 )
 async def test_arguments_that_are_not_a_list_are_refused(server, arguments):

@@ -135,6 +135,8 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
     shell = shutil.which("bash") or "/bin/sh"
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
+        if "\x00" in args["command"]:
+            raise ToolError("The command contains a NUL byte (\\x00), which no shell can run; send it without one.")
         cwd = resolve_in_workspace(real_root, args.get("cwd", "."), field="cwd")
         if not cwd.is_dir():
             raise ToolError(f"cwd '{args.get('cwd')}' is not a folder of the workspace.")

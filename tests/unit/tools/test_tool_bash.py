@@ -185,3 +185,8 @@ async def test_provider_keys_are_passed_when_opted_in(ws: Path, monkeypatch) -> 
 async def test_bad_arguments_name_the_field(tools, args: dict, field: str) -> None:
     with pytest.raises(ToolError, match=field):
         await call(tools["bash"], args)
+
+
+async def test_a_nul_byte_in_the_command_is_a_tool_error(tools) -> None:
+    with pytest.raises(ToolError, match="NUL byte"):
+        await call(tools["bash"], {"command": "echo a\x00b"})
