@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 import cattrs
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -125,6 +129,42 @@ class TunaLanguageServer(LanguageServer):
         self._sessions: SessionService | None = None
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
+
+    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve stdio with stdin read by the event loop itself, not a thread.
+
+        pygls reads each header line and body on its thread pool, so every message makes
+        several thread-to-loop hops; while requests stream those hops queue behind the
+        streams (a `tunacode.status` took 100+ ms). A pipe is read natively instead; anything
+        else (a file, a terminal) falls back to pygls's reader."""
+
+        stdin = stdin or sys.stdin.buffer
+        try:
+            is_pipe = stat.S_ISFIFO(os.fstat(stdin.fileno()).st_mode) or stat.S_ISSOCK(os.fstat(stdin.fileno()).st_mode)
+        except (AttributeError, OSError, ValueError):
+            is_pipe = False
+        if not is_pipe:
+            return super()._start_io_async(stdin, stdout)
+
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def serve() -> None:
+            reader = asyncio.StreamReader(limit=2**26)
+            await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+            await run_async(
+                stop_event=self._stop_event, reader=reader, protocol=self.protocol,
+                logger=logging.getLogger("pygls.server"), error_handler=self.report_server_error,
+            )
+
+        try:
+            asyncio.run(serve())
+        except BrokenPipeError:
+            log.error("Connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     @property
     def workspace_root(self) -> Path:
