@@ -24,7 +24,6 @@ from .client import WAIT, BenchServer, event_is, scripted_options
 from .config import BenchConfig
 from .model import ScriptedModelProcess
 from .stats import Goal, Row, Samples, ms
-from .whatif_server import WHATIF_COMMAND, WHATIF_LABEL
 
 GROUP_POLL_SECONDS = 0.0005  # how often the bench looks for the process group after an abort
 
@@ -122,13 +121,9 @@ async def run(config: BenchConfig) -> list[Row]:
             baseline.add(ms(await tinyagent_abort_mid_stream(model.chat_url)))
         stream, tool_answer, tool_total = await measure_server(
             config, model, workspace, config.folder("abort/home"), None)
-        what_if = await measure_server(
-            config, model, workspace, config.folder("abort/home-what-if"), WHATIF_COMMAND)
     base_name = "tinyagent Agent.abort(), Rust provider"
     return [
         Row("abort -> answered, model streaming", stream, baseline, base_name, Goal("p99", 50), ratio_of="p99"),
-        Row(f"  {WHATIF_LABEL}", what_if[0], baseline, base_name, Goal("p99", 50), ratio_of="p99"),
         Row("abort -> answered, shell tool running", tool_answer),
         Row("abort -> answered + process group gone", tool_total, goal=Goal("p99", 100)),
-        Row(f"  {WHATIF_LABEL}", what_if[2], goal=Goal("p99", 100)),
     ]

@@ -4,7 +4,7 @@ Overhead: one session of 20 model turns (4 requests of 4 tool-call turns and an 
 read_file, grep, list_files, bash) through the LSP server, against the same script through
 our runner in-process (`RequestRun` with a sink that drops events and a message log in
 memory). Runs rotate so drift on a shared machine hits all alike. The same session also
-runs against the what-if server (store without fsync per commit, bench/whatif_server.py).
+(The store's `synchronous = NORMAL`, once a what-if here, is what the server ships.)
 
 First event: `tunacode.request` sent -> its first `tunacode/event` (request_start)
 received, with the model answering at once, for a new session and for an existing one;
@@ -23,7 +23,6 @@ from .config import BenchConfig
 from .inprocess import MemoryLog, run_in_process
 from .model import ScriptedModelProcess
 from .stats import Goal, Row, Samples, ms
-from .whatif_server import WHATIF_COMMAND, WHATIF_LABEL
 from .workspace import make_project
 
 REQUESTS = 4
@@ -77,47 +76,36 @@ async def first_event(server: BenchServer, session_id: str | None) -> float:
 
 async def run(config: BenchConfig) -> list[Row]:
     workspace = make_project(config.folder("overhead/workspace"))
-    over_lsp, over_what_if, in_process = Samples(), Samples(), Samples()
+    over_lsp, in_process = Samples(), Samples()
     first_new, first_old, status = Samples(), Samples(), Samples()
-    first_new_what_if, first_old_what_if = Samples(), Samples()
     with ScriptedModelProcess(scripts.repeat(scripts.QUICK_TEXT)) as model:
         server = await BenchServer(workspace, config.folder("overhead/home")).start(scripted_options(model.chat_url))
-        what_if = await BenchServer(workspace, config.folder("overhead/home-what-if")).start(
-            scripted_options(model.chat_url), command=WHATIF_COMMAND)
         try:
             runs = [
                 (over_lsp, lambda: session_over_lsp(server, model)),
-                (over_what_if, lambda: session_over_lsp(what_if, model)),
                 (in_process, lambda: session_in_process(workspace, model)),
             ]
             for _, measure in runs:  # warm-up
                 await measure()
             for rep in range(config.reps(10)):
-                for samples, measure in runs[rep % 3:] + runs[:rep % 3]:  # rotate: drift hits all alike
+                for samples, measure in runs[rep % 2:] + runs[:rep % 2]:  # rotate: drift hits all alike
                     samples.add(ms(await measure()))
 
             model.set_script(scripts.repeat(scripts.QUICK_TEXT))
-            sessions = [(await s.command("tunacode.request", {"prompt": "start"}))["sessionId"]
-                        for s in (server, what_if)]
+            session_id = (await server.command("tunacode.request", {"prompt": "start"}))["sessionId"]
             for _ in range(config.reps(40)):
                 first_new.add(ms(await first_event(server, None)))
-                first_old.add(ms(await first_event(server, sessions[0])))
-                first_new_what_if.add(ms(await first_event(what_if, None)))
-                first_old_what_if.add(ms(await first_event(what_if, sessions[1])))
+                first_old.add(ms(await first_event(server, session_id)))
                 sent = server.send("tunacode.status")
                 await sent.answer()
                 status.add(ms(sent.latency))
         finally:
             await server.stop()
-            await what_if.stop()
     in_process_name = "same script, RequestRun in-process"
     status_name = "tunacode.status round trip"
     return [
         Row("20-turn session with tools: LSP vs in-process", over_lsp, in_process, in_process_name,
             Goal("ratio", 1.10)),
-        Row(f"  {WHATIF_LABEL}", over_what_if, in_process, in_process_name, Goal("ratio", 1.10)),
         Row("prompt -> first event, new session", first_new, status, status_name, Goal("p50", 5)),
-        Row(f"  {WHATIF_LABEL}", first_new_what_if, status, status_name, Goal("p50", 5)),
         Row("prompt -> first event, existing session", first_old, status, status_name, Goal("p50", 5)),
-        Row(f"  {WHATIF_LABEL}", first_old_what_if, status, status_name, Goal("p50", 5)),
     ]
