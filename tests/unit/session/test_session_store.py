@@ -23,7 +23,7 @@ from tunacode_lsp.session.store import SessionStore
 
 
 def test_open_creates_folders_in_wal_mode(store_path: Path) -> None:
-    with SessionStore(store_path) as store:
+    with SessionStore(store_path):
         assert store_path.is_file()
         conn = sqlite3.connect(store_path)
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
