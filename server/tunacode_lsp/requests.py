@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
@@ -61,10 +60,6 @@ class ActiveRun:
         return self.run.spec.session_id
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class RequestService:
     def __init__(self, ls: TunaLanguageServer) -> None:
         self._ls = ls
@@ -75,7 +70,7 @@ class RequestService:
     # ------------------------------------------------------------ lookups
 
     def active(self) -> list[ActiveRequest]:
-        return [ActiveRequest(a.request_id, a.session_id, _iso(a.run.started_at)) for a in self._active.values()]
+        return [ActiveRequest(a.request_id, a.session_id, iso_from_us(int(a.run.started_at * 1_000_000))) for a in self._active.values()]
 
     def is_busy(self, session_id: str) -> bool:
         return any(a.session_id == session_id for a in self._active.values())

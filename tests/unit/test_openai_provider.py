@@ -6,7 +6,7 @@ import asyncio
 import json
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from email.utils import format_datetime
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -46,20 +46,6 @@ ECHO_TOOL = AgentTool(
     description="Echo the text back.",
     parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
 )
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Any], ScriptedModelServer]]:
-    servers: list[ScriptedModelServer] = []
-
-    def start(script: Any) -> ScriptedModelServer:
-        server = ScriptedModelServer(script).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 @pytest.fixture(autouse=True)

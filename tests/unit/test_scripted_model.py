@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +27,6 @@ CHAT_BODY = {
     "stream_options": {"include_usage": True},
     "messages": [{"role": "user", "content": "hi"}],
 }
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Any], ScriptedModelServer]]:
-    servers: list[ScriptedModelServer] = []
-
-    def start(script: Any) -> ScriptedModelServer:
-        server = ScriptedModelServer(script).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 @pytest.fixture
