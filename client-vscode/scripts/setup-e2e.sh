@@ -39,7 +39,7 @@ if ((${#missing[@]})); then
   say "apt: installing ${missing[*]} (apt-get update first; log in $TOOLS/apt.log)"
   {
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"  # with recommends (fonts): the tested set
   } >"$TOOLS/apt.log" 2>&1 || {
     say "apt-get failed; last lines of $TOOLS/apt.log:"
     tail -n 30 "$TOOLS/apt.log"
