@@ -21,6 +21,7 @@ from .config import ServerOptions
 from .protocol import MODEL_NOT_USABLE, ParamsError, SESSION_BUSY, UNKNOWN_SESSION, ActiveRequest, RequestParams, RequestResult
 from .rpc_errors import CommandError
 from .session.errors import UnreadableMessageError, shown
+from .session.records import iso_from_us
 from .sessions import SessionService, StoreMessageLog
 
 if TYPE_CHECKING:

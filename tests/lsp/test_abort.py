@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 
 import pytest
@@ -55,6 +56,9 @@ async def test_abort_command_mid_stream(lsp, model):
 
 async def test_abort_by_request_id_and_unknown_ids(lsp, model):
     pending, first = await _start_slow(lsp, model)
+    [active] = (await lsp.command("tunacode.status"))["activeRequests"]
+    assert active["requestId"] == first["requestId"] and active["sessionId"] == first["sessionId"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", active["startedAt"])
     assert await lsp.command("tunacode.abort", {"requestId": "req_nope"}) == {"aborted": 0}
     assert await lsp.command("tunacode.abort", {"requestId": first["requestId"]}) == {"aborted": 1}
     result = await asyncio.wait_for(pending, 1.0)
