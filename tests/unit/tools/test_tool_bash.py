@@ -33,6 +33,8 @@ def live_members(pgid: int) -> list[int]:
 
 
 async def wait_group_gone(pgid: int, timeout: float = 5.0) -> bool:
+    # A bounded poll of /proc: nothing notifies a process group's end (its members are not
+    # our children, and a pidfd watches one pid, not a group).
     deadline = time.monotonic() + timeout
     while live_members(pgid):
         if time.monotonic() > deadline:
