@@ -38,15 +38,21 @@ MEMBER_BY_BLOCK_TYPE = {
 }
 
 
-def load_message(dump: object) -> MessageModel:
-    """Validate a dump into the tinyagent message of its role, or raise MessageFormatError."""
+def _checked_role(dump: object) -> str:
+    """The role of a dump that is an object with a known role, or MessageFormatError."""
     if not isinstance(dump, dict):
         raise MessageFormatError(f"expected an object, got {type(dump).__name__}")
     role = dump.get("role")
-    model = MODEL_BY_ROLE.get(role) if isinstance(role, str) else None
-    if model is None:
+    if not isinstance(role, str) or role not in MODEL_BY_ROLE:
         known = ", ".join(MODEL_BY_ROLE)
         raise MessageFormatError(f"unknown role {shown(role)} (expected one of {known})", where="role")
+    return role
+
+
+def load_message(dump: object) -> MessageModel:
+    """Validate a dump into the tinyagent message of its role, or raise MessageFormatError."""
+    role = _checked_role(dump)
+    model = MODEL_BY_ROLE[role]
     _check_block_types(dump, role)
     try:
         return model.model_validate(dump)
@@ -70,13 +76,8 @@ def check_shape(dump: object) -> None:
     Rows read back were fully validated when written, so loading a long session checks
     their shape only (one pass, no pydantic); full validation happens once, when the agent
     is built from them."""
-    if type(dump) is not dict:
-        raise MessageFormatError(f"expected an object, got {type(dump).__name__}")
-    role = dump.get("role")
-    allowed = BLOCK_TYPES_BY_ROLE.get(role) if isinstance(role, str) else None
-    if allowed is None:
-        known = ", ".join(MODEL_BY_ROLE)
-        raise MessageFormatError(f"unknown role {shown(role)} (expected one of {known})", where="role")
+    role = _checked_role(dump)
+    allowed = BLOCK_TYPES_BY_ROLE[role]
     content = dump.get("content", [])
     if type(content) is not list:
         raise MessageFormatError("content must be a list", where="content")
