@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.protocol import default_converter
 from pygls.client import JsonRPCClient
+from pygls.protocol import default_converter
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from tunacode_lsp.lsp_client import keep_raw_params
+from tunacode_lsp.cli.lsp_client import keep_raw_params
 
 EVENT = "tunacode/event"
 WAIT = 30.0  # seconds: a generous bound on anything the bench waits for

@@ -12,7 +12,7 @@ from typing import Any
 from tunacode_lsp.agent.models import resolve_model
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest, RequestSpec
 from tunacode_lsp.agent.runner import RequestRun, new_request_id
-from tunacode_lsp.protocol import Event, RequestResult, Usage
+from tunacode_lsp.contract.protocol import Event, RequestResult, Usage
 
 MODEL = "openai-compatible:scripted"
 

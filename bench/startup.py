@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tunacode_lsp.session.store import SessionStore
+from tunacode_lsp.store.session_store import SessionStore
 
 from . import scripts
 from .client import BenchServer, rss_mb, scripted_options

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tunacode_lsp.agent.history import clean_history
-from tunacode_lsp.session.store import SessionStore
+from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.store.session_store import SessionStore
 
 from .config import BenchConfig
 from .messages import message, messages

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.clients.cli_support import CliProcess, cli_env, run_cli, scripted_args
-from tunacode_lsp import cli_run, cli_sessions
-from tunacode_lsp.cli_run import initialization_options, parse_args, UsageError
+
+from tunacode_lsp.cli import run as cli_run
+from tunacode_lsp.cli import sessions as cli_sessions
+from tunacode_lsp.cli.run import UsageError, initialization_options, parse_args
 from tunacode_lsp.devtools.demo import BANNER
-from tunacode_lsp.session.store import SessionStore
+from tunacode_lsp.store.session_store import SessionStore
 
 HELLO = {"turns": [{"steps": [{"text": "Hello from the scripted model.", "chunks": 4}]}]}
 READ_THEN_ANSWER = {"turns": [

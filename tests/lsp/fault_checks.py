@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tunacode_lsp.protocol import FINAL_TOOL_STATUSES
+from tunacode_lsp.contract.protocol import FINAL_TOOL_STATUSES
 
 STORE_TABLES = ("sessions", "messages", "leases")
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pygls.protocol import default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from tunacode_lsp.lsp_client import keep_raw_params
+from tunacode_lsp.cli.lsp_client import keep_raw_params
 
 EVENT = "tunacode/event"
 WAIT = 15.0  # seconds: generous, machines are shared

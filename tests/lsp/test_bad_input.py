@@ -23,8 +23,8 @@ from lsprotocol import types
 from tests.conftest import scripted_options
 from tests.lsp.fault_checks import refusal, store_rows
 from tests.lsp.harness import LspHarness
+from tunacode_lsp.contract.protocol import MAX_PROMPT_CHARS
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
-from tunacode_lsp.protocol import MAX_PROMPT_CHARS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

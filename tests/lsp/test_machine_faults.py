@@ -16,7 +16,7 @@ from tests.conftest import scripted_options
 from tests.lsp.fault_checks import integrity, paired_call_ids, refusal, stored_messages
 from tests.lsp.fault_process import sigkill
 from tests.lsp.harness import LspHarness
-from tunacode_lsp.agent.history import violations
+from tunacode_lsp.core.history import violations
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 SESSION_BUSY = -32002

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tunacode_lsp.config import ServerOptions, parse_options
+from tunacode_lsp.agent.config import ServerOptions, parse_options
 
 
 def test_defaults():

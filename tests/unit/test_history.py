@@ -8,7 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tunacode_lsp.agent.history import (
+from tunacode_lsp.core.codec import load_message
+from tunacode_lsp.core.history import (
     CANCELLED_TEXT,
     cancelled_results_for,
     clean_history,
@@ -18,7 +19,6 @@ from tunacode_lsp.agent.history import (
     unanswered_tool_calls,
     violations,
 )
-from tunacode_lsp.session.codec import load_message
 
 
 def user(text: str) -> dict[str, Any]:

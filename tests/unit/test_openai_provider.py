@@ -7,8 +7,8 @@ import json
 import socket
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -29,7 +29,7 @@ from tinyagent import (
 )
 from tinyagent.agent_types import ThinkingContent
 
-from tunacode_lsp.agent.openai_provider import (
+from tunacode_lsp.agent.provider.openai_chat import (
     OpenAIChatStream,
     OpenAICompatModel,
     SSEDecoder,
@@ -303,9 +303,9 @@ async def test_http_429_exposes_retry_after(serve) -> None:
 def test_retry_after_as_seconds_or_an_http_date() -> None:
     assert parse_retry_after("7") == 7.0
     assert parse_retry_after(None) is None and parse_retry_after("soon") is None
-    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 25 <= parse_retry_after(later) <= 30
-    past = format_datetime(datetime.now(timezone.utc) - timedelta(seconds=30), usegmt=True)
+    past = format_datetime(datetime.now(UTC) - timedelta(seconds=30), usegmt=True)
     assert parse_retry_after(past) == 0.0
 
 

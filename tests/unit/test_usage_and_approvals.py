@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tunacode_lsp.agent.approvals import approval_summary
 from tunacode_lsp.agent.usage import normalize_usage
-from tunacode_lsp.protocol import Usage
+from tunacode_lsp.contract.protocol import Usage
 
 
 def test_reported_cost_wins():

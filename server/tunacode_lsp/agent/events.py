@@ -15,12 +15,12 @@ from typing import Any
 from tinyagent import AgentEvent, AssistantMessage, ToolResultMessage, UserMessage, extract_text
 from tinyagent.agent_types import TextContent, ThinkingContent, ToolCallContent
 
-from ..protocol import TextDelta, ThinkingDelta, TurnEnd, Usage
-from ..session.codec import dump_message
-from .history import mark_interrupted
-from .ports import AgentSink, MessageLog
-from .registry import ToolCallRegistry
-from .usage import normalize_usage
+from tunacode_lsp.agent.ports import AgentSink, MessageLog
+from tunacode_lsp.agent.registry import ToolCallRegistry
+from tunacode_lsp.agent.usage import normalize_usage
+from tunacode_lsp.contract.protocol import TextDelta, ThinkingDelta, TurnEnd, Usage
+from tunacode_lsp.core.codec import dump_message
+from tunacode_lsp.core.history import mark_interrupted
 
 
 @dataclass

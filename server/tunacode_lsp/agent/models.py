@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..session.errors import shown
+from tunacode_lsp.core.text import shown
 
 if TYPE_CHECKING:
-    from .openai_provider import OpenAICompatModel
+    from tunacode_lsp.agent.provider.openai_chat import OpenAICompatModel
 
 DEFAULT_MODEL = "openai:gpt-4.1"
 OPENROUTER_DEFAULT_MODEL = "openrouter:moonshotai/kimi-k2.5"
@@ -129,7 +129,7 @@ def resolve_model(
                 f"model {shown(spec)} needs an API key: set {provider.key_env} (or TUNACODE_API_KEY)"
             )
 
-    from .openai_provider import OpenAICompatModel  # heavy (tinyagent, httpx): not at start-up
+    from tunacode_lsp.agent.provider.openai_chat import OpenAICompatModel  # heavy (tinyagent, httpx): not at start-up
 
     model = OpenAICompatModel(
         provider=provider_name,

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ..protocol import Event, Usage
-from ..tools import LineRefLedger, ToolSettings
-from .models import ResolvedModel
+from tunacode_lsp.agent.models import ResolvedModel
+from tunacode_lsp.contract.protocol import Event, Usage
+from tunacode_lsp.tools import LineRefLedger, ToolSettings
 
 ApprovalDecision = Literal["allow", "allow_session", "deny"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol import FINAL_TOOL_STATUSES, Event, ToolCallEvent, ToolCallSummary, ToolCallUpdate
+from tunacode_lsp.contract.protocol import FINAL_TOOL_STATUSES, Event, ToolCallEvent, ToolCallSummary, ToolCallUpdate
 
 PREVIEW_CHARS = 400
 

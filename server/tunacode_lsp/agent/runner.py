@@ -17,17 +17,17 @@ from typing import Any
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
 from tinyagent.agent_types import AssistantMessage, ToolCallContent, ToolLoopControl
 
-from ..protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
-from ..session.codec import dump_message, load_message
-from ..tools import CHANGING_TOOLS, build_tools
-from ..tools.errors import ToolCancelled
-from .approvals import approval_summary
-from .events import EventTable, RequestState, tool_result_text
-from .history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
-from .ports import AgentSink, ApprovalRequest, MessageLog, RequestSpec
-from .registry import ToolCallRegistry
-from .streaming import make_stream_fn
-from .system_prompt import build_system_prompt
+from tunacode_lsp.agent.approvals import approval_summary
+from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
+from tunacode_lsp.agent.ports import AgentSink, ApprovalRequest, MessageLog, RequestSpec
+from tunacode_lsp.agent.provider.stream import make_stream_fn
+from tunacode_lsp.agent.registry import ToolCallRegistry
+from tunacode_lsp.agent.system_prompt import build_system_prompt
+from tunacode_lsp.contract.protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
+from tunacode_lsp.core.codec import dump_message, load_message
+from tunacode_lsp.core.history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
+from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
+from tunacode_lsp.tools.errors import ToolCancelled
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class RequestRun:
         finally:
             abort_wait.cancel()
             try:
-                await stream.aclose()
+                await stream.aclose()  # type: ignore[attr-defined]  # an async generator
             except RuntimeError:  # still running after a cancelled step
                 pass
 

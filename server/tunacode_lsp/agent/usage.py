@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..protocol import Usage
+from tunacode_lsp.contract.protocol import Usage
 
 # model id -> (input, cached input, output), USD per 1M tokens
 PRICES: dict[str, tuple[float, float, float]] = {

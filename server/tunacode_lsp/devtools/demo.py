@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from ..cli_run import EXIT_ERROR, EXIT_OK, RunOptions, quiet_pygls, run_request
-from .scripted_model import ScriptedModelServer
+from tunacode_lsp.cli.run import EXIT_ERROR, EXIT_OK, RunOptions, quiet_pygls, run_request
+from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 HERE = Path(__file__).resolve().parent
 DEMO_WORKSPACE = HERE / "demo_workspace"
@@ -78,7 +78,7 @@ def run_demo(keep: bool, out: TextIO, err: TextIO) -> int:
             "a/calc.py", "b/calc.py",
         ))
         _rule(out, "what changed on disk")
-        out.write((diff or "(nothing)\n"))
+        out.write(diff or "(nothing)\n")
         passed, output = run_check(workspace)
         _rule(out, f"after: python3 check.py ({'passes' if passed else 'still fails'})")
         out.write(output + "\n")

@@ -250,7 +250,7 @@ def _parse_step(raw: Any, *, where: str) -> Step:
         raise ScriptError(
             f"{where}: unknown step (expected one of {', '.join(_STEP_KINDS)}, delay), got {unknown}"
         )
-    return _STEP_PARSERS[kinds[0]](raw, where)
+    return _STEP_PARSERS[kinds[0]](raw, where)  # type: ignore[return-value]  # the table maps each kind to its parser
 
 
 def _parse_text(raw: Mapping[str, Any], where: str) -> TextStep:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .script import (
+from tunacode_lsp.devtools.script import (
     DelayStep,
     DropStep,
     ErrorStep,
@@ -377,7 +377,7 @@ class _TurnAnswer:
         error = self._turn.error
         if error is not None:
             for step in self._turn.steps[:-1]:
-                await self._pause(step.seconds)  # only delay/stall precede an error
+                await self._pause(step.seconds)  # type: ignore[union-attr]  # only delay/stall precede an error
             return await _send_error_step(self._writer, error)
         await _write(self._writer, _stream_head())
         await self._send_chunk({"role": "assistant", "content": ""})

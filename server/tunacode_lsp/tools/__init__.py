@@ -9,15 +9,15 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool
 
-from .bash import create_bash_tool
-from .edit_file import create_edit_file_tool
-from .errors import ToolCancelled, ToolError
-from .grep import create_grep_tool
-from .line_refs import LineRefLedger
-from .list_files import create_list_files_tool
-from .read_file import create_read_file_tool
-from .settings import ToolSettings
-from .write_file import create_write_file_tool
+from tunacode_lsp.tools.bash import create_bash_tool
+from tunacode_lsp.tools.edit_file import create_edit_file_tool
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.grep import create_grep_tool
+from tunacode_lsp.tools.line_refs import LineRefLedger
+from tunacode_lsp.tools.list_files import create_list_files_tool
+from tunacode_lsp.tools.read_file import create_read_file_tool
+from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.write_file import create_write_file_tool
 
 __all__ = [
     "CHANGING_TOOLS",

@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 from tinyagent.agent_types import AgentTool, AgentToolResult, AgentToolUpdateCallback, TextContent
 
-from .errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 
 logger = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
-from .base import ToolCall, make_tool, text_result
-from .errors import ToolCancelled, ToolError
-from .paths import display_path, resolve_in_workspace, workspace_real_root
-from .process_output import HeadTailBuffer
-from .settings import ToolSettings
+from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.process_output import HeadTailBuffer
+from tunacode_lsp.tools.settings import ToolSettings
 
 UPDATE_INTERVAL = 0.5
 UPDATE_TAIL_BYTES = 1000
@@ -153,7 +153,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         assert protocol.stdout is not None
         reader = asyncio.create_task(_pump(protocol.stdout, output, call))
         aborter = asyncio.ensure_future(call.signal.wait()) if call.signal is not None else None
-        watched = {protocol.exited} if aborter is None else {protocol.exited, aborter}
+        watched: set[asyncio.Future[Any]] = {protocol.exited} if aborter is None else {protocol.exited, aborter}
         note = ""
         try:
             done, _ = await asyncio.wait(watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)

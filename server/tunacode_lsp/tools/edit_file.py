@@ -11,15 +11,15 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
-from .atomic import replace_file
-from .base import ToolCall, make_tool, text_result
-from .edit_plan import EditPlanner, apply_replacements
-from .errors import ToolError
-from .line_refs import LineRefLedger
-from .paths import display_path, resolve_in_workspace, workspace_real_root
-from .settings import ToolSettings
-from .snapshot import Snapshot
-from .textfile import encode, line_body, split_lines, cut_middle
+from tunacode_lsp.tools.atomic import replace_file
+from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
+from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.line_refs import LineRefLedger
+from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.snapshot import Snapshot
+from tunacode_lsp.tools.textfile import cut_middle, encode, line_body, split_lines
 
 EDIT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -130,7 +130,7 @@ def create_edit_file_tool(
 
     def _load(real: Path, shown: str) -> Snapshot:
         snapshot = Snapshot.load(real, shown)
-        snapshot.hashes  # computed here, off the event loop
+        _ = snapshot.hashes  # computed here, off the event loop
         return snapshot
 
     def _write_if_unchanged(real: Path, shown: str, snapshot: Snapshot, data: bytes) -> None:

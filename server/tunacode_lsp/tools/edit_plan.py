@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ToolError
-from .line_refs import LineRefLedger, Span
-from .snapshot import Snapshot
-from .textfile import file_newline, split_lines
+from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.line_refs import LineRefLedger, Span
+from tunacode_lsp.tools.snapshot import Snapshot
+from tunacode_lsp.tools.textfile import file_newline, split_lines
 
 _REF_PREFIX = re.compile(r"^\d+:[0-9a-fA-F]+\|")
 
@@ -111,7 +111,7 @@ class EditPlanner:
                 "again and copy the current text."
             )
         if text.find(old, first + 1) != -1:
-            found_lines = []
+            found_lines: list[str] = []
             position = first
             while position != -1 and len(found_lines) < 10:
                 found_lines.append(str(self._line_of(position) + 1))

@@ -9,12 +9,12 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
-from .base import ToolCall, make_tool, text_result
-from .errors import ToolCancelled, ToolError
-from .paths import display_path, resolve_in_workspace, workspace_real_root
-from .settings import ToolSettings
-from .textfile import MAX_FILE_BYTES, is_binary
-from .walk import glob_matcher, walk_files
+from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.textfile import MAX_FILE_BYTES, is_binary
+from tunacode_lsp.tools.walk import glob_matcher, walk_files
 
 MAX_MATCHES = 200
 MAX_LINE_CHARS = 300

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .errors import ToolError
+from tunacode_lsp.tools.errors import ToolError
 
 MAX_FILES = 256
 MAX_VERSIONS = 32
@@ -134,7 +134,7 @@ class LineRefLedger:
                 "lines. Nothing was written. Read the file again with read_file and use the new references."
             )
         if len(readings) > 1:
-            targets = ", ".join(str(start + 1) for start, _ in sorted(readings))  # type: ignore[misc]
+            targets = ", ".join(str(start + 1) for start, _ in sorted(readings))  # type: ignore[misc,type-var]
             raise ToolError(
                 f"Line reference {ref} in '{shown}' is ambiguous: your earlier edits moved lines, and it "
                 f"could mean line {targets}. Nothing was written. Use old_text with enough surrounding "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import ToolError
+from tunacode_lsp.tools.errors import ToolError
 
 
 def workspace_real_root(root: Path) -> Path:

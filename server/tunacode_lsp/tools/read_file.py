@@ -8,13 +8,13 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
-from .base import ToolCall, make_tool, text_result
-from .errors import ToolError
-from .line_refs import LineRefLedger
-from .paths import display_path, resolve_in_workspace, workspace_real_root
-from .settings import ToolSettings
-from .snapshot import Snapshot
-from .textfile import HASH_CHARS, line_body, printable
+from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.line_refs import LineRefLedger
+from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.snapshot import Snapshot
+from tunacode_lsp.tools.textfile import HASH_CHARS, line_body, printable
 
 MAX_LINE_CHARS = 2000
 MAX_OUTPUT_CHARS = 100_000

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .textfile import decode, line_body, line_hash, read_text_file, split_lines
+from tunacode_lsp.tools.textfile import decode, line_body, line_hash, read_text_file, split_lines
 
 
 @dataclass(frozen=True)

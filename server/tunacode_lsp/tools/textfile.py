@@ -8,7 +8,7 @@ import stat
 import zlib
 from pathlib import Path
 
-from .errors import ToolError
+from tunacode_lsp.tools.errors import ToolError
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec, PathSpec
 
-from .paths import is_inside
+from tunacode_lsp.tools.paths import is_inside
 
 SKIPPED_DIRS = frozenset(
     {

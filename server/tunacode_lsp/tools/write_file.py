@@ -9,11 +9,11 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
-from .base import ToolCall, make_tool, text_result
-from .errors import ToolError
-from .paths import display_path, resolve_in_workspace, workspace_real_root
-from .settings import ToolSettings
-from .textfile import encode, split_lines
+from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.textfile import encode, split_lines
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",

@@ -8,10 +8,18 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tunacode_lsp.tools import CHANGING_TOOLS, ToolError, ToolSettings, build_tools, summarize_args
 from tunacode_lsp.tools import (
-    create_bash_tool, create_edit_file_tool, create_grep_tool, create_list_files_tool,
-    create_read_file_tool, create_write_file_tool,
+    CHANGING_TOOLS,
+    ToolError,
+    ToolSettings,
+    build_tools,
+    create_bash_tool,
+    create_edit_file_tool,
+    create_grep_tool,
+    create_list_files_tool,
+    create_read_file_tool,
+    create_write_file_tool,
+    summarize_args,
 )  # fmt: skip
 
 from .conftest import call, text_of

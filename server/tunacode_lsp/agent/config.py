@@ -1,0 +1,124 @@
+"""Server options: the `tunacode.*` settings, typed and parsed once.
+
+They arrive as `initializationOptions`, again through `workspace/configuration` (section
+`tunacode`), and from the environment. Every field has a default; a bad value is reported
+as a warning (the server shows it with window/showMessage) and the default is kept, so a
+typo in a settings file never stops the server. docs/configuration.md documents each one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+APPROVAL_MODES = ("auto", "ask", "read-only")
+
+
+@attrs.frozen
+class ServerOptions:
+    model: str | None = None
+    base_url: str | None = None
+    approval: str = "ask"
+    max_turns: int = 40
+    request_timeout: float = 600.0
+    session_store: str | None = None
+    max_retries: int = 3
+    stream_read_timeout: float = 120.0
+    tool_concurrency: int = 3
+    shell_inherit_secrets: bool = False
+    history_token_budget: int = 100_000
+    log_file: bool = False
+    log_level: str = "info"
+
+
+# wire name -> (field name, checker returning an error text or None)
+Check = Callable[[Any], str | None]  # None when the value is good, else what is wrong
+
+
+def _is_str(v: Any) -> str | None:
+    return None if isinstance(v, str) and v.strip() else "expected a non-empty string"
+
+
+def _is_int(low: int, high: int) -> Check:
+    def check(v: Any) -> str | None:
+        if isinstance(v, bool) or not isinstance(v, int):
+            return "expected a whole number"
+        return None if low <= v <= high else f"expected a number from {low} to {high}"
+
+    return check
+
+
+def _is_number(low: float, high: float) -> Check:
+    def check(v: Any) -> str | None:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return "expected a number"
+        return None if low <= v <= high else f"expected a number from {low} to {high}"
+
+    return check
+
+
+def _is_bool(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "expected true or false"
+
+
+def _one_of(*choices: str) -> Check:
+    def check(v: Any) -> str | None:
+        return None if v in choices else "expected one of " + ", ".join(f'"{c}"' for c in choices)
+
+    return check
+
+
+_FIELDS: dict[str, tuple[str, Any]] = {
+    "model": ("model", _is_str),
+    "baseUrl": ("base_url", _is_str),
+    "approval": ("approval", _one_of(*APPROVAL_MODES)),
+    "maxTurns": ("max_turns", _is_int(1, 10_000)),
+    "requestTimeout": ("request_timeout", _is_number(0, 86_400)),
+    "sessionStore": ("session_store", _is_str),
+    "maxRetries": ("max_retries", _is_int(0, 10)),
+    "streamReadTimeout": ("stream_read_timeout", _is_number(1, 3_600)),
+    "toolConcurrency": ("tool_concurrency", _is_int(1, 32)),
+    "shellInheritSecrets": ("shell_inherit_secrets", _is_bool),
+    "historyTokenBudget": ("history_token_budget", _is_int(1_000, 10_000_000)),
+    "logFile": ("log_file", _is_bool),
+    "logLevel": ("log_level", _one_of("debug", "info", "warning", "error")),
+}
+
+_ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}
+
+
+def parse_options(
+    raw: Any, env: Mapping[str, str] | None = None, base: ServerOptions | None = None
+) -> tuple[ServerOptions, list[str]]:
+    """Options from a settings object over the environment; returns (options, warnings).
+
+    Unknown keys are ignored (clients send their own settings in the same section);
+    `null` means "not set". An explicit option beats the environment, which is read only
+    when there is no `base` (the options parsed at initialize).
+    """
+
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    for var, key in _ENV.items() if base is None else ():
+        if env.get(var, "").strip():
+            values[_FIELDS[key][0]] = env[var].strip()
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        warnings.append(f"tunacode settings: expected an object, got {type(raw).__name__}; using defaults")
+        raw = {}
+    for key, value in raw.items():
+        if key not in _FIELDS or value is None:
+            continue
+        field, check = _FIELDS[key]
+        problem = check(value)
+        if problem:
+            default = getattr(base or ServerOptions(), field)
+            warnings.append(f"tunacode.{key}: {problem} (got {value!r}); using {default!r}")
+            continue
+        values[field] = value.strip() if isinstance(value, str) else value
+    return attrs.evolve(base or ServerOptions(), **values), warnings

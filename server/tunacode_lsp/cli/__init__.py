@@ -1,0 +1,1 @@
+"""The command line: `tunacode-lsp` (serve), `run` (the headless client), `sessions`, `demo`."""

@@ -1,0 +1,78 @@
+"""Command line: `tunacode-lsp [serve]` (LSP on stdio), `run` (headless client), `sessions`,
+`scripted-model` (the offline model server), `demo` (the README's main job)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from tunacode_lsp.lsp.logging_setup import setup_logging
+    from tunacode_lsp.lsp.server import server
+
+    setup_logging(args.log_level, server=server, log_file=args.log_file or bool(os.environ.get("TUNACODE_LOG_FILE")))
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not host or not port.isdigit():
+            print(f"tunacode-lsp: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
+            return 2
+        server.start_tcp(host, int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+def _delegate(module: str, func: str = "main") -> Callable[[list[str]], int]:
+    def run(argv: list[str]) -> int:
+        mod = __import__(f"tunacode_lsp.{module}", fromlist=[func])
+        return getattr(mod, func)(argv)
+
+    return run
+
+
+# subcommands implemented in their own modules, given the rest of the command line
+DELEGATED: dict[str, tuple[str, str]] = {
+    "run": ("cli.run", "Run one agent request headless (for CI and scripts)"),
+    "sessions": ("cli.sessions", "List, show, export or delete stored sessions"),
+    "scripted-model": ("devtools.scripted_model", "Serve the scripted OpenAI-compatible model (tests, demo)"),
+    "demo": ("devtools.demo", "The offline demo: a scripted model fixes a bug in a sample project"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tunacode_lsp import __version__
+
+    parser = argparse.ArgumentParser(prog="tunacode-lsp", description="TunaCode language server")
+    parser.add_argument("--version", action="version", version=f"tunacode-lsp {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="Serve LSP (default: on stdio)")
+    serve.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="serve on a TCP port instead (for debugging)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--log-file", action="store_true", help="also log to $TUNACODE_HOME/server.log")
+    for name, (_, help_text) in DELEGATED.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in DELEGATED:
+        module, _ = DELEGATED[argv[0]]
+        return _delegate(module)(argv[1:])
+    parser = build_parser()
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        # `tunacode-lsp --stdio` (as language clients start servers) means serve
+        argv = ["serve", *argv]
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    parser.print_help(sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,385 @@
+"""The wire contract in types: every command's params, every result and every event.
+
+Params are attrs classes structured from the client's JSON with a strict cattrs converter
+(camelCase on the wire, snake_case here, no silent coercion), so a bad field becomes one
+message that names it. Results and events unstructure to camelCase dicts. docs/protocol.md
+is the prose form of this module: change both together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+PROTOCOL_VERSION = 1
+
+# JSON-RPC error codes of the contract (beyond the standard ones).
+UNKNOWN_SESSION = -32001
+SESSION_BUSY = -32002
+MODEL_NOT_USABLE = -32003
+
+COMMAND_REQUEST = "tunacode.request"
+COMMAND_ABORT = "tunacode.abort"
+COMMAND_SESSION_NEW = "tunacode.session.new"
+COMMAND_SESSION_LIST = "tunacode.session.list"
+COMMAND_SESSION_GET = "tunacode.session.get"
+COMMAND_SESSION_DELETE = "tunacode.session.delete"
+COMMAND_SESSION_EXPORT = "tunacode.session.export"
+COMMAND_SESSION_IMPORT = "tunacode.session.import"
+COMMAND_SESSION_FORK = "tunacode.session.fork"
+COMMAND_MODELS_LIST = "tunacode.models.list"
+COMMAND_STATUS = "tunacode.status"
+
+EVENT_NOTIFICATION = "tunacode/event"
+
+StopReason = Literal["end_turn", "cancelled", "max_turns", "timeout", "error"]
+ToolStatus = Literal[
+    "pending", "awaiting_approval", "in_progress", "completed", "failed", "cancelled"
+]
+FINAL_TOOL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _strict(kind: type, label: str) -> Callable[[Any, type], Any]:
+    def structure(value: Any, _: type) -> Any:
+        # bool is an int subclass in Python; on the wire it is not a number.
+        if isinstance(value, bool) and kind is not bool:
+            raise TypeError(f"expected {label}, got a boolean")
+        if kind is float and isinstance(value, int):
+            return float(value)
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {label}, got {type(value).__name__}")
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise TypeError("not valid Unicode text (a lone surrogate)") from None
+        return value
+
+    return structure
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=False)
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(float, _strict(float, "a number"))
+    conv.register_structure_hook(bool, _strict(bool, "a boolean"))
+    conv.register_structure_hook(dict, _strict(dict, "an object"))
+    conv.register_structure_hook_func(
+        lambda t: t is dict or getattr(t, "__origin__", None) is dict, _strict(dict, "an object")
+    )
+    conv.register_structure_hook(Any, lambda value, _: value)
+
+    def camel_structure(cls: type) -> Any:
+        renames = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+        return make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+
+    def camel_unstructure(cls: type) -> Any:
+        renames = {
+            a.name: override(rename=_camel(a.name), omit_if_default=a.metadata.get("omit", False))
+            for a in attrs.fields(cls)
+        }
+        return make_dict_unstructure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+
+    conv.register_structure_hook_factory(attrs.has, camel_structure)
+    conv.register_unstructure_hook_factory(attrs.has, camel_unstructure)
+    return conv
+
+
+converter = _make_converter()
+
+
+def _wire_path(problem: str) -> str:
+    """'expected int @ params.max_turns' -> 'params.maxTurns: expected int' (the client's names)."""
+
+    text, sep, path = problem.rpartition(" @ ")
+    if not sep:
+        return problem
+    return ".".join(_camel(part) for part in path.split(".")) + ": " + text
+
+
+class ParamsError(ValueError):
+    """Params that do not fit a command: becomes InvalidParams (-32602) naming the field."""
+
+
+P = TypeVar("P")
+
+
+def parse_params(cls: type[P], arguments: Any) -> P:
+    """Turn executeCommand `arguments` (a list holding one object) into typed params."""
+
+    if arguments is None or (isinstance(arguments, list | tuple) and len(arguments) == 0):
+        arguments = [{}]  # no argument at all is the same as an empty object
+    if not isinstance(arguments, list | tuple) or len(arguments) != 1:
+        raise ParamsError("expected exactly one argument, a JSON object")
+    raw = arguments[0]
+    if not isinstance(raw, dict):
+        raise ParamsError(f"the argument must be a JSON object, got {type(raw).__name__}")
+    try:
+        params = converter.structure(raw, cls)
+    except cattrs.BaseValidationError as exc:
+        problems = [_wire_path(p) for p in cattrs.transform_error(exc, path="params")]
+        raise ParamsError("; ".join(problems)) from None
+    validate = getattr(params, "validate", None)
+    if validate is not None:
+        validate()
+    return params
+
+
+def to_wire(value: Any) -> Any:
+    return converter.unstructure(value)
+
+
+def _non_empty(field: str, value: str | None) -> None:
+    if value is not None and not value.strip():
+        raise ParamsError(f"params.{_camel(field)} must not be empty")
+
+
+def _positive(field: str, value: int | float | None, *, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ParamsError(f"params.{_camel(field)} must be {'>= 0' if allow_zero else '> 0'}")
+
+
+MAX_PROMPT_CHARS = 1_000_000
+
+
+# ---------------------------------------------------------------- command params
+
+
+@attrs.define
+class RequestParams:
+    prompt: str
+    session_id: str | None = None
+    model: str | None = None
+    max_turns: int | None = None
+
+    def validate(self) -> None:
+        _non_empty("prompt", self.prompt)
+        if len(self.prompt) > MAX_PROMPT_CHARS:
+            raise ParamsError(f"params.prompt is longer than {MAX_PROMPT_CHARS} characters")
+        _non_empty("session_id", self.session_id)
+        _non_empty("model", self.model)
+        _positive("max_turns", self.max_turns)
+
+
+@attrs.define
+class AbortParams:
+    session_id: str | None = None
+    request_id: str | None = None
+
+    def validate(self) -> None:
+        if self.session_id is None and self.request_id is None:
+            raise ParamsError("params.sessionId or params.requestId is required")
+
+
+@attrs.define
+class SessionNewParams:
+    cwd: str | None = None
+    model: str | None = None
+    title: str | None = None
+
+    def validate(self) -> None:
+        _non_empty("model", self.model)
+
+
+@attrs.define
+class SessionListParams:
+    cwd: str | None = None
+    limit: int | None = None
+
+    def validate(self) -> None:
+        _positive("limit", self.limit)
+
+
+@attrs.define
+class SessionIdParams:
+    session_id: str
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+
+
+@attrs.define
+class SessionImportParams:
+    document: dict[str, Any]
+
+
+@attrs.define
+class SessionForkParams:
+    session_id: str
+    message_count: int | None = None
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+        _positive("message_count", self.message_count, allow_zero=True)
+
+
+@attrs.define
+class EmptyParams:
+    pass
+
+
+# ---------------------------------------------------------------- results
+
+
+@attrs.define
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    total_tokens: int = 0
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.total_tokens + other.total_tokens,
+            round(self.cost + other.cost, 10),
+        )
+
+    def as_store_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_store_dict(cls, data: dict[str, Any] | None) -> Usage:
+        data = data or {}
+        names = {a.name for a in attrs.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@attrs.define
+class ErrorInfo:
+    message: str
+
+
+@attrs.define
+class ToolCallSummary:
+    tool_call_id: str
+    name: str
+    status: str
+    duration_ms: int | None = None
+
+
+@attrs.define
+class RequestResult:
+    session_id: str
+    request_id: str
+    stop_reason: str
+    text: str
+    usage: Usage
+    turns: int
+    tool_calls: list[ToolCallSummary]
+    error: ErrorInfo | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
+class SessionInfo:
+    session_id: str
+    title: str
+    cwd: str
+    project_id: str
+    model: str
+    created_at: str
+    modified_at: str
+    message_count: int
+    usage: Usage
+    busy: bool
+
+
+@attrs.define
+class ActiveRequest:
+    request_id: str
+    session_id: str
+    started_at: str
+
+
+# ---------------------------------------------------------------- events
+
+# Events are sent as {sessionId, requestId, seq, type, ...fields}; the agent layer builds
+# them with these classes and the server adds the envelope.
+
+
+@attrs.define
+class RequestStart:
+    prompt: str
+    model: str
+    type: str = "request_start"
+
+
+@attrs.define
+class TextDelta:
+    text: str
+    type: str = "text_delta"
+
+
+@attrs.define
+class ThinkingDelta:
+    text: str
+    type: str = "thinking_delta"
+
+
+@attrs.define
+class ToolCallEvent:
+    tool_call_id: str
+    name: str
+    args: dict[str, Any]
+    status: str = "pending"
+    type: str = "tool_call"
+
+
+@attrs.define
+class ToolCallUpdate:
+    tool_call_id: str
+    name: str
+    status: str
+    result: str | None = attrs.field(default=None, metadata={"omit": True})
+    duration_ms: int | None = attrs.field(default=None, metadata={"omit": True})
+    type: str = "tool_call_update"
+
+
+@attrs.define
+class TurnEnd:
+    turn: int
+    usage: Usage
+    type: str = "turn_end"
+
+
+@attrs.define
+class Notice:
+    message: str
+    type: str = "notice"
+
+
+@attrs.define
+class RequestEnd:
+    stop_reason: str
+    usage: Usage
+    error: ErrorInfo | None = attrs.field(default=None, metadata={"omit": True})
+    type: str = "request_end"
+
+
+Event = (
+    RequestStart
+    | TextDelta
+    | ThinkingDelta
+    | ToolCallEvent
+    | ToolCallUpdate
+    | TurnEnd
+    | Notice
+    | RequestEnd
+)

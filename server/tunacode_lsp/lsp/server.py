@@ -1,0 +1,377 @@
+"""The language server: thin handlers over the request service and the session service.
+
+Each command handler parses its params into a typed object (a bad field is InvalidParams
+naming it), calls one service function and returns a wire dict. Two pygls 2 behaviours are
+adjusted in `TunaProtocol`: command handlers receive the whole ExecuteCommandParams (the
+workDoneToken lives there), and `$/cancelRequest` for a running `tunacode.request` aborts
+the run instead of only cancelling pygls's outer future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import cattrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter, run_async
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from tunacode_lsp import __version__
+from tunacode_lsp.agent.config import ServerOptions, parse_options
+from tunacode_lsp.agent.models import default_model, list_models
+from tunacode_lsp.agent.sessions import SessionService, session_info
+from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.contract.protocol import (
+    COMMAND_ABORT,
+    COMMAND_MODELS_LIST,
+    COMMAND_REQUEST,
+    COMMAND_SESSION_DELETE,
+    COMMAND_SESSION_EXPORT,
+    COMMAND_SESSION_FORK,
+    COMMAND_SESSION_GET,
+    COMMAND_SESSION_IMPORT,
+    COMMAND_SESSION_LIST,
+    COMMAND_SESSION_NEW,
+    COMMAND_STATUS,
+    PROTOCOL_VERSION,
+    SESSION_BUSY,
+    UNKNOWN_SESSION,
+    AbortParams,
+    EmptyParams,
+    ParamsError,
+    RequestParams,
+    SessionForkParams,
+    SessionIdParams,
+    SessionImportParams,
+    SessionListParams,
+    SessionNewParams,
+    parse_params,
+    to_wire,
+)
+from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
+from tunacode_lsp.lsp.runs import RequestService, warm_up
+from tunacode_lsp.store.errors import DocumentError, SessionNotFound
+from tunacode_lsp.store.locations import default_store_path
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIST_LIMIT = 50
+SETTINGS_WAIT_SECONDS = 5.0
+IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with an error
+
+
+class TunaProtocol(LanguageServerProtocol):
+    _server: TunaLanguageServer
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {"tunacode": {"protocolVersion": PROTOCOL_VERSION}}
+        return result
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams):
+        handler = self.fm.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams(message=f"unknown command {params.command!r}")
+        result = yield handler, (params,), None
+        return result
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any):
+        # pygls 2.1 cancels pending requests while iterating the dict that the cancellation
+        # callbacks remove them from (RuntimeError); iterate a copy instead.
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
+
+    def structure_message(self, data: dict[str, Any]):
+        """pygls drops a request whose params it cannot structure (`arguments: 5`), and the
+        client waits forever; answer it with InvalidParams instead."""
+
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not ("jsonrpc" in data and "id" in data and "method" in data):
+                raise
+            cause = exc.__cause__
+            detail = "; ".join(cattrs.transform_error(cause, path="params")) if isinstance(cause, cattrs.BaseValidationError) else str(exc)
+            self._send_response(data["id"], error=JsonRpcInvalidParams(message=f"{data['method']}: {detail}").to_response_error())
+            return JsonRPCNotification(method=IGNORED, jsonrpc=self.VERSION, params=None)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        if self._server.requests.cancel_by_msg_id(msg_id):
+            return
+        super()._handle_cancel_notification(msg_id)
+
+
+class TunaLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("tunacode-lsp", __version__, protocol_cls=TunaProtocol)
+        self.options = ServerOptions()
+        self.init_options: ServerOptions | None = None
+        self.pending_warnings: list[str] = []
+        self.requests = RequestService(self)
+        self._sessions: SessionService | None = None
+        # set once the client's workspace/configuration has been read (or cannot be)
+        self.settings_ready = asyncio.Event()
+
+    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve stdio with stdin read by the event loop itself, not a thread.
+
+        pygls reads each header line and body on its thread pool, so every message makes
+        several thread-to-loop hops; while requests stream those hops queue behind the
+        streams (a `tunacode.status` took 100+ ms). A pipe is read natively instead; anything
+        else (a file, a terminal) falls back to pygls's reader."""
+
+        stdin = stdin or sys.stdin.buffer
+        try:
+            is_pipe = stat.S_ISFIFO(os.fstat(stdin.fileno()).st_mode) or stat.S_ISSOCK(os.fstat(stdin.fileno()).st_mode)
+        except (AttributeError, OSError, ValueError):
+            is_pipe = False
+        if not is_pipe:
+            return super()._start_io_async(stdin, stdout)
+
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def serve() -> None:
+            reader = asyncio.StreamReader(limit=2**26)
+            await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+            await run_async(
+                stop_event=self._stop_event,  # type: ignore[arg-type]  # set just above
+                reader=reader, protocol=self.protocol,
+                logger=logging.getLogger("pygls.server"), error_handler=self.report_server_error,
+            )
+
+        try:
+            asyncio.run(serve())
+        except BrokenPipeError:
+            log.error("Connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    @property
+    def workspace_root(self) -> Path:
+        root = self.workspace.root_path if self.protocol._workspace is not None else None
+        return Path(root or os.getcwd()).resolve()
+
+    @property
+    def store_path(self) -> Path:
+        if self.options.session_store:
+            return Path(self.options.session_store).expanduser() / "sessions.sqlite3"
+        return default_store_path()
+
+    @property
+    def sessions(self) -> SessionService:
+        if self._sessions is None:
+            self._sessions = SessionService(self.store_path)
+        return self._sessions
+
+    def apply_settings(self, raw: Any, *, base: ServerOptions | None) -> None:
+        options, warnings = parse_options(raw, base=base)
+        self.options = options
+        apply_logging(options)
+        for warning in warnings:
+            log.warning("%s", warning)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
+
+
+def apply_logging(options: ServerOptions) -> None:
+    if options.log_file:
+        enable_log_file()
+    if options.log_level != ServerOptions().log_level:
+        set_stderr_level(options.log_level)
+
+
+server = TunaLanguageServer()
+
+
+def command(name: str):
+    """Register a command handler `fn(ls, params: ExecuteCommandParams)`; errors become JSON-RPC errors."""
+
+    def register(fn):
+        async def handler(ls: TunaLanguageServer, params: types.ExecuteCommandParams):
+            try:
+                # a command sent right after `initialized` must see the client's settings
+                await asyncio.wait_for(ls.settings_ready.wait(), SETTINGS_WAIT_SECONDS)
+            except TimeoutError:
+                log.warning("no workspace/configuration answer within %s s; using the options I have", SETTINGS_WAIT_SECONDS)
+                ls.settings_ready.set()
+            try:
+                return await fn(ls, params)
+            except ParamsError as exc:
+                raise JsonRpcInvalidParams(message=str(exc)) from None
+            except SessionNotFound as exc:
+                raise JsonRpcException(code=UNKNOWN_SESSION, message=str(exc)) from None
+            except CommandError as exc:
+                raise JsonRpcException(code=exc.code, message=exc.message) from None
+
+        server.command(name)(handler)
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: TunaLanguageServer, params: types.InitializeParams) -> None:
+    options, warnings = parse_options(params.initialization_options)
+    ls.options = ls.init_options = options
+    apply_logging(options)
+    ls.pending_warnings = warnings  # shown once the client is ready for messages
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParams) -> None:
+    for warning in ls.pending_warnings:
+        log.warning("%s", warning)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
+    ls.pending_warnings = []
+    asyncio.get_running_loop().run_in_executor(None, warm_up)  # the first request need not wait for imports
+    try:
+        await read_configuration(ls)
+    finally:
+        ls.settings_ready.set()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def on_configuration_changed(ls: TunaLanguageServer, _params: types.DidChangeConfigurationParams) -> None:
+    await read_configuration(ls)
+
+
+async def read_configuration(ls: TunaLanguageServer) -> None:
+    workspace = ls.client_capabilities.workspace
+    if not (workspace and workspace.configuration):
+        return
+    try:
+        sections = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="tunacode")])
+        )
+    except Exception as exc:  # a client that cannot answer keeps the initialize options
+        log.warning("workspace/configuration failed: %s", exc)
+        return
+    if sections and isinstance(sections[0], dict):
+        ls.apply_settings(sections[0], base=ls.init_options)
+
+
+@server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+def on_progress_cancel(ls: TunaLanguageServer, params: types.WorkDoneProgressCancelParams) -> None:
+    ls.requests.cancel_by_progress_token(params.token)
+
+
+@server.feature(IGNORED)
+def on_ignored(_ls: TunaLanguageServer, *_: Any) -> None:
+    pass
+
+
+@server.feature(types.SHUTDOWN)
+def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
+    for active in ls.requests.active():
+        ls.requests.abort(request_id=active.request_id)
+
+
+# ---------------------------------------------------------------- commands
+
+
+@command(COMMAND_REQUEST)
+async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(RequestParams, params.arguments)
+    result = await ls.requests.run(p, work_done_token=params.work_done_token, msg_id=ls.protocol.msg_id)
+    return to_wire(result)
+
+
+@command(COMMAND_ABORT)
+async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(AbortParams, params.arguments)
+    return {"aborted": ls.requests.abort(session_id=p.session_id, request_id=p.request_id)}
+
+
+@command(COMMAND_STATUS)
+async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    parse_params(EmptyParams, params.arguments)
+    return {
+        "version": __version__,
+        "protocolVersion": PROTOCOL_VERSION,
+        "activeRequests": to_wire(ls.requests.active()),
+        "sessionStore": str(ls.store_path),
+    }
+
+
+@command(COMMAND_MODELS_LIST)
+async def models_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    parse_params(EmptyParams, params.arguments)
+    return {"models": list_models(), "default": ls.options.model or default_model()}
+
+
+@command(COMMAND_SESSION_NEW)
+async def session_new(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(SessionNewParams, params.arguments)
+    model = ls.requests.model_spec(p.model)
+    record = await ls.sessions.create(cwd=p.cwd or str(ls.workspace_root), model=model, title=p.title or "")
+    return to_wire(session_info(record))
+
+
+@command(COMMAND_SESSION_LIST)
+async def session_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(SessionListParams, params.arguments)
+    records = await ls.sessions.list(cwd=p.cwd or str(ls.workspace_root), limit=p.limit or DEFAULT_LIST_LIMIT)
+    return {"sessions": [to_wire(session_info(r)) for r in records]}
+
+
+@command(COMMAND_SESSION_GET)
+async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(SessionIdParams, params.arguments)
+    record = await ls.sessions.get(p.session_id)
+    if record is None:
+        raise SessionNotFound(p.session_id)
+    return {"session": to_wire(session_info(record)), "messages": await ls.sessions.messages(p.session_id)}
+
+
+@command(COMMAND_SESSION_DELETE)
+async def session_delete(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(SessionIdParams, params.arguments)
+    if ls.requests.is_busy(p.session_id):
+        raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request; stop it first")
+    return {"deleted": await ls.sessions.delete(p.session_id)}
+
+
+@command(COMMAND_SESSION_EXPORT)
+async def session_export(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(SessionIdParams, params.arguments)
+    return await ls.sessions.export(p.session_id)
+
+
+@command(COMMAND_SESSION_IMPORT)
+async def session_import(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(SessionImportParams, params.arguments)
+    try:
+        record = await ls.sessions.import_(p.document)
+    except DocumentError as exc:
+        raise ParamsError(f"params.document: {exc}") from None
+    return to_wire(session_info(record))
+
+
+@command(COMMAND_SESSION_FORK)
+async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    p = parse_params(SessionForkParams, params.arguments)
+    return to_wire(session_info(await ls.sessions.fork(p.session_id, p.message_count)))

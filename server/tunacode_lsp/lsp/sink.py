@@ -1,0 +1,216 @@
+"""The agent's sink under LSP: `tunacode/event` notifications, `$/progress`, approvals.
+
+Events go out at once as `tunacode/event` with the request's envelope and `seq`. Work-done
+progress is derived from the same events by a per-request worker that handles them in
+order (creating a server token needs a round trip, and `begin` must follow it). Approvals
+are `window/showMessageRequest`; no answer is Deny.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
+from tunacode_lsp.contract.protocol import (
+    EVENT_NOTIFICATION,
+    FINAL_TOOL_STATUSES,
+    Event,
+    RequestEnd,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    ToolCallUpdate,
+    to_wire,
+)
+from tunacode_lsp.tools import summarize_args
+
+log = logging.getLogger(__name__)
+
+APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
+    "Allow": "allow",
+    "Allow for this session": "allow_session",
+    "Deny": "deny",
+}
+MAX_ARGS_IN_PROMPT = 600
+MAX_DELTA_CHARS = 8_000  # one text/thinking notification carries at most this much
+
+
+def first_line(text: str, limit: int = 80) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class ProgressReporter:
+    """Maps one request's events to work-done progress, in order, on its own task."""
+
+    def __init__(self, ls: LanguageServer, request_id: str, prompt: str, client_token: Any) -> None:
+        self._ls = ls
+        self._request_id = request_id
+        self._prompt = prompt
+        self._client_token = client_token
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._can_create = bool(
+            ls.client_capabilities.window and ls.client_capabilities.window.work_done_progress
+        )
+        self.token: Any = None
+        self._tool_tokens: dict[str, Any] = {}
+        self._tool_args: dict[str, dict[str, Any]] = {}
+        self._task = asyncio.ensure_future(self._work())
+
+    def push(self, event: Event) -> None:
+        self._queue.put_nowait(event)
+
+    async def close(self) -> None:
+        self._queue.put_nowait(None)
+        await self._task
+
+    async def _create(self, token: str) -> bool:
+        if not self._can_create:
+            return False
+        try:
+            await self._ls.work_done_progress.create_async(token)
+            return True
+        except Exception as exc:  # a client that refuses gets no progress, nothing else changes
+            log.debug("progress token %s refused: %s", token, exc)
+            return False
+
+    async def _work(self) -> None:
+        progress = self._ls.work_done_progress
+        if self._client_token is not None:
+            self.token = self._client_token
+        elif await self._create(f"tunacode/{self._request_id}"):
+            self.token = f"tunacode/{self._request_id}"
+        if self.token is not None:
+            progress.begin(
+                self.token,
+                types.WorkDoneProgressBegin(title="TunaCode", message=first_line(self._prompt), cancellable=True),
+            )
+        try:
+            while (event := await self._queue.get()) is not None:
+                await self._on_event(event)
+        finally:
+            for token in [self.token, *self._tool_tokens.values()]:
+                if token is not None:
+                    progress.tokens.pop(token, None)
+
+    async def _on_event(self, event: Event) -> None:
+        progress = self._ls.work_done_progress
+        if isinstance(event, ToolCallEvent):
+            self._tool_args[event.tool_call_id] = event.args
+        elif isinstance(event, ToolCallUpdate):
+            await self._on_tool_update(event)
+        elif isinstance(event, RequestEnd) and self.token is not None:
+            progress.end(self.token, types.WorkDoneProgressEnd(message=event.stop_reason))
+
+    async def _on_tool_update(self, event: ToolCallUpdate) -> None:
+        progress = self._ls.work_done_progress
+        summary = summarize_args(event.name, self._tool_args.get(event.tool_call_id, {}))
+        if event.status == "in_progress":
+            if self.token is not None:
+                progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {summary}".strip()))
+            token = f"tunacode/{self._request_id}/{event.tool_call_id}"
+            if await self._create(token):
+                self._tool_tokens[event.tool_call_id] = token
+                progress.begin(token, types.WorkDoneProgressBegin(title=event.name, message=summary))
+        elif event.status == "awaiting_approval" and self.token is not None:
+            progress.report(self.token, types.WorkDoneProgressReport(message=f"waiting for approval: {event.name}"))
+        elif event.status in FINAL_TOOL_STATUSES:
+            outcome = _outcome(event)
+            if self.token is not None:
+                progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {outcome}"))
+            token = self._tool_tokens.pop(event.tool_call_id, None)
+            if token is not None:
+                progress.end(token, types.WorkDoneProgressEnd(message=outcome))
+                progress.tokens.pop(token, None)
+
+
+def _outcome(event: ToolCallUpdate) -> str:
+    if event.status == "completed":
+        return f"completed in {event.duration_ms or 0} ms"
+    if event.status == "failed":
+        return f"failed: {first_line(event.result or 'error', 120)}"
+    return "cancelled"
+
+
+class LspSink:
+    """AgentSink for one request over LSP.
+
+    Adjacent text (or thinking) deltas are merged and sent at most every DELTA_INTERVAL
+    seconds, as the contract allows: a fast model sends hundreds of tiny chunks a second,
+    and each notification costs the server and the client far more than its few bytes.
+    Any other event flushes the pending delta first, so the order is kept. No delta
+    notification carries more than MAX_DELTA_CHARS (a bigger one is split).
+    """
+
+    DELTA_INTERVAL = 0.016
+
+    def __init__(
+        self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any
+    ) -> None:
+        self._ls = ls
+        self._session_id = session_id
+        self._request_id = request_id
+        self._seq = 0
+        self._pending: TextDelta | ThinkingDelta | None = None
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self.progress = ProgressReporter(ls, request_id, prompt, client_token)
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta | ThinkingDelta):
+            text = event.text
+            for start in range(0, len(text), MAX_DELTA_CHARS):  # a model may send megabytes at once
+                self._merge(type(event)(text[start : start + MAX_DELTA_CHARS]))
+            return
+        self._flush()
+        self._send(event)
+        self.progress.push(event)
+
+    def _merge(self, delta: TextDelta | ThinkingDelta) -> None:
+        pending = self._pending
+        if type(pending) is type(delta) and len(pending.text) + len(delta.text) <= MAX_DELTA_CHARS:
+            self._pending = type(delta)(pending.text + delta.text)
+            return
+        self._flush()
+        self._pending = delta
+        self._flush_handle = asyncio.get_running_loop().call_later(self.DELTA_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._send(pending)
+
+    def _send(self, event: Event) -> None:
+        self._seq += 1
+        payload = {"sessionId": self._session_id, "requestId": self._request_id, "seq": self._seq}
+        payload.update(to_wire(event))
+        self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        message = f"TunaCode wants to run {request.tool_name}: {request.summary}"
+        if len(message) > MAX_ARGS_IN_PROMPT:
+            message = message[: MAX_ARGS_IN_PROMPT - 1] + "…"
+        try:
+            answer = await self._ls.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=message,
+                    actions=[types.MessageActionItem(title=t) for t in APPROVAL_ACTIONS],
+                )
+            )
+        except Exception as exc:  # the client failed to ask: nothing runs unasked
+            log.warning("approval request failed: %s", exc)
+            return "deny"
+        title = getattr(answer, "title", None) if answer is not None else None
+        return APPROVAL_ACTIONS.get(title or "", "deny")
+
+    async def close(self) -> None:
+        self._flush()
+        await self.progress.close()

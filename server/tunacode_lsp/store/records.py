@@ -1,0 +1,85 @@
+"""SessionRecord, usage totals and the time format of the store."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tunacode_lsp.core.text import shown
+
+USAGE_KEYS: tuple[str, ...] = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "total_tokens",
+    "cost",
+)
+TOKEN_KEYS: tuple[str, ...] = USAGE_KEYS[:-1]
+
+
+def zero_usage() -> dict[str, int | float]:
+    return {**{key: 0 for key in TOKEN_KEYS}, "cost": 0.0}
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """One session as the store sees it (the contract's Session, snake_case)."""
+
+    session_id: str
+    title: str
+    cwd: str
+    project_id: str
+    model: str
+    created_at: str
+    modified_at: str
+    message_count: int
+    usage: dict[str, Any] = field(default_factory=zero_usage)
+    busy: bool = False
+
+
+def check_usage(usage: object, *, where: str = "usage") -> dict[str, int | float]:
+    """A usage mapping with known keys and non-negative numbers; missing keys count 0.
+
+    Raises ValueError naming the bad key.
+    """
+    if not isinstance(usage, dict):
+        raise ValueError(f"{where}: expected an object, got {type(usage).__name__}")
+    checked = zero_usage()
+    for key, value in usage.items():
+        if key not in checked:
+            raise ValueError(f"{where}.{key}: unknown usage key (expected {', '.join(USAGE_KEYS)})")
+        if key == "cost":
+            if not _is_number(value) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{where}.{key}: expected a non-negative number, got {shown(value)}")
+        elif not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{where}.{key}: expected a non-negative integer, got {shown(value)}")
+        checked[key] = float(value) if key == "cost" else value
+    return checked
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def now_us() -> int:
+    return time.time_ns() // 1_000
+
+
+def iso_from_us(us: int) -> str:
+    """ISO 8601 UTC with milliseconds, e.g. 2026-11-22T02:31:50.123Z."""
+    seconds, micros = divmod(us, 1_000_000)
+    stamp = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{micros // 1000:03d}Z"
+
+
+def us_from_iso(text: str) -> int:
+    """Parse an ISO 8601 time (naive means UTC); raises ValueError."""
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
