@@ -36,11 +36,35 @@ class ApprovalAnswers:
         self.open = 0  # prompts received and not answered yet
 
 
-def make_client(events: list[dict[str, Any]], cond: asyncio.Condition, approvals: ApprovalAnswers) -> LanguageClient:
+class ConfigurationGate:
+    """While `block` is set and not released, workspace/configuration stays unanswered."""
+
+    def __init__(self) -> None:
+        self.block: asyncio.Event | None = None
+        self.asked = 0
+
+
+def make_client(
+    events: list[dict[str, Any]], cond: asyncio.Condition, approvals: ApprovalAnswers, gate: ConfigurationGate
+) -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     register_lsp_features(
-        client, {m: f for m, f in DEFAULT_CLIENT_FEATURES.items() if m != types.WINDOW_SHOW_MESSAGE}
+        client,
+        {
+            m: f
+            for m, f in DEFAULT_CLIENT_FEATURES.items()
+            if m not in (types.WINDOW_SHOW_MESSAGE, types.WORKSPACE_CONFIGURATION)
+        },
     )
+
+    @client.feature(types.WORKSPACE_CONFIGURATION)
+    async def on_configuration(params: types.ConfigurationParams):
+        async with cond:
+            gate.asked += 1
+            cond.notify_all()
+        if gate.block is not None:
+            await gate.block.wait()
+        return [client.get_configuration(section=i.section, scope_uri=i.scope_uri) for i in params.items]
     keep_raw_params(client)
 
     @client.feature(EVENT)
@@ -83,6 +107,7 @@ class LspHarness:
         self.events: list[dict[str, Any]] = []
         self.cond = asyncio.Condition()
         self.approvals = ApprovalAnswers()
+        self.configuration = ConfigurationGate()
         self.client: LanguageClient | None = None
         self.initialize_result: types.InitializeResult | None = None
 
@@ -101,7 +126,7 @@ class LspHarness:
         server_env.update(env or {})
         config = ClientServerConfig(
             server_command=[sys.executable, "-m", "tunacode_lsp"],
-            client_factory=lambda: make_client(self.events, self.cond, self.approvals),
+            client_factory=lambda: make_client(self.events, self.cond, self.approvals, self.configuration),
             server_env=server_env,
         )
         client = await config.start()

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tunacode_lsp.contract.protocol import ModelInfo
 from tunacode_lsp.core.text import shown
 
 if TYPE_CHECKING:
@@ -141,15 +142,15 @@ def resolve_model(
     return ResolvedModel(spec, provider_name, model_id, chat_url, key, model)
 
 
-def list_models(env: Mapping[str, str] | None = None) -> list[dict[str, object]]:
+def list_models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
     """The known models with whether each is usable now (its key is set)."""
 
     env = os.environ if env is None else env
-    out: list[dict[str, object]] = []
+    out: list[ModelInfo] = []
     for provider in PROVIDERS.values():
         configured = bool(
             env.get("TUNACODE_API_KEY") or (provider.key_env and env.get(provider.key_env))
         )
         for model_id in provider.example_models:
-            out.append({"id": f"{provider.name}:{model_id}", "provider": provider.name, "configured": configured})
+            out.append(ModelInfo(f"{provider.name}:{model_id}", provider.name, configured))
     return out

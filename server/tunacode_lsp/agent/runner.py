@@ -98,7 +98,8 @@ class RequestRun:
         )
         error: str | None = None
         try:
-            error = await self._drive()
+            if not self.abort_signal.is_set():  # aborted while starting: the model is never called
+                error = await self._drive()
         finally:
             if timer is not None:
                 timer.cancel()

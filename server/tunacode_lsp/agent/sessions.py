@@ -113,11 +113,12 @@ class SessionService:
     async def fork(self, session_id: str, message_count: int | None) -> SessionRecord:
         return await self._call("fork_session", session_id, message_count)
 
-    async def acquire(self, session_id: str) -> bool:
-        return await self._call("acquire", session_id, self.owner)
+    async def acquire(self, session_id: str, owner: str) -> bool:
+        """Take the session's busy lease for `owner` (one owner per request)."""
+        return await self._call("acquire", session_id, owner)
 
-    async def release(self, session_id: str) -> None:
-        await self._call("release", session_id, self.owner)
+    async def release(self, session_id: str, owner: str) -> None:
+        await self._call("release", session_id, owner)
 
     async def append(
         self, session_id: str, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None, model: str | None

@@ -308,6 +308,48 @@ class ActiveRequest:
     started_at: str
 
 
+@attrs.define
+class StatusResult:
+    version: str
+    protocol_version: int
+    active_requests: list[ActiveRequest]
+    session_store: str
+
+
+@attrs.define
+class ModelInfo:
+    id: str
+    provider: str
+    configured: bool
+
+
+@attrs.define
+class ModelsListResult:
+    models: list[ModelInfo]
+    default: str
+
+
+@attrs.define
+class AbortResult:
+    aborted: int
+
+
+@attrs.define
+class DeleteResult:
+    deleted: bool
+
+
+@attrs.define
+class SessionListResult:
+    sessions: list[SessionInfo]
+
+
+@attrs.define
+class SessionGetResult:
+    session: SessionInfo
+    messages: list[dict[str, Any]]
+
+
 # ---------------------------------------------------------------- events
 
 # Events are sent as {sessionId, requestId, seq, type, ...fields}; the agent layer builds

@@ -47,19 +47,25 @@ from tunacode_lsp.contract.protocol import (
     SESSION_BUSY,
     UNKNOWN_SESSION,
     AbortParams,
+    AbortResult,
+    DeleteResult,
     EmptyParams,
+    ModelsListResult,
     ParamsError,
     RequestParams,
     SessionForkParams,
+    SessionGetResult,
     SessionIdParams,
     SessionImportParams,
     SessionListParams,
+    SessionListResult,
     SessionNewParams,
+    StatusResult,
     parse_params,
     to_wire,
 )
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
-from tunacode_lsp.lsp.runs import RequestService, warm_up
+from tunacode_lsp.lsp.runs import LspRuns, warm_up
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
 from tunacode_lsp.store.locations import default_store_path
 
@@ -115,8 +121,11 @@ class TunaProtocol(LanguageServerProtocol):
             return JsonRPCNotification(method=IGNORED, jsonrpc=self.VERSION, params=None)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
-        if self._server.requests.cancel_by_msg_id(msg_id):
+        if self._server.runs.cancel_by_msg_id(msg_id):
             return
+        # The handler may not have started yet (its task is scheduled, not run): remember
+        # the id, so the request is aborted the moment it registers.
+        self._server.runs.cancel_before_start(msg_id)
         super()._handle_cancel_notification(msg_id)
 
 
@@ -126,7 +135,7 @@ class TunaLanguageServer(LanguageServer):
         self.options = ServerOptions()
         self.init_options: ServerOptions | None = None
         self.pending_warnings: list[str] = []
-        self.requests = RequestService(self)
+        self.runs = LspRuns(self)
         self._sessions: SessionService | None = None
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
@@ -204,18 +213,27 @@ def apply_logging(options: ServerOptions) -> None:
 server = TunaLanguageServer()
 
 
-def command(name: str):
-    """Register a command handler `fn(ls, params: ExecuteCommandParams)`; errors become JSON-RPC errors."""
+async def wait_for_settings(ls: TunaLanguageServer) -> None:
+    """A command sent right after `initialized` must see the client's settings (bounded wait)."""
+
+    try:
+        await asyncio.wait_for(ls.settings_ready.wait(), SETTINGS_WAIT_SECONDS)
+    except TimeoutError:
+        log.warning("no workspace/configuration answer within %s s; using the options I have", SETTINGS_WAIT_SECONDS)
+        ls.settings_ready.set()
+
+
+def command(name: str, *, waits_for_settings: bool = True):
+    """Register a command handler `fn(ls, params: ExecuteCommandParams)`; errors become JSON-RPC errors.
+
+    A handler that must register itself before any await (tunacode.request) waits for the
+    settings itself (`waits_for_settings=False`)."""
 
     def register(fn):
         async def handler(ls: TunaLanguageServer, params: types.ExecuteCommandParams):
             try:
-                # a command sent right after `initialized` must see the client's settings
-                await asyncio.wait_for(ls.settings_ready.wait(), SETTINGS_WAIT_SECONDS)
-            except TimeoutError:
-                log.warning("no workspace/configuration answer within %s s; using the options I have", SETTINGS_WAIT_SECONDS)
-                ls.settings_ready.set()
-            try:
+                if waits_for_settings:
+                    await wait_for_settings(ls)
                 return await fn(ls, params)
             except ParamsError as exc:
                 raise JsonRpcInvalidParams(message=str(exc)) from None
@@ -276,7 +294,7 @@ async def read_configuration(ls: TunaLanguageServer) -> None:
 
 @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
 def on_progress_cancel(ls: TunaLanguageServer, params: types.WorkDoneProgressCancelParams) -> None:
-    ls.requests.cancel_by_progress_token(params.token)
+    ls.runs.cancel_by_progress_token(params.token)
 
 
 @server.feature(IGNORED)
@@ -286,47 +304,46 @@ def on_ignored(_ls: TunaLanguageServer, *_: Any) -> None:
 
 @server.feature(types.SHUTDOWN)
 def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
-    for active in ls.requests.active():
-        ls.requests.abort(request_id=active.request_id)
+    ls.runs.abort_all()
 
 
 # ---------------------------------------------------------------- commands
 
 
-@command(COMMAND_REQUEST)
+@command(COMMAND_REQUEST, waits_for_settings=False)
 async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(RequestParams, params.arguments)
-    result = await ls.requests.run(p, work_done_token=params.work_done_token, msg_id=ls.protocol.msg_id)
-    return to_wire(result)
+    pending = ls.runs.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
+    try:
+        await wait_for_settings(ls)
+    except BaseException:
+        ls.runs.end(pending)
+        raise
+    return to_wire(await ls.runs.serve(pending, p, work_done_token=params.work_done_token))
 
 
 @command(COMMAND_ABORT)
 async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(AbortParams, params.arguments)
-    return {"aborted": ls.requests.abort(session_id=p.session_id, request_id=p.request_id)}
+    return to_wire(AbortResult(ls.runs.abort(session_id=p.session_id, request_id=p.request_id)))
 
 
 @command(COMMAND_STATUS)
 async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     parse_params(EmptyParams, params.arguments)
-    return {
-        "version": __version__,
-        "protocolVersion": PROTOCOL_VERSION,
-        "activeRequests": to_wire(ls.requests.active()),
-        "sessionStore": str(ls.store_path),
-    }
+    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path)))
 
 
 @command(COMMAND_MODELS_LIST)
 async def models_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     parse_params(EmptyParams, params.arguments)
-    return {"models": list_models(), "default": ls.options.model or default_model()}
+    return to_wire(ModelsListResult(list_models(), ls.options.model or default_model()))
 
 
 @command(COMMAND_SESSION_NEW)
 async def session_new(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionNewParams, params.arguments)
-    model = ls.requests.model_spec(p.model)
+    model = ls.runs.model_spec(p.model)
     record = await ls.sessions.create(cwd=p.cwd or str(ls.workspace_root), model=model, title=p.title or "")
     return to_wire(session_info(record))
 
@@ -335,7 +352,7 @@ async def session_new(ls: TunaLanguageServer, params: types.ExecuteCommandParams
 async def session_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionListParams, params.arguments)
     records = await ls.sessions.list(cwd=p.cwd or str(ls.workspace_root), limit=p.limit or DEFAULT_LIST_LIMIT)
-    return {"sessions": [to_wire(session_info(r)) for r in records]}
+    return to_wire(SessionListResult([session_info(r) for r in records]))
 
 
 @command(COMMAND_SESSION_GET)
@@ -344,15 +361,17 @@ async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams
     record = await ls.sessions.get(p.session_id)
     if record is None:
         raise SessionNotFound(p.session_id)
-    return {"session": to_wire(session_info(record)), "messages": await ls.sessions.messages(p.session_id)}
+    return to_wire(SessionGetResult(session_info(record), await ls.sessions.messages(p.session_id)))
 
 
 @command(COMMAND_SESSION_DELETE)
 async def session_delete(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionIdParams, params.arguments)
-    if ls.requests.is_busy(p.session_id):
+    if ls.runs.is_busy(p.session_id):
         raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request; stop it first")
-    return {"deleted": await ls.sessions.delete(p.session_id)}
+    deleted = await ls.sessions.delete(p.session_id)
+    ls.runs.forget_session(p.session_id)
+    return to_wire(DeleteResult(deleted))
 
 
 @command(COMMAND_SESSION_EXPORT)

@@ -1,0 +1,267 @@
+"""Running requests for any front end (LSP, ACP, tests): reserve, build, track, abort, finish.
+
+A request is registered the moment its handler starts (`begin`, synchronous, before any
+await): from then on every abort route reaches it, and a second request on the same
+session is refused before anything is awaited. Each request holds the session's store
+lease under an owner of its own, so two requests of one server can never share it.
+
+Per-session memory of this process (the "Allow for this session" set, the line numberings
+the model has read, the busy reservation) lives in one `SessionState`, dropped when the
+session is deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tunacode_lsp.agent.config import ServerOptions
+from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
+from tunacode_lsp.agent.ports import AgentSink
+from tunacode_lsp.agent.sessions import SessionService, StoreMessageLog
+from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.contract.protocol import (
+    MODEL_NOT_USABLE,
+    SESSION_BUSY,
+    UNKNOWN_SESSION,
+    ActiveRequest,
+    ParamsError,
+    RequestParams,
+    RequestResult,
+)
+from tunacode_lsp.core.text import shown
+from tunacode_lsp.store.errors import UnreadableMessageError
+from tunacode_lsp.store.leases import new_owner
+from tunacode_lsp.store.records import iso_from_us
+from tunacode_lsp.tools import LineRefLedger
+
+if TYPE_CHECKING:
+    from tunacode_lsp.agent.runner import RequestRun
+
+log = logging.getLogger(__name__)
+
+
+class ClosableSink(AgentSink, Protocol):
+    async def close(self) -> None: ...
+
+
+SinkFactory = Callable[[str, str, str], ClosableSink]  # (session_id, request_id, prompt) -> sink
+
+
+class SessionUnreadable(Exception):
+    """The session's stored history cannot be read back (an internal error for the client)."""
+
+
+@dataclass
+class SessionState:
+    """What this process remembers of one session between its requests."""
+
+    allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
+    line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw
+    running: PendingRun | None = None  # the busy reservation
+
+
+class PendingRun:
+    """One request, from its handler's first line to its answer.
+
+    `run` exists once the agent run is built; an abort before that is remembered and given
+    to the run as soon as it exists, so the model is never called for an aborted request."""
+
+    def __init__(self, request_id: str, session_id: str | None, tag: Any) -> None:
+        self.request_id = request_id
+        self.session_id = session_id
+        self.tag = tag  # the front end's handle: the JSON-RPC message id under LSP
+        self.started_at = time.time()
+        self.run: RequestRun | None = None
+        self.abort_reason: str | None = None
+        self.sink: ClosableSink | None = None
+
+    def abort(self, reason: str = "cancelled") -> bool:
+        """Stop the request now; False when it was already stopping."""
+
+        if self.abort_reason is not None:
+            return False
+        self.abort_reason = reason
+        if self.run is not None:
+            self.run.abort(reason)
+        return True
+
+    def info(self) -> ActiveRequest:
+        return ActiveRequest(self.request_id, self.session_id or "", iso_from_us(int(self.started_at * 1_000_000)))
+
+
+class RunService:
+    """Every request of this process, by request id; the per-session states."""
+
+    def __init__(
+        self,
+        sessions: Callable[[], SessionService],
+        options: Callable[[], ServerOptions],
+        workspace_root: Callable[[], Path],
+    ) -> None:
+        self._sessions = sessions
+        self._options = options
+        self._workspace_root = workspace_root
+        self._pending: dict[str, PendingRun] = {}
+        self._states: dict[str, SessionState] = {}
+
+    # ------------------------------------------------------------ lookups
+
+    def active(self) -> list[ActiveRequest]:
+        return [p.info() for p in self._pending.values() if p.session_id is not None]
+
+    def pending(self) -> list[PendingRun]:
+        return list(self._pending.values())
+
+    def is_busy(self, session_id: str) -> bool:
+        state = self._states.get(session_id)
+        return state is not None and state.running is not None
+
+    def session_state(self, session_id: str) -> SessionState:
+        return self._states.setdefault(session_id, SessionState())
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop what this process remembers of a deleted session."""
+
+        state = self._states.get(session_id)
+        if state is not None and state.running is None:
+            del self._states[session_id]
+
+    def abort(self, *, session_id: str | None = None, request_id: str | None = None, reason: str = "cancelled") -> int:
+        count = 0
+        for pending in list(self._pending.values()):
+            if (request_id is not None and pending.request_id == request_id) or (
+                session_id is not None and pending.session_id == session_id
+            ):
+                count += pending.abort(reason)
+        return count
+
+    def abort_all(self, reason: str = "cancelled") -> int:
+        return sum(p.abort(reason) for p in list(self._pending.values()))
+
+    def find(self, predicate: Callable[[PendingRun], bool]) -> PendingRun | None:
+        return next((p for p in self._pending.values() if predicate(p)), None)
+
+    # ------------------------------------------------------------ models
+
+    def model_spec(self, spec: str | None) -> str:
+        """The model string a new session records: checked for form, not for a key."""
+
+        spec = spec or self._options().model or default_model()
+        try:
+            split_model_string(spec)
+        except ModelNotUsable as exc:
+            raise ParamsError(f"params.model: {exc}") from None
+        return spec
+
+    def _model(self, spec: str | None) -> ResolvedModel:
+        options = self._options()
+        try:
+            return resolve_model(spec or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+        except ModelNotUsable as exc:
+            raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
+
+    # ------------------------------------------------------------ a request
+
+    def begin(self, params: RequestParams, *, tag: Any = None) -> PendingRun:
+        """Register a request and reserve its session, synchronously (no await before it)."""
+
+        from tunacode_lsp.agent.runner import new_request_id
+
+        pending = PendingRun(new_request_id(), params.session_id, tag)
+        if params.session_id is not None:
+            self._reserve(params.session_id, pending)
+        self._pending[pending.request_id] = pending
+        return pending
+
+    def _reserve(self, session_id: str, pending: PendingRun) -> None:
+        state = self.session_state(session_id)
+        if state.running is not None and state.running is not pending:
+            raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
+        state.running = pending
+        pending.session_id = session_id
+
+    def end(self, pending: PendingRun) -> None:
+        """Forget a request (every path: answered, failed, refused)."""
+
+        self._pending.pop(pending.request_id, None)
+        if pending.session_id is not None:
+            state = self._states.get(pending.session_id)
+            if state is not None and state.running is pending:
+                state.running = None
+
+    async def run(self, pending: PendingRun, params: RequestParams, make_sink: SinkFactory) -> RequestResult:
+        """Resolve the model and session, hold the lease, run the agent, release everything.
+
+        The caller calls `end(pending)` afterwards, whatever happened."""
+
+        from tunacode_lsp.agent.ports import RequestSpec
+        from tunacode_lsp.agent.runner import RequestRun
+        from tunacode_lsp.tools import ToolSettings
+
+        options = self._options()
+        sessions = self._sessions()
+        root = self._workspace_root()
+
+        if params.session_id is not None:
+            record = await sessions.get(params.session_id)
+            if record is None:
+                raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
+            model = self._model(params.model or record.model or None)
+        else:
+            model = self._model(params.model)
+            record = await sessions.create(cwd=str(root), model=model.spec)
+            self._reserve(record.session_id, pending)
+        session_id = record.session_id
+        state = self.session_state(session_id)
+
+        owner = new_owner()  # one lease owner per request
+        if not await sessions.acquire(session_id, owner):
+            raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
+        try:
+            try:
+                history = await sessions.history(session_id)
+            except UnreadableMessageError as exc:
+                raise SessionUnreadable(f"session {session_id} cannot be read: {exc}") from None
+            spec = RequestSpec(
+                request_id=pending.request_id,
+                session_id=session_id,
+                prompt=params.prompt,
+                model=model,
+                workspace_root=root,  # never a stored cwd: an imported document must not widen confinement
+                history=history,
+                max_turns=params.max_turns or options.max_turns,
+                timeout=options.request_timeout,
+                max_retries=options.max_retries,
+                approval=options.approval,
+                tool_settings=ToolSettings(shell_inherit_secrets=options.shell_inherit_secrets),
+                tool_concurrency=options.tool_concurrency,
+                history_token_budget=options.history_token_budget,
+                session_allowed_tools=state.allowed_tools,
+                line_refs=state.line_refs,
+            )
+            sink = make_sink(session_id, pending.request_id, params.prompt)
+            pending.sink = sink
+            run = RequestRun(spec, sink, StoreMessageLog(sessions, session_id, model.spec))
+            pending.run = run
+            if pending.abort_reason is not None:  # aborted while it was starting
+                run.abort(pending.abort_reason)
+            started = time.monotonic()
+            try:
+                result = await run.run()
+            finally:
+                await sessions.release(session_id, owner)  # never waits on the client
+                await sink.close()
+            log.info(
+                "request %s in %s ended: %s after %.2f s",
+                spec.request_id, session_id, result.stop_reason, time.monotonic() - started,
+            )
+            return result
+        except BaseException:
+            if pending.run is None:
+                await sessions.release(session_id, owner)
+            raise

@@ -1,0 +1,105 @@
+"""The request lifecycle under any timing: a request is registered and its session reserved
+the moment its handler starts, so a second request cannot slip in and an abort that arrives
+while it is still starting stops it before the model is called."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsprotocol import types
+
+from tests.conftest import scripted_options
+
+DONE = {"steps": [{"text": "Done."}]}
+WORKSPACE_CONFIG_CAPS = types.ClientCapabilities(
+    workspace=types.WorkspaceClientCapabilities(configuration=True),
+    window=types.WindowClientCapabilities(work_done_progress=True),
+)
+
+
+async def _error_code(awaitable) -> int | None:
+    with pytest.raises(Exception) as info:
+        await awaitable
+    return getattr(info.value, "code", None)
+
+
+async def test_two_requests_on_one_session_in_the_same_instant(lsp, model):
+    """Bug: both ran and the stored history became user, user, assistant, assistant."""
+
+    model.set_script([DONE, DONE, DONE])
+    await lsp.start(init_options=scripted_options(model))
+    session = await lsp.command("tunacode.session.new", {})
+    sid = session["sessionId"]
+
+    first = lsp.send_command("tunacode.request", {"prompt": "one", "sessionId": sid})
+    second = lsp.send_command("tunacode.request", {"prompt": "two", "sessionId": sid})
+    outcomes = await asyncio.gather(first, second, return_exceptions=True)
+
+    answered = [o for o in outcomes if isinstance(o, dict)]
+    refused = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(answered) == 1 and answered[0]["stopReason"] == "end_turn"
+    assert len(refused) == 1 and getattr(refused[0], "code", None) == -32002
+    got = await lsp.command("tunacode.session.get", {"sessionId": sid})
+    assert [m["role"] for m in got["messages"]] == ["user", "assistant"]
+    assert len(model.requests) == 1
+
+
+def _stored_session(home, workspace) -> str:
+    """A session already in the store (made before the server starts, in the real file)."""
+
+    from tunacode_lsp.store.session_store import SessionStore
+
+    store = SessionStore(home / "sessions.sqlite3")
+    try:
+        return store.create_session(cwd=str(workspace), model="openai-compatible:scripted").session_id
+    finally:
+        store.close()
+
+
+async def _start_with_settings_held(lsp, model):
+    """The server asks workspace/configuration after `initialized`; the client holds the
+    answer, so every command waits in its handler (bounded by the server: 5 s)."""
+
+    model.set_script([DONE, DONE])
+    lsp.configuration.block = asyncio.Event()
+    client = await lsp.start(init_options=scripted_options(model), capabilities=WORKSPACE_CONFIG_CAPS, configuration={})
+    await lsp.wait_for(lambda: lsp.configuration.asked >= 1)
+    return client
+
+
+async def test_abort_while_the_request_is_starting(lsp, model, home, workspace):
+    """Bug: an abort that arrived while the request was starting was answered
+    {aborted: 0} and the request went on to call the model."""
+
+    sid = _stored_session(home, workspace)
+    await _start_with_settings_held(lsp, model)
+    pending = lsp.send_command("tunacode.request", {"prompt": "hello", "sessionId": sid})
+    abort = lsp.send_command("tunacode.abort", {"sessionId": sid})
+    lsp.configuration.block.set()  # both handlers go on, the request first
+    assert await asyncio.wait_for(abort, 10) == {"aborted": 1}
+    result = await asyncio.wait_for(pending, 10)
+    assert result["stopReason"] == "cancelled"
+    assert model.requests == [], "the model was called for an aborted request"
+    events = lsp.events_of(result["requestId"])
+    assert events and events[-1]["type"] == "request_end"
+    assert (await lsp.command("tunacode.status"))["activeRequests"] == []
+
+
+async def test_cancel_request_while_the_request_is_starting(lsp, model, home, workspace):
+    sid = _stored_session(home, workspace)
+    client = await _start_with_settings_held(lsp, model)
+    params = types.ExecuteCommandParams(command="tunacode.request", arguments=[{"prompt": "hi", "sessionId": sid}])
+    future = asyncio.ensure_future(
+        client.protocol.send_request_async("workspace/executeCommand", params, msg_id="starting-1")
+    )
+    status = lsp.send_command("tunacode.status")  # queued behind the request, same wait
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id="starting-1"))
+    await asyncio.wait_for(status, 10)  # the cancel notification has been handled by now
+    lsp.configuration.block.set()
+    assert await _error_code(asyncio.wait_for(future, 10)) == -32800
+    assert model.requests == [], "the model was called for a cancelled request"
+    assert (await lsp.command("tunacode.status"))["activeRequests"] == []
+    # the session is free again
+    again = await lsp.command("tunacode.request", {"prompt": "again", "sessionId": sid})
+    assert again["stopReason"] == "end_turn"
