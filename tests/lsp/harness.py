@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from lsprotocol import types
 from pygls.protocol import default_converter
@@ -66,6 +66,7 @@ def make_client(
             await gate.block.wait()
         return [client.get_configuration(section=i.section, scope_uri=i.scope_uri) for i in params.items]
     keep_raw_params(client)
+    _parse_code_actions_by_shape(client)
 
     @client.feature(EVENT)
     async def on_event(params: Any) -> None:
@@ -100,6 +101,21 @@ def make_client(
     return client
 
 
+def _parse_code_actions_by_shape(client: LanguageClient) -> None:
+    """lsprotocol's client-side hook takes any object with a `command` field for a Command,
+    so a CodeAction that carries a Command arrives as a broken Command; tell them apart by
+    the field's type, as VS Code and Neovim do."""
+
+    converter = client.protocol._converter
+
+    def structure(obj: Any, _: type) -> Any:
+        if isinstance(obj.get("command"), str):
+            return converter.structure(obj, types.Command)
+        return converter.structure(obj, types.CodeAction)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)  # noqa: UP007
+
+
 class LspHarness:
     def __init__(self, workspace: Path, home: Path) -> None:
         self.workspace = workspace
@@ -108,6 +124,8 @@ class LspHarness:
         self.cond = asyncio.Condition()
         self.approvals = ApprovalAnswers()
         self.configuration = ConfigurationGate()
+        # extra server->client methods the test client answers: {method: async fn(params)}
+        self.client_handlers: dict[str, Callable[..., Any]] = {}
         self.client: LanguageClient | None = None
         self.initialize_result: types.InitializeResult | None = None
 
@@ -131,6 +149,8 @@ class LspHarness:
         )
         client = await config.start()
         self.client = client
+        for method, handler in self.client_handlers.items():
+            client.feature(method)(handler)
         if configuration is not None:
             client.set_configuration(section="tunacode", item=configuration)
         caps = capabilities or client_capabilities("visual-studio-code")

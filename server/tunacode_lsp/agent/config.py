@@ -32,6 +32,7 @@ class ServerOptions:
     history_token_budget: int = 100_000
     log_file: bool = False
     log_level: str = "info"
+    image_input: str = "auto"  # auto (known vision models) | on | off
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -85,6 +86,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "historyTokenBudget": ("history_token_budget", _is_int(1_000, 10_000_000)),
     "logFile": ("log_file", _is_bool),
     "logLevel": ("log_level", _one_of("debug", "info", "warning", "error")),
+    "imageInput": ("image_input", _one_of("auto", "on", "off")),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

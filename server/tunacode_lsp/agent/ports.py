@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from tunacode_lsp.agent.context import PromptContext
 from tunacode_lsp.agent.models import ResolvedModel
 from tunacode_lsp.contract.protocol import Event, Usage
 from tunacode_lsp.tools import LineRefLedger, ToolSettings
+from tunacode_lsp.tools.diagnostics import DiagnosticsSource
 
 ApprovalDecision = Literal["allow", "allow_session", "deny"]
 
@@ -55,3 +57,5 @@ class RequestSpec:
     # shared across the session's requests (in this server process):
     session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw
+    context: PromptContext | None = None  # editor context given with the prompt
+    diagnostics: DiagnosticsSource | None = None  # the editor's diagnostics, when it can give them

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
-from tinyagent.agent_types import AssistantMessage, ToolCallContent, ToolLoopControl
+from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
 from tunacode_lsp.agent.approvals import approval_summary
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
@@ -109,7 +109,7 @@ class RequestRun:
         """Run the tinyagent loop; an unexpected failure comes back as an error text."""
 
         agent = self._build_agent()
-        prompt = UserMessage(content=[TextContent(text=self.spec.prompt)], timestamp=int(time.time() * 1000))
+        prompt = UserMessage(content=prompt_content(self.spec), timestamp=int(time.time() * 1000))
         stream = agent.stream(prompt)
         abort_wait = asyncio.ensure_future(self.abort_signal.wait())
         deadline: float | None = None  # set at abort: the loop must wind down by then
@@ -161,7 +161,7 @@ class RequestRun:
         )
         agent.set_model(spec.model.model)
         agent.set_system_prompt(build_system_prompt(spec.workspace_root))
-        agent.set_tools([self._wrap_tool(t) for t in build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs)])
+        agent.set_tools([self._wrap_tool(t) for t in build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics)])
         agent.replace_messages([load_message(m) for m in spec.history])
         self._agent = agent
         return agent
@@ -349,6 +349,17 @@ class RequestRun:
             tool_calls=self.registry.summaries(),
             error=error,
         )
+
+
+def prompt_content(spec: RequestSpec) -> list[TextContent | ImageContent]:
+    """The prompt's content blocks: the editor context first (text, then images), then the prompt."""
+
+    context = spec.context
+    if context is None or (not context.text and not context.images):
+        return [TextContent(text=spec.prompt)]
+    text = f"{context.text}\n\n{spec.prompt}" if context.text else spec.prompt
+    images = [ImageContent(url=data, mime_type=mime) for mime, data in context.images]
+    return [TextContent(text=text), *images]
 
 
 def _merge_user_runs(messages: list[Any]) -> list[Any]:

@@ -12,6 +12,7 @@ session is deleted.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tunacode_lsp.agent.config import ServerOptions
+from tunacode_lsp.agent.context import TextOf, resolve_context
 from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
 from tunacode_lsp.agent.ports import AgentSink
 from tunacode_lsp.agent.sessions import SessionService, StoreMessageLog
@@ -32,12 +34,14 @@ from tunacode_lsp.contract.protocol import (
     ParamsError,
     RequestParams,
     RequestResult,
+    parse_context,
 )
 from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import UnreadableMessageError
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.records import iso_from_us
 from tunacode_lsp.tools import LineRefLedger
+from tunacode_lsp.tools.diagnostics import DiagnosticsSource
 
 if TYPE_CHECKING:
     from tunacode_lsp.agent.runner import RequestRun
@@ -194,7 +198,15 @@ class RunService:
             if state is not None and state.running is pending:
                 state.running = None
 
-    async def run(self, pending: PendingRun, params: RequestParams, make_sink: SinkFactory) -> RequestResult:
+    async def run(
+        self,
+        pending: PendingRun,
+        params: RequestParams,
+        make_sink: SinkFactory,
+        *,
+        text_of: TextOf | None = None,
+        diagnostics: DiagnosticsSource | None = None,
+    ) -> RequestResult:
         """Resolve the model and session, hold the lease, run the agent, release everything.
 
         The caller calls `end(pending)` afterwards, whatever happened."""
@@ -213,7 +225,12 @@ class RunService:
                 raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
             model = self._model(params.model or record.model or None)
         else:
-            model = self._model(params.model)
+            record, model = None, self._model(params.model)
+        context = await asyncio.to_thread(
+            resolve_context, parse_context(params.context), root,
+            model_id=model.model_id, image_input=options.image_input, text_of=text_of,
+        ) if params.context else None  # checked before anything is created
+        if record is None:
             record = await sessions.create(cwd=str(root), model=model.spec)
             self._reserve(record.session_id, pending)
         session_id = record.session_id
@@ -243,6 +260,8 @@ class RunService:
                 history_token_budget=options.history_token_budget,
                 session_allowed_tools=state.allowed_tools,
                 line_refs=state.line_refs,
+                context=context,
+                diagnostics=diagnostics,
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink

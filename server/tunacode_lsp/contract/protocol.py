@@ -157,12 +157,119 @@ MAX_PROMPT_CHARS = 1_000_000
 # ---------------------------------------------------------------- command params
 
 
+# ---------------------------------------------------------------- context items
+
+MAX_CONTEXT_ITEMS = 50
+MAX_SELECTION_CHARS = 200_000
+MAX_DIAGNOSTIC_CHARS = 4_000
+MAX_IMAGE_BASE64_CHARS = 7_000_000  # about 5 MB of image
+IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+@attrs.define
+class Position:
+    line: int
+    character: int
+
+
+@attrs.define
+class Range:
+    start: Position
+    end: Position
+
+
+@attrs.define
+class FileContext:
+    uri: str
+    type: str = "file"
+
+
+@attrs.define
+class SelectionContext:
+    uri: str
+    range: Range
+    text: str | None = attrs.field(default=None, metadata={"omit": True})
+    type: str = "selection"
+
+
+@attrs.define
+class DiagnosticContext:
+    uri: str
+    range: Range
+    message: str
+    severity: int | None = attrs.field(default=None, metadata={"omit": True})
+    source: str | None = attrs.field(default=None, metadata={"omit": True})
+    code: Any = attrs.field(default=None, metadata={"omit": True})  # a number or a string (LSP)
+    type: str = "diagnostic"
+
+
+@attrs.define
+class ImageContext:
+    mime_type: str
+    data: str  # base64
+    type: str = "image"
+
+
+ContextItem = FileContext | SelectionContext | DiagnosticContext | ImageContext
+CONTEXT_TYPES: dict[str, type] = {
+    "file": FileContext,
+    "selection": SelectionContext,
+    "diagnostic": DiagnosticContext,
+    "image": ImageContext,
+}
+
+
+def parse_context(raw: list[dict[str, Any]] | None) -> list[ContextItem]:
+    """Typed context items, or ParamsError naming the bad one (`params.context[2].range`)."""
+
+    if not raw:
+        return []
+    if len(raw) > MAX_CONTEXT_ITEMS:
+        raise ParamsError(f"params.context: at most {MAX_CONTEXT_ITEMS} items")
+    items: list[ContextItem] = []
+    for index, item in enumerate(raw):
+        where = f"params.context[{index}]"
+        kind = item.get("type")
+        cls = CONTEXT_TYPES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            known = ", ".join(CONTEXT_TYPES)
+            raise ParamsError(f"{where}.type: unknown context item type {str(kind)[:40]!r} (expected one of {known})")
+        try:
+            parsed: ContextItem = converter.structure(item, cls)
+        except cattrs.BaseValidationError as exc:
+            problems = [_wire_path(p) for p in cattrs.transform_error(exc, path=where)]
+            raise ParamsError("; ".join(problems)) from None
+        _check_context_item(parsed, where)
+        items.append(parsed)
+    return items
+
+
+def _check_context_item(item: ContextItem, where: str) -> None:
+    if isinstance(item, SelectionContext | DiagnosticContext):
+        start, end = item.range.start, item.range.end
+        if min(start.line, start.character, end.line, end.character) < 0 or (end.line, end.character) < (start.line, start.character):
+            raise ParamsError(f"{where}.range: not a valid range (negative, or its end before its start)")
+    if isinstance(item, SelectionContext) and item.text is not None and len(item.text) > MAX_SELECTION_CHARS:
+        raise ParamsError(f"{where}.text is longer than {MAX_SELECTION_CHARS:,} characters")
+    if isinstance(item, DiagnosticContext):
+        if len(item.message) > MAX_DIAGNOSTIC_CHARS:
+            raise ParamsError(f"{where}.message is longer than {MAX_DIAGNOSTIC_CHARS:,} characters")
+        if item.code is not None and (isinstance(item.code, bool) or not isinstance(item.code, int | str)):
+            raise ParamsError(f"{where}.code: expected a number or a string")
+    if isinstance(item, ImageContext):
+        if item.mime_type not in IMAGE_MIME_TYPES:
+            raise ParamsError(f"{where}.mimeType: {item.mime_type[:40]!r} is not an accepted image type ({', '.join(IMAGE_MIME_TYPES)})")
+        if len(item.data) > MAX_IMAGE_BASE64_CHARS:
+            raise ParamsError(f"{where}.data: the image is larger than about 5 MB")
+
+
 @attrs.define
 class RequestParams:
     prompt: str
     session_id: str | None = None
     model: str | None = None
     max_turns: int | None = None
+    context: list[dict[str, Any]] | None = None
 
     def validate(self) -> None:
         _non_empty("prompt", self.prompt)
@@ -171,6 +278,7 @@ class RequestParams:
         _non_empty("session_id", self.session_id)
         _non_empty("model", self.model)
         _positive("max_turns", self.max_turns)
+        parse_context(self.context)
 
 
 @attrs.define

@@ -8,13 +8,17 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from pygls import uris
 from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
 
+from tunacode_lsp.agent.context import TextOf
 from tunacode_lsp.agent.runs import PendingRun, RunService, SessionUnreadable
 from tunacode_lsp.contract.protocol import RequestParams, RequestResult
+from tunacode_lsp.lsp.editor import diagnostics_source
 
 if TYPE_CHECKING:
     from tunacode_lsp.lsp.server import TunaLanguageServer
@@ -83,6 +87,16 @@ class LspRuns(RunService):
         pending.abort("cancelled")
         return True
 
+    def open_documents(self) -> TextOf:
+        """The editor's text of the documents open now (a snapshot taken on the event loop)."""
+
+        texts: dict[str, str] = {}
+        if self._ls.protocol._workspace is not None:
+            for uri, document in self._ls.workspace.text_documents.items():
+                if uri.startswith("file:"):
+                    texts[os.path.realpath(uris.to_fs_path(uri) or "")] = document.source
+        return lambda path: texts.get(str(path))
+
     async def serve(self, pending: PendingRun, params: RequestParams, *, work_done_token: Any) -> RequestResult:
         """Run a registered request to its answer (the caller registered it with `begin`)."""
 
@@ -92,7 +106,9 @@ class LspRuns(RunService):
             return LspSink(self._ls, session_id=session_id, request_id=request_id, prompt=prompt, client_token=work_done_token)
 
         try:
-            result = await self.run(pending, params, make_sink)
+            result = await self.run(
+                pending, params, make_sink, text_of=self.open_documents(), diagnostics=diagnostics_source(self._ls)
+            )
         except SessionUnreadable as exc:
             raise JsonRpcInternalError(message=str(exc)) from None
         finally:

@@ -64,6 +64,7 @@ from tunacode_lsp.contract.protocol import (
     parse_params,
     to_wire,
 )
+from tunacode_lsp.lsp.code_actions import code_actions
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
 from tunacode_lsp.lsp.runs import LspRuns, warm_up
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
@@ -290,6 +291,19 @@ async def read_configuration(ls: TunaLanguageServer) -> None:
         return
     if sections and isinstance(sections[0], dict):
         ls.apply_settings(sections[0], base=ls.init_options)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Empty]),
+)
+def on_code_action(ls: TunaLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    selected: str | None = None
+    if document.version is not None:  # open in the editor: its text, in the client's position encoding
+        start, end = document.offset_at_position(params.range.start), document.offset_at_position(params.range.end)
+        selected = document.source[start:end]
+    return code_actions(params, selected, Path(document.path).name or params.text_document.uri)
 
 
 @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)

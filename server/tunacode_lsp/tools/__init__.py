@@ -10,6 +10,7 @@ from typing import Any
 from tinyagent.agent_types import AgentTool
 
 from tunacode_lsp.tools.bash import create_bash_tool
+from tunacode_lsp.tools.diagnostics import DiagnosticsSource, create_diagnostics_tool
 from tunacode_lsp.tools.edit_file import create_edit_file_tool
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.grep import create_grep_tool
@@ -41,14 +42,18 @@ SUMMARY_CHARS = 80
 
 
 def build_tools(
-    workspace_root: Path, settings: ToolSettings = ToolSettings(), *, ledger: LineRefLedger | None = None
+    workspace_root: Path,
+    settings: ToolSettings = ToolSettings(),
+    *,
+    ledger: LineRefLedger | None = None,
+    diagnostics: DiagnosticsSource | None = None,
 ) -> list[AgentTool]:
     """All tools for one workspace. read_file and edit_file share `ledger`, the record of the line
     references the model has seen; pass one ledger per session so that references from an earlier
     request stay usable (without it, a new request must read a file again before line edits)."""
     root = Path(workspace_root)
     ledger = ledger if ledger is not None else LineRefLedger()
-    return [
+    tools = [
         create_read_file_tool(root, settings, ledger=ledger),
         create_write_file_tool(root, settings),
         create_edit_file_tool(root, settings, ledger=ledger),
@@ -56,6 +61,9 @@ def build_tools(
         create_grep_tool(root, settings),
         create_list_files_tool(root, settings),
     ]
+    if diagnostics is not None:  # only when the editor can answer
+        tools.append(create_diagnostics_tool(root, diagnostics))
+    return tools
 
 
 def _short(text: str) -> str:

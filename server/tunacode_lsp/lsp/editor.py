@@ -1,0 +1,96 @@
+"""What the server asks of a rich client's editor, each with a bounded wait.
+
+`tunacode/diagnostics {uris}` -> `{items: [{uri, diagnostics}]}`: the errors the editor's
+other language servers report, for clients that advertise
+`capabilities.experimental.tunacode.diagnostics`. A client that does not answer in time is
+sent `$/cancelRequest` and the tool gets a clear error; the request goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls import uris
+from pygls.lsp.server import LanguageServer
+
+from tunacode_lsp.tools.diagnostics import DiagnosticsSource
+from tunacode_lsp.tools.errors import ToolError
+
+log = logging.getLogger(__name__)
+
+DIAGNOSTICS_REQUEST = "tunacode/diagnostics"
+EDITOR_WAIT_SECONDS = 5.0
+
+
+def client_offers(ls: LanguageServer, feature: str) -> bool:
+    """`capabilities.experimental.tunacode.<feature>` is true in the client's initialize."""
+
+    experimental = getattr(ls.client_capabilities, "experimental", None)
+    tunacode = experimental.get("tunacode") if isinstance(experimental, dict) else None
+    return isinstance(tunacode, dict) and tunacode.get(feature) is True
+
+
+def _plain(value: Any) -> Any:
+    """pygls hands results of methods it has no type for as namedtuples; make them JSON again."""
+
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def diagnostics_source(ls: LanguageServer) -> DiagnosticsSource | None:
+    if not client_offers(ls, "diagnostics"):
+        return None
+
+    async def fetch(paths: list[Path]) -> dict[Path, list[dict[str, Any]]]:
+        by_uri = {p.as_uri(): p for p in paths}
+        msg_id = f"tunacode-diagnostics-{uuid.uuid4().hex[:12]}"
+        future = asyncio.wrap_future(ls.protocol.send_request(DIAGNOSTICS_REQUEST, {"uris": list(by_uri)}, msg_id=msg_id))
+        try:
+            answer = _plain(await asyncio.wait_for(future, EDITOR_WAIT_SECONDS))
+        except TimeoutError:
+            _withdraw(ls, msg_id)
+            raise ToolError(f"The editor did not report diagnostics within {EDITOR_WAIT_SECONDS:g} s.") from None
+        except Exception as exc:  # the client refused or failed
+            raise ToolError(f"The editor could not report diagnostics: {str(exc)[:200]}") from None
+        items = answer.get("items") if isinstance(answer, dict) else None
+        if not isinstance(items, list):
+            raise ToolError("The editor's diagnostics answer was not understood (expected {items: [...]}).")
+        found: dict[Path, list[dict[str, Any]]] = {}
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("uri"), str):
+                continue
+            path = by_uri.get(item["uri"]) or _path_of(item["uri"], by_uri)
+            diagnostics = item.get("diagnostics")
+            if path is not None and isinstance(diagnostics, list):
+                found[path] = [d for d in diagnostics if isinstance(d, dict)]
+        return found
+
+    return fetch
+
+
+def _path_of(uri: str, by_uri: dict[str, Path]) -> Path | None:
+    """Clients may spell a URI differently (percent-encoding, drive case): compare real paths."""
+
+    fs_path = uris.to_fs_path(uri)
+    if not fs_path:
+        return None
+    real = os.path.realpath(fs_path)
+    return next((p for p in by_uri.values() if str(p) == real), None)
+
+
+def _withdraw(ls: LanguageServer, msg_id: str) -> None:
+    """Tell the client we stopped waiting, and take its late answer quietly."""
+
+    ls.protocol._request_futures.pop(msg_id, None)
+    ls.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
