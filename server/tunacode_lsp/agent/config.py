@@ -33,6 +33,7 @@ class ServerOptions:
     log_file: bool = False
     log_level: str = "info"
     image_input: str = "auto"  # auto (known vision models) | on | off
+    text_tool_calls: str = "auto"  # auto: parse tool calls written as text | off
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -87,6 +88,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "logFile": ("log_file", _is_bool),
     "logLevel": ("log_level", _one_of("debug", "info", "warning", "error")),
     "imageInput": ("image_input", _one_of("auto", "on", "off")),
+    "textToolCalls": ("text_tool_calls", _one_of("auto", "off")),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

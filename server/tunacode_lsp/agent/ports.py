@@ -56,6 +56,7 @@ class RequestSpec:
     history_token_budget: int = 100_000
     # shared across the session's requests (in this server process):
     session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
+    session_notices: set[str] = field(default_factory=set)  # notices already given in this session
     line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw
     context: PromptContext | None = None  # editor context given with the prompt
     diagnostics: DiagnosticsSource | None = None  # the editor's diagnostics, when it can give them

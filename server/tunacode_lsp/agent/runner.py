@@ -26,8 +26,9 @@ from tunacode_lsp.agent.system_prompt import build_system_prompt
 from tunacode_lsp.contract.protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
 from tunacode_lsp.core.codec import dump_message, load_message
 from tunacode_lsp.core.history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
-from tunacode_lsp.tools.errors import ToolCancelled
+from tunacode_lsp.tools.errors import ToolCancelled, retry_hint
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ class RequestRun:
                     max_retries=spec.max_retries,
                     notify=lambda text: self.sink.emit(Notice(text)),
                     on_model_call=self._count_model_call,
+                    on_text_tool_calls=self._text_tool_calls_parsed,
                 ),
                 get_api_key=lambda _provider: spec.model.api_key,
                 convert_to_llm=self._convert_to_llm,
@@ -168,6 +170,16 @@ class RequestRun:
 
     def _count_model_call(self) -> None:
         self._model_calls += 1
+
+    def _text_tool_calls_parsed(self) -> None:
+        """Say once per session that the model writes its tool calls as text."""
+
+        if "text_tool_calls" not in self.spec.session_notices:
+            self.spec.session_notices.add("text_tool_calls")
+            self.sink.emit(Notice(
+                "The model wrote its tool calls as text instead of structured tool calls; TunaCode "
+                "parsed and ran them (setting textToolCalls). A server-side tool parser is more reliable."
+            ))
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
         llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
@@ -245,12 +257,14 @@ class RequestRun:
         call_id = tool_call.id or ""
         await self._until(self.registry.wait_in_order(call_id))
         if tool is None:
-            return _error_result(f"unknown tool {name!r}; the tools are: " + ", ".join(sorted(self._tool_names())))
+            return _error_result(retry_hint(
+                f"Unknown tool {clip(name, 80)!r}", "use one of: " + ", ".join(sorted(self._tool_names()))
+            ))
         if tool_call.partial_json:
-            return _error_result(
-                f"the arguments of this {name} call were not valid JSON; send them again as one JSON object. "
-                f"Received: {tool_call.partial_json[:300]}"
-            )
+            return _error_result(retry_hint(
+                f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
+                "send them as one JSON object",
+            ))
         if name not in CHANGING_TOOLS:
             return None
         approval = self.spec.approval

@@ -67,6 +67,7 @@ class SessionState:
     allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw
     running: PendingRun | None = None  # the busy reservation
+    notices: set[str] = field(default_factory=set)  # once-per-session notices already given
 
 
 class PendingRun:
@@ -165,7 +166,12 @@ class RunService:
     def _model(self, spec: str | None) -> ResolvedModel:
         options = self._options()
         try:
-            return resolve_model(spec or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+            return resolve_model(
+                spec or options.model,
+                base_url=options.base_url,
+                read_timeout=options.stream_read_timeout,
+                text_tool_calls=options.text_tool_calls != "off",
+            )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
 
@@ -259,6 +265,7 @@ class RunService:
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
                 session_allowed_tools=state.allowed_tools,
+                session_notices=state.notices,
                 line_refs=state.line_refs,
                 context=context,
                 diagnostics=diagnostics,

@@ -117,7 +117,9 @@ class RetryingStream:
         *,
         max_retries: int,
         notify: Callable[[str], None],
+        on_text_tool_calls: Callable[[], None] | None = None,
     ) -> None:
+        self._on_text_tool_calls = on_text_tool_calls
         self._provider = provider
         self._model = model
         self._context = context
@@ -181,9 +183,10 @@ class RetryingStream:
     async def __anext__(self) -> AssistantMessageEvent:
         if not self._opened:
             await self._open()
-        if self._buffer:
-            return self._buffer.pop(0)
-        return await self._inner.__anext__()
+        event = self._buffer.pop(0) if self._buffer else await self._inner.__anext__()
+        if event.type == "done" and getattr(self._inner, "text_tool_calls", 0) and self._on_text_tool_calls:
+            self._on_text_tool_calls()
+        return event
 
     async def result(self) -> AssistantMessage:
         if not self._opened:
@@ -203,6 +206,7 @@ def make_stream_fn(
     max_retries: int,
     notify: Callable[[str], None],
     on_model_call: Callable[[], None],
+    on_text_tool_calls: Callable[[], None] | None = None,
     provider: ProviderFn = stream_openai_chat,
 ) -> Callable[[Model, Context, SimpleStreamOptions], Awaitable[RetryingStream]]:
     """A tinyagent StreamFn bound to one request's abort signal and retry policy."""
@@ -210,6 +214,9 @@ def make_stream_fn(
     async def stream_fn(model: Model, context: Context, options: SimpleStreamOptions) -> RetryingStream:
         on_model_call()
         options = options.model_copy(update={"signal": signal})
-        return RetryingStream(provider, model, context, options, max_retries=max_retries, notify=notify)
+        return RetryingStream(
+            provider, model, context, options,
+            max_retries=max_retries, notify=notify, on_text_tool_calls=on_text_tool_calls,
+        )
 
     return stream_fn
