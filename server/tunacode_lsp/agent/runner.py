@@ -163,7 +163,8 @@ class RequestRun:
         )
         agent.set_model(spec.model.model)
         agent.set_system_prompt(build_system_prompt(spec.workspace_root))
-        agent.set_tools([self._wrap_tool(t) for t in build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics)])
+        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics)
+        agent.set_tools([self._wrap_tool(t) for t in [*tools, *spec.extra_tools]])
         agent.replace_messages([load_message(m) for m in spec.history])
         self._agent = agent
         return agent
@@ -265,7 +266,7 @@ class RequestRun:
                 f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
                 "send them as one JSON object",
             ))
-        if name not in CHANGING_TOOLS:
+        if name not in CHANGING_TOOLS and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
