@@ -24,6 +24,7 @@ from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt
 from tunacode_lsp.contract.protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
+from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import dump_message, load_message
 from tunacode_lsp.core.history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
 from tunacode_lsp.core.text import clip
@@ -226,30 +227,16 @@ class RequestRun:
     async def _until(self, work: Any) -> None:
         """Await `work`, or stop waiting when the request is aborted."""
 
-        task = asyncio.ensure_future(work)
-        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
-        try:
-            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            task.cancel()
-            abort_wait.cancel()
+        await race_abort(work, self.abort_signal)
 
     async def _run_abortable(self, work: Any) -> AgentToolResult:
         """Run a tool; after an abort it gets a short grace to stop by itself (kill its
         processes), then it is cancelled, so a tool stuck in a thread cannot hold the request."""
 
-        task = asyncio.ensure_future(work)
-        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
-        try:
-            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if not task.done():
-                await asyncio.wait({task}, timeout=TOOL_STOP_GRACE_SECONDS)
-            if not task.done():
-                task.cancel()
-                raise ToolCancelled("cancelled by the user (the tool did not stop in time)")
-            return task.result()
-        finally:
-            abort_wait.cancel()
+        raced = await race_abort(work, self.abort_signal, grace=TOOL_STOP_GRACE_SECONDS)
+        if not raced.finished:
+            raise ToolCancelled("cancelled by the user (the tool did not stop in time)")
+        return raced.result()
 
     async def _before_tool_call(
         self, tool_call: ToolCallContent, tool: AgentTool | None, args: dict[str, Any]
@@ -288,16 +275,10 @@ class RequestRun:
     async def _ask(self, request: ApprovalRequest) -> str:
         """Ask for approval; an abort ends the wait as a denial."""
 
-        ask = asyncio.ensure_future(self.sink.ask_approval(request))
-        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
-        try:
-            done, _ = await asyncio.wait({ask, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if ask in done and not ask.cancelled() and ask.exception() is None:
-                return ask.result()
-            return "deny"
-        finally:
-            ask.cancel()
-            abort_wait.cancel()
+        raced = await race_abort(self.sink.ask_approval(request), self.abort_signal)
+        if raced.finished and raced.task.exception() is None:
+            return raced.result()
+        return "deny"
 
     def _tool_names(self) -> list[str]:
         return [t.name for t in self._agent.state.tools] if self._agent else []

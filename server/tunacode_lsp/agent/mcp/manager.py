@@ -25,6 +25,7 @@ from jsonschema.exceptions import SchemaError
 from tinyagent.agent_types import AgentTool, AgentToolResult, ImageContent, TextContent
 
 from tunacode_lsp.agent.mcp.config import McpServerSpec
+from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 STOP_SECONDS = 5.0
 MAX_RESTARTS = 3
 RESTART_DELAYS = (1.0, 2.0, 4.0)
-CANCEL_GRACE_SECONDS = 1.0
 MAX_RESULT_CHARS = 30_000
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what model providers accept
 
@@ -258,24 +258,14 @@ class McpManager:
 
 
 async def _call(conn: McpConnection, client: Any, tool: McpTool, args: dict[str, Any], call: ToolCall, timeout: float) -> AgentToolResult:
-    task = asyncio.ensure_future(client.call_tool(tool.name, args, read_timeout_seconds=timeout))
-    waiters: set[asyncio.Future[Any]] = {task}
-    abort = asyncio.ensure_future(call.signal.wait()) if call.signal is not None else None
-    if abort is not None:
-        waiters.add(abort)
-    try:
-        await asyncio.wait(waiters, timeout=timeout + 5, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if abort is not None:
-            abort.cancel()
-    if not task.done():
-        task.cancel()  # the SDK sends notifications/cancelled to the server
-        await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
-        if call.aborted:
-            raise ToolCancelled()
+    # a cancelled call makes the SDK send notifications/cancelled to the server
+    raced = await race_abort(client.call_tool(tool.name, args, read_timeout_seconds=timeout), call.signal, timeout=timeout + 5)
+    if raced.aborted:
+        raise ToolCancelled()
+    if raced.timed_out:
         raise ToolError(f"MCP tool {tool.name} did not answer within {timeout:g} s (mcpToolTimeout).")
     try:
-        result = task.result()
+        result = raced.result()
     except Exception as exc:  # noqa: BLE001 - a failed call is an error result
         reason = _reason(exc)
         if "timed out" in reason.lower() or isinstance(exc, TimeoutError):

@@ -19,6 +19,7 @@ from tinyagent import AssistantMessage, AssistantMessageEvent, Context, Model, S
 from tinyagent.agent_types import ZERO_USAGE
 
 from tunacode_lsp.agent.provider.openai_chat import stream_openai_chat
+from tunacode_lsp.core.abort import race_abort
 
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 CONTENT_EVENTS = frozenset(
@@ -133,15 +134,7 @@ class RetryingStream:
     async def _wait_or_abort(self, delay: float) -> bool:
         """Sleep for a backoff delay; True when an abort arrived first."""
 
-        signal = self._options.signal
-        if signal is None:
-            await asyncio.sleep(delay)
-            return False
-        try:
-            await asyncio.wait_for(signal.wait(), timeout=delay)
-        except TimeoutError:
-            return False
-        return True
+        return (await race_abort(asyncio.sleep(delay), self._options.signal)).aborted
 
     async def _open(self) -> None:
         self._opened = True
