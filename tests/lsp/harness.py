@@ -88,8 +88,7 @@ def make_client(
             cond.notify_all()
         try:
             if approvals.block is not None:
-                await approvals.block.wait()
-                return None
+                await approvals.block.wait()  # then answered with `answer` as it is then
             if approvals.answer is None:
                 return None
             return types.MessageActionItem(title=approvals.answer)

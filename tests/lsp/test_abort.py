@@ -117,7 +117,7 @@ async def test_abort_mid_tool_kills_the_process_group(lsp, model, workspace):
         FOLLOW_UP,
     ])
     os.mkfifo(workspace / "ready")  # the command blocks on it until we read its pid: no polling
-    await lsp.start(init_options=scripted_options(model))
+    await lsp.start(init_options=scripted_options(model, shellSandbox="off"))  # host pids: unsandboxed
     pending = lsp.send_command("tunacode.request", {"prompt": "run it"})
     running = await lsp.wait_for_event(_is("tool_call_update", status="in_progress"))
     pid = int(await asyncio.wait_for(asyncio.to_thread((workspace / "ready").read_text), 10))

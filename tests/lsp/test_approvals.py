@@ -25,7 +25,7 @@ async def test_allow_runs_the_tool_after_asking(lsp, model, workspace):
     assert result["stopReason"] == "end_turn"
     assert (workspace / "notes.txt").read_text() == "hello\n"
     [prompt] = lsp.approvals.prompts
-    assert "write_file" in prompt.message and "create notes.txt (1 lines, 6 bytes)" in prompt.message
+    assert "create notes.txt (1 lines)" in prompt.message and "+hello" in prompt.message
     assert [a.title for a in prompt.actions] == ["Allow", "Allow for this session", "Deny"]
     statuses = [e["status"] for e in lsp.events_of(result["requestId"]) if e["type"] == "tool_call_update"]
     assert statuses == ["awaiting_approval", "in_progress", "completed"]

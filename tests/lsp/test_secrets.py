@@ -64,7 +64,7 @@ async def test_the_api_key_is_never_stored_logged_or_sent_as_an_event(lsp, model
 
 
 async def test_event_payloads_and_tool_previews_are_bounded(lsp, model, workspace):
-    huge_text, huge_content = "t" * 200_000, "y\n" * 150_000
+    huge_text, huge_content = "t" * 200_000, "y\n" * 60_000  # 180 KB of JSON: under the 256 KB argument limit
     model.set_script([
         {"steps": [{"text": huge_text},
                    {"tool_call": {"name": "write_file", "arguments": {"filepath": "big.txt", "content": huge_content}}}]},

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from tunacode_lsp.agent.approvals import approval_summary
+import pytest
+
+from tunacode_lsp.agent.approvals import approval_view
 from tunacode_lsp.agent.usage import normalize_usage
 from tunacode_lsp.contract.protocol import Usage
+from tunacode_lsp.tools import LineRefLedger, ToolError
 
 
 def test_reported_cost_wins():
@@ -28,11 +31,26 @@ def test_usage_adds():
     assert Usage(1, 2, 3, 4, 10, 0.1) + Usage(1, 1, 1, 1, 4, 0.2) == Usage(2, 3, 4, 5, 14, 0.3)
 
 
-def test_approval_summaries():
-    assert approval_summary("bash", {"command": "make test", "cwd": "sub"}) == "run `make test` (in sub)"
-    assert approval_summary("write_file", {"filepath": "a.py", "content": "x\ny\n"}) == "create a.py (2 lines, 4 bytes)"
-    assert approval_summary("edit_file", {"filepath": "a.py", "edits": [{"old_text": "a", "new_text": "b\nc"}]}) == \
-        "edit a.py: 1 change (-1 +2 lines)"
-    assert approval_summary("edit_file", {"filepath": "a.py", "old_text": "a\nb", "new_text": ""}) == \
-        "edit a.py: 1 change (-2 +0 lines)"
-    assert len(approval_summary("bash", {"command": "x" * 1000})) < 320
+def test_approval_views(tmp_path):
+    (tmp_path / "a.py").write_text("a\nb\n")
+    ledger = LineRefLedger()
+    view = approval_view("bash", {"command": "make test", "cwd": "sub"}, tmp_path, ledger)
+    assert (view.summary, view.detail, view.detail_kind) == ("run make test (in sub)", "make test", "command")
+    padded = "echo hi" + " " * 400 + "; touch HIDDEN"
+    view = approval_view("bash", {"command": padded}, tmp_path, ledger)
+    assert view.detail == padded and "[400 blanks]; touch HIDDEN" in view.summary  # never cut, padding visible
+    with pytest.raises(ToolError, match="characters long"):
+        approval_view("bash", {"command": "x" * 5000}, tmp_path, ledger)
+
+    view = approval_view("write_file", {"filepath": "n.py", "content": "x\ny\n"}, tmp_path, ledger)
+    assert view.summary == "create n.py (2 lines)" and "+x\n+y" in view.detail and view.digest
+
+    for args in (
+        {"filepath": "a.py", "edits": [{"old_text": "a", "new_text": "b\nc"}]},
+        {"filepath": "a.py", "edits": '[{"old_text": "a", "new_text": "b\\nc"}]'},  # edits as a JSON string
+    ):
+        view = approval_view("edit_file", args, tmp_path, ledger)
+        assert view.summary == "edit a.py: 1 change (-1 +2 lines)", args
+        assert {"-a", "+c"} <= set(view.detail.splitlines()) and view.detail_kind == "diff"
+    assert approval_view("edit_file", {"filepath": "a.py", "old_text": "a\nb", "new_text": ""}, tmp_path, ledger).summary == \
+        "edit a.py: 1 change (-2 +1 lines)"  # the real diff: an empty line is left

@@ -1,44 +1,82 @@
-"""Readable summaries of what a changing tool call would do, for the approval prompt."""
+"""What an approval shows: exactly what will run, computed from the arguments the tool will use.
+
+- bash: the whole command (a command that cannot be shown whole is refused before anyone is
+  asked: tools/bash.py `command_problem`); long runs of blanks are made visible.
+- write_file / edit_file: the unified diff, computed by the same parsing and planning the tool
+  runs (tools/previews.py), bounded and saying so when cut; the tool later writes only those
+  exact bytes.
+- MCP tools: the server, the tool and the full arguments.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-MAX_COMMAND_CHARS = 300
+from tunacode_lsp.tools.bash import command_problem
+from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.line_refs import LineRefLedger
+from tunacode_lsp.tools.previews import preview_edit, preview_write
+
+_BLANKS = re.compile(r"[ \t]{8,}")
+MAX_ARGUMENTS_SHOWN = 20_000
 
 
-def _lines(text: Any) -> int:
-    return len(text.splitlines()) if isinstance(text, str) and text else 0
+@dataclass(frozen=True)
+class ApprovalView:
+    summary: str  # one line
+    detail: str  # the full command, the diff, or the JSON arguments
+    detail_kind: str  # command | diff | arguments
+    truncated: bool = False
+    digest: str | None = None  # for file changes: the bytes the user approves
 
 
-def _edits(args: dict[str, Any]) -> list[dict[str, Any]]:
-    edits = args.get("edits")
-    if isinstance(edits, list):
-        return [e for e in edits if isinstance(e, dict)]
-    if "old_text" in args or "new_text" in args:
-        return [args]
-    return []
+def visible_blanks(text: str) -> str:
+    """Runs of blanks shown as `[400 blanks]`, so padding cannot push a command out of sight."""
+
+    return _BLANKS.sub(lambda m: f"[{len(m.group(0))} blanks]", text)
 
 
-def approval_summary(name: str, args: dict[str, Any]) -> str:
-    path = args.get("filepath") if isinstance(args.get("filepath"), str) else "?"
+def approval_view(name: str, args: dict[str, Any], root: Path, ledger: LineRefLedger) -> ApprovalView:
+    """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked)."""
+
     if name == "bash":
         command = str(args.get("command", ""))
-        if len(command) > MAX_COMMAND_CHARS:
-            command = command[: MAX_COMMAND_CHARS - 1] + "…"
-        where = f" (in {args['cwd']})" if isinstance(args.get("cwd"), str) else ""
-        return f"run `{command}`{where}"
+        problem = command_problem(command)
+        if problem:
+            raise ToolError(problem)
+        where = f" (in {args['cwd']})" if isinstance(args.get("cwd"), str) and args["cwd"] not in ("", ".") else ""
+        first = visible_blanks(command.strip().splitlines()[0]) if command.strip() else ""
+        more = " …" if len(command.strip().splitlines()) > 1 else ""
+        return ApprovalView(f"run {first}{more}{where}", command, "command")
     if name == "write_file":
-        content = args.get("content", "")
-        size = len(content.encode("utf-8")) if isinstance(content, str) else 0
-        return f"create {path} ({_lines(content)} lines, {size} bytes)"
+        preview = preview_write(root, args)
+        return ApprovalView(
+            f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest
+        )
     if name == "edit_file":
-        edits = _edits(args)
-        removed = sum(_lines(e.get("old_text")) or (1 if "line" in e else 0) for e in edits)
-        added = sum(_lines(e.get("new_text")) for e in edits)
-        return f"edit {path}: {len(edits)} change{'s' if len(edits) != 1 else ''} (-{removed} +{added} lines)"
+        preview = preview_edit(root, _prepared_edit_args(args), ledger)
+        changes = f"{preview.edits} change{'s' if preview.edits != 1 else ''}"
+        return ApprovalView(
+            f"edit {preview.path}: {changes} (-{preview.removed} +{preview.added} lines)",
+            preview.diff, "diff", preview.truncated, preview.digest,
+        )
+    shown = json.dumps(args, ensure_ascii=False, indent=2, default=str)
+    cut = len(shown) > MAX_ARGUMENTS_SHOWN
     if name.startswith("mcp__"):
         _, server, tool = name.split("__", 2)
-        return f"call the MCP server '{server}' tool '{tool}' with {json.dumps(args, ensure_ascii=False, default=str)}"
-    return ", ".join(f"{k}={v!r}"[:80] for k, v in args.items())
+        summary = f"call the MCP server '{server}' tool '{tool}'"
+    else:
+        summary = f"call {name}"
+    return ApprovalView(summary, shown[:MAX_ARGUMENTS_SHOWN] + ("\n[arguments cut]" if cut else ""), "arguments", cut)
+
+
+def _prepared_edit_args(args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as edit_file's own `prepare` step makes them (edits sent as a JSON string)."""
+
+    from tunacode_lsp.tools.edit_file import _prepare
+
+    return _prepare(dict(args))

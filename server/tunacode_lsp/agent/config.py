@@ -37,6 +37,8 @@ class ServerOptions:
     mcp_servers: Any = None  # the raw mcpServers object (checked by agent/mcp/config.py)
     mcp_tool_timeout: float = 120.0
     mcp_startup_timeout: float = 30.0
+    shell_sandbox: str = "auto"  # auto | required | off
+    shell_network: bool = True
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -99,6 +101,8 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "mcpServers": ("mcp_servers", _is_object),
     "mcpToolTimeout": ("mcp_tool_timeout", _is_number(1, 3_600)),
     "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),
+    "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
+    "shellNetwork": ("shell_network", _is_bool),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

@@ -25,8 +25,11 @@ ApprovalDecision = Literal["allow", "allow_session", "deny"]
 class ApprovalRequest:
     tool_call_id: str
     tool_name: str
-    summary: str  # readable: the command, or the file and a diff summary
+    summary: str  # one line: what will happen
     args: dict[str, Any]
+    detail: str = ""  # exactly what will run: the whole command, the diff, or the arguments
+    detail_kind: str = "arguments"  # command | diff | arguments
+    truncated: bool = False  # the diff was cut (commands never are)
 
 
 class AgentSink(Protocol):
@@ -64,3 +67,4 @@ class RequestSpec:
     diagnostics: DiagnosticsSource | None = None  # the editor's diagnostics, when it can give them
     extra_tools: list[AgentTool] = field(default_factory=list)  # MCP servers' tools
     extra_changing_tools: frozenset[str] = frozenset()  # those of them that need approval
+    start_notices: list[str] = field(default_factory=list)  # said right after request_start

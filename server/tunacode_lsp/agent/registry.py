@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tunacode_lsp.contract.protocol import FINAL_TOOL_STATUSES, Event, ToolCallEvent, ToolCallSummary, ToolCallUpdate
+from tunacode_lsp.tools import summarize_args
 
 PREVIEW_CHARS = 400
 
@@ -108,7 +109,7 @@ class ToolCallRegistry:
         if record is None:
             record = ToolCallRecord(tool_call_id, name, dict(args or {}))
             self._calls[tool_call_id] = record
-            self._emit(ToolCallEvent(tool_call_id, name, bounded_args(record.args)))
+            self._emit(ToolCallEvent(tool_call_id, name, bounded_args(record.args), summary=summarize_args(name, record.args)))
         return record
 
     def _update(self, record: ToolCallRecord, status: str, result: str | None = None) -> None:

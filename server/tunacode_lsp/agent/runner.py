@@ -9,6 +9,7 @@ update, the stored history stays valid, and `request_end` is the last event.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -17,19 +18,21 @@ from typing import Any
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
-from tunacode_lsp.agent.approvals import approval_summary
+from tunacode_lsp.agent.approvals import approval_view
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
-from tunacode_lsp.agent.ports import AgentSink, ApprovalRequest, MessageLog, RequestSpec
+from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
+from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt
-from tunacode_lsp.contract.protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
+from tunacode_lsp.contract.protocol import ErrorInfo, Event, Notice, RequestEnd, RequestResult, RequestStart
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import dump_message, load_message
 from tunacode_lsp.core.history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
+from tunacode_lsp.core.redact import Redactor, process_redactor
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
-from tunacode_lsp.tools.errors import ToolCancelled, retry_hint
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ def _is_empty_answer(message: Any) -> bool:
 class RequestRun:
     def __init__(self, spec: RequestSpec, sink: AgentSink, log_: MessageLog) -> None:
         self.spec = spec
-        self.sink = sink
+        self.sink = RedactingSink(sink, process_redactor())  # no key in any event
         self.started_at = time.time()
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
@@ -72,6 +75,7 @@ class RequestRun:
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
         self._token_estimates: dict[int, tuple[Any, int]] = {}  # id -> (message, tokens)
+        self._approved: dict[str, str] = {}  # tool call id -> digest of the change the user approved
 
     # ------------------------------------------------------------ control
 
@@ -93,6 +97,8 @@ class RequestRun:
     async def run(self) -> RequestResult:
         spec = self.spec
         self.sink.emit(RequestStart(spec.prompt, spec.model.spec))
+        for notice in spec.start_notices:
+            self.sink.emit(Notice(notice))
         timer = (
             asyncio.get_running_loop().call_later(spec.timeout, self.abort, "timeout")
             if spec.timeout > 0
@@ -164,7 +170,7 @@ class RequestRun:
         )
         agent.set_model(spec.model.model)
         agent.set_system_prompt(build_system_prompt(spec.workspace_root))
-        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics)
+        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved)
         agent.set_tools([self._wrap_tool(t) for t in [*tools, *spec.extra_tools]])
         agent.replace_messages([load_message(m) for m in spec.history])
         self._agent = agent
@@ -217,6 +223,7 @@ class RequestRun:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
                     self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
                     raise
+                result = _redacted_result(result)  # the model never sees a key a tool printed
                 self.registry.finish(tool_call_id, "completed", tool_result_text(result))
                 return result
 
@@ -248,6 +255,11 @@ class RequestRun:
             return _error_result(retry_hint(
                 f"Unknown tool {clip(name, 80)!r}", "use one of: " + ", ".join(sorted(self._tool_names()))
             ))
+        if tool_call.partial_json and tool_call.partial_json.startswith(OVERSIZE_PREFIX):
+            return _error_result(retry_hint(
+                f"The {clip(name, 80)} call was refused: {tool_call.partial_json[1:-1]}",
+                "send less at once (split the work, or write a file in parts)",
+            ))
         if tool_call.partial_json:
             return _error_result(retry_hint(
                 f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
@@ -258,14 +270,22 @@ class RequestRun:
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
             return None
-        summary = approval_summary(name, args)
+        try:  # the same parsing and planning the tool will run, off the event loop
+            view = await asyncio.to_thread(approval_view, name, args, self.spec.workspace_root, self.spec.line_refs)
+        except ToolError as exc:
+            return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
+        summary = view.summary
         if approval == "read-only":
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
-        decision = await self._ask(ApprovalRequest(call_id, name, summary, args))
+        decision = await self._ask(
+            ApprovalRequest(call_id, name, summary, args, view.detail, view.detail_kind, view.truncated)
+        )
         if decision == "allow_session":
             self.spec.session_allowed_tools.add(name)
         if decision in ("allow", "allow_session"):
+            if view.digest is not None:
+                self._approved[call_id] = view.digest  # the tool writes exactly these bytes, or nothing
             return None
         if self.abort_signal.is_set():
             self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name)
@@ -334,8 +354,9 @@ class RequestRun:
             if state.last_stop_reason == "length":
                 self.sink.emit(Notice("The model stopped at its output token limit; the answer may be cut short."))
 
+        redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
-        return RequestResult(
+        return redactor.value(RequestResult(
             session_id=self.spec.session_id,
             request_id=self.spec.request_id,
             stop_reason=stop_reason,
@@ -344,7 +365,7 @@ class RequestRun:
             turns=state.turns,
             tool_calls=self.registry.summaries(),
             error=error,
-        )
+        ))
 
 
 def prompt_content(spec: RequestSpec) -> list[TextContent | ImageContent]:
@@ -356,6 +377,32 @@ def prompt_content(spec: RequestSpec) -> list[TextContent | ImageContent]:
     text = f"{context.text}\n\n{spec.prompt}" if context.text else spec.prompt
     images = [ImageContent(url=data, mime_type=mime) for mime, data in context.images]
     return [TextContent(text=text), *images]
+
+
+def _redacted_result(result: AgentToolResult) -> AgentToolResult:
+    redactor = process_redactor()
+    content = [
+        TextContent(text=redactor.text(block.text or "")) if isinstance(block, TextContent) else block
+        for block in result.content
+    ]
+    return dataclasses.replace(result, content=content)
+
+
+class RedactingSink:
+    """The caller's sink, with every secret taken out of every event."""
+
+    def __init__(self, inner: AgentSink, redactor: Redactor) -> None:
+        self._inner = inner
+        self._redactor = redactor
+
+    def emit(self, event: Event) -> None:
+        self._inner.emit(self._redactor.value(event))
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        return await self._inner.ask_approval(request)
+
+    def __getattr__(self, name: str) -> Any:  # close(), progress, ... of the caller's sink
+        return getattr(self._inner, name)
 
 
 def _merge_user_runs(messages: list[Any]) -> list[Any]:

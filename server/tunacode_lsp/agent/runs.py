@@ -251,6 +251,17 @@ class RunService:
         session_id = record.session_id
         state = self.session_state(session_id)
 
+        notices: list[str] = []
+        if options.shell_sandbox == "auto" and "sandbox" not in state.notices:
+            from tunacode_lsp.tools.sandbox import sandbox_state
+
+            sandbox = await asyncio.to_thread(sandbox_state, options.shell_sandbox)  # a probe, once per process
+            if not sandbox.active:
+                state.notices.add("sandbox")
+                notices.append(
+                    f"Shell commands run without a sandbox: {sandbox.reason}. They can write outside the "
+                    "workspace; set shellSandbox to \"required\" to refuse them instead (docs/tools.md)."
+                )
         owner = new_owner()  # one lease owner per request
         if not await sessions.acquire(session_id, owner):
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
@@ -270,7 +281,11 @@ class RunService:
                 timeout=options.request_timeout,
                 max_retries=options.max_retries,
                 approval=options.approval,
-                tool_settings=ToolSettings(shell_inherit_secrets=options.shell_inherit_secrets),
+                tool_settings=ToolSettings(
+                    shell_inherit_secrets=options.shell_inherit_secrets,
+                    shell_sandbox=options.shell_sandbox,
+                    shell_network=options.shell_network,
+                ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
                 session_allowed_tools=state.allowed_tools,
@@ -280,6 +295,7 @@ class RunService:
                 diagnostics=diagnostics,
                 extra_tools=extra_tools[0],
                 extra_changing_tools=extra_tools[1],
+                start_notices=notices,
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import SESSION_BUSY, ParamsError, SessionInfo, Usage
 from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.store.errors import SessionBusy
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import project_id_for
@@ -153,4 +154,8 @@ class StoreMessageLog:
         self._model = model
 
     async def append(self, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None:
-        await self._service.append(self._session_id, message, usage=usage, thoughts=thoughts, model=self._model)
+        redactor = process_redactor()  # no key is ever stored (nor exported, nor sent back)
+        await self._service.append(
+            self._session_id, redactor.value(message), usage=usage,
+            thoughts=redactor.text(thoughts) if thoughts else thoughts, model=self._model,
+        )

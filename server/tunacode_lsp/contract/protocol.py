@@ -425,12 +425,20 @@ class McpServerInfo:
 
 
 @attrs.define
+class SandboxInfo:
+    mode: str  # auto | required | off
+    active: bool  # shell commands run inside bubblewrap
+    reason: str | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
 class StatusResult:
     version: str
     protocol_version: int
     active_requests: list[ActiveRequest]
     session_store: str
     mcp_servers: list[McpServerInfo] = attrs.field(factory=list)
+    sandbox: SandboxInfo | None = attrs.field(default=None, metadata={"omit": True})
 
 
 @attrs.define
@@ -498,6 +506,7 @@ class ToolCallEvent:
     name: str
     args: dict[str, Any]
     status: str = "pending"
+    summary: str = ""  # one line, computed by the server (clients show it as is)
     type: str = "tool_call"
 
 

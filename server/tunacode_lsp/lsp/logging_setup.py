@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from tunacode_lsp.core.redact import RedactingFilter
 from tunacode_lsp.store.locations import data_dir
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -81,6 +82,7 @@ def setup_logging(level: str = "info", *, server=None, log_file: bool = False) -
     stderr = logging.StreamHandler(sys.stderr)
     stderr.set_name(STDERR_HANDLER)
     stderr.setFormatter(logging.Formatter(FORMAT))
+    stderr.addFilter(RedactingFilter())
     root.addHandler(stderr)
     set_stderr_level(level)
     logging.getLogger("pygls.protocol.json_rpc").addFilter(ExpectedRpcErrors())
@@ -88,6 +90,7 @@ def setup_logging(level: str = "info", *, server=None, log_file: bool = False) -
     if server is not None:
         client = ClientLogHandler(server)
         client.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        client.addFilter(RedactingFilter())
         ours.addHandler(client)
     return enable_log_file() if log_file else None
 
@@ -104,5 +107,6 @@ def enable_log_file() -> Path:
     file_handler = logging.FileHandler(path, encoding="utf-8")
     file_handler.setLevel(root.level)
     file_handler.setFormatter(logging.Formatter(FORMAT))
+    file_handler.addFilter(RedactingFilter())
     root.addHandler(file_handler)
     return path

@@ -54,6 +54,7 @@ from tunacode_lsp.contract.protocol import (
     ModelsListResult,
     ParamsError,
     RequestParams,
+    SandboxInfo,
     SessionForkParams,
     SessionGetResult,
     SessionIdParams,
@@ -369,8 +370,12 @@ async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> d
 @command(COMMAND_STATUS)
 async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     parse_params(EmptyParams, params.arguments)
+    from tunacode_lsp.tools.sandbox import sandbox_state
+
     servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
-    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers))
+    shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
+    sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
+    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox))
 
 
 @command(COMMAND_MODELS_LIST)

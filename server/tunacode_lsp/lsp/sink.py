@@ -15,6 +15,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
@@ -27,6 +28,7 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
+from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.tools import summarize_args
 
 log = logging.getLogger(__name__)
@@ -36,8 +38,33 @@ APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
     "Allow for this session": "allow_session",
     "Deny": "deny",
 }
-MAX_ARGS_IN_PROMPT = 600
 MAX_DELTA_CHARS = 8_000  # one text/thinking notification carries at most this much
+
+
+APPROVE_REQUEST = "tunacode/approve"
+DECISIONS: frozenset[str] = frozenset({"allow", "allow_session", "deny"})
+
+
+def approval_message(request: ApprovalRequest) -> str:
+    """For plain clients: the summary, then exactly what will run (never cut: the detail is
+    bounded where it is made, and a diff says when it was cut)."""
+
+    head = f"TunaCode wants to {request.summary}"
+    if request.detail_kind == "command":
+        return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
+    if request.detail_kind == "diff":
+        return f"{head}\n\n{request.detail}"
+    return f"{head} with:\n{request.detail}"
+
+
+def decision_of(answer: Any) -> ApprovalDecision:
+    """A showMessageRequest action or a tunacode/approve result; anything else is a denial."""
+
+    title = getattr(answer, "title", None)
+    if isinstance(title, str):
+        return APPROVAL_ACTIONS.get(title, "deny")
+    decision = answer.get("decision") if isinstance(answer, dict) else getattr(answer, "decision", None)
+    return decision if isinstance(decision, str) and decision in DECISIONS else "deny"  # type: ignore[return-value]
 
 
 def first_line(text: str, limit: int = 80) -> str:
@@ -194,22 +221,34 @@ class LspSink:
         self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        message = f"TunaCode wants to run {request.tool_name}: {request.summary}"
-        if len(message) > MAX_ARGS_IN_PROMPT:
-            message = message[: MAX_ARGS_IN_PROMPT - 1] + "…"
-        try:
-            answer = await self._ls.window_show_message_request_async(
-                types.ShowMessageRequestParams(
-                    type=types.MessageType.Warning,
-                    message=message,
-                    actions=[types.MessageActionItem(title=t) for t in APPROVAL_ACTIONS],
-                )
+        """Ask the user; the request is withdrawn ($/cancelRequest) if the run stops waiting."""
+
+        if client_offers(self._ls, "approve"):
+            method = APPROVE_REQUEST
+            params: Any = {
+                "sessionId": self._session_id, "requestId": self._request_id, "toolCallId": request.tool_call_id,
+                "tool": request.tool_name, "summary": request.summary, "detail": request.detail,
+                "detailKind": request.detail_kind, "truncated": request.truncated,
+            }
+        else:
+            method = types.WINDOW_SHOW_MESSAGE_REQUEST
+            params = types.ShowMessageRequestParams(
+                type=types.MessageType.Warning,
+                message=approval_message(request),
+                actions=[types.MessageActionItem(title=t) for t in APPROVAL_ACTIONS],
             )
+        msg_id = f"tunacode-approval-{request.tool_call_id}-{self._seq}"
+        future = asyncio.wrap_future(self._ls.protocol.send_request(method, params, msg_id=msg_id))
+        try:
+            answer = await future
+        except asyncio.CancelledError:
+            self._ls.protocol._request_futures.pop(msg_id, None)  # a late answer is dropped quietly
+            self._ls.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
         except Exception as exc:  # the client failed to ask: nothing runs unasked
             log.warning("approval request failed: %s", exc)
             return "deny"
-        title = getattr(answer, "title", None) if answer is not None else None
-        return APPROVAL_ACTIONS.get(title or "", "deny")
+        return decision_of(answer)
 
     async def close(self) -> None:
         self._flush()

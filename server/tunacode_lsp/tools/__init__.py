@@ -47,6 +47,7 @@ def build_tools(
     *,
     ledger: LineRefLedger | None = None,
     diagnostics: DiagnosticsSource | None = None,
+    approved: dict[str, str] | None = None,
 ) -> list[AgentTool]:
     """All tools for one workspace. read_file and edit_file share `ledger`, the record of the line
     references the model has seen; pass one ledger per session so that references from an earlier
@@ -55,8 +56,8 @@ def build_tools(
     ledger = ledger if ledger is not None else LineRefLedger()
     tools = [
         create_read_file_tool(root, settings, ledger=ledger),
-        create_write_file_tool(root, settings),
-        create_edit_file_tool(root, settings, ledger=ledger),
+        create_write_file_tool(root, settings, approved=approved),
+        create_edit_file_tool(root, settings, ledger=ledger, approved=approved),
         create_bash_tool(root, settings),
         create_grep_tool(root, settings),
         create_list_files_tool(root, settings),

@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 from tinyagent.agent_types import AgentTool, AgentToolResult, AgentToolUpdateCallback, TextContent
 
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 logger = logging.getLogger(__name__)
@@ -74,13 +75,15 @@ def describe_validation_error(error: ValidationError) -> str:
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
         return (
-            f"unexpected field '{prefix}{extra[0] if extra else '?'}'"
+            f"unexpected field '{clip(prefix + (extra[0] if extra else '?'), 80)}'"
             f" (allowed fields: {', '.join(allowed)})"
         )
     if error.validator == "type":
         got = type(error.instance).__name__
-        return f"field '{where or '(arguments)'}' must be of type {error.validator_value}, got {got}"
-    return f"field '{where or '(arguments)'}': {error.message}"
+        return f"field '{clip(where, 80) or '(arguments)'}' must be of type {error.validator_value}, got {got}"
+    if error.validator == "maxLength":
+        return f"field '{clip(where, 80)}' is {len(error.instance):,} characters long, at most {error.validator_value:,} allowed"
+    return f"field '{clip(where, 80) or '(arguments)'}': {clip(error.message, 200)}"  # messages quote the value
 
 
 def validate_args(validator: Draft202012Validator, args: object) -> dict[str, Any]:

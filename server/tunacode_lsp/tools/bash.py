@@ -1,21 +1,31 @@
-"""bash: run a shell command in the workspace, in its own process group, killed on abort or timeout."""
+"""bash: run a shell command in the workspace, in its own process group, killed on abort or
+timeout; inside the bubblewrap sandbox where it works (tools/sandbox.py). Nothing a command
+started outlives its call: the sandbox's PID namespace ends it, and unsandboxed every process
+carrying the call's marker in its environment is killed when the call ends."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import signal as signals
+import sys
 import time
+import unicodedata
+import uuid
 from pathlib import Path
 from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
+from tunacode_lsp.core.redact import is_secret_name
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
+from tunacode_lsp.tools.sandbox import bwrap_path, harden_process, sandbox_argv, sandbox_state
 from tunacode_lsp.tools.settings import ToolSettings
 
 UPDATE_INTERVAL = 0.5
@@ -23,15 +33,15 @@ UPDATE_TAIL_BYTES = 1000
 # After the command exits, children left in the background may still hold the output pipe.
 DRAIN_SECONDS = 1.0
 REAP_SECONDS = 2.0
-SECRET_SUFFIX = "_API_KEY"
-SECRET_NAMES = frozenset({"TUNACODE_API_KEY"})
+MARKER = "TUNACODE_TOOL_CALL"
+MAX_COMMAND_CHARS = 4_000  # longer commands are refused: an approval must show all of it
 
 
 def shell_environment(inherit_secrets: bool) -> dict[str, str]:
     env = dict(os.environ)
     if not inherit_secrets:
         for name in list(env):
-            if name.upper().endswith(SECRET_SUFFIX) or name.upper() in SECRET_NAMES:
+            if is_secret_name(name):
                 del env[name]
     env.setdefault("PAGER", "cat")
     env.setdefault("GIT_PAGER", "cat")
@@ -46,6 +56,7 @@ def _parameters(settings: ToolSettings) -> dict[str, Any]:
             "command": {"type": "string", "minLength": 1, "description": "The command line, run with bash -c."},
             "cwd": {
                 "type": "string",
+                "maxLength": MAX_PATH_CHARS,
                 "description": "Folder to run in, relative to the workspace root (must be inside it). Default: the root.",
             },
             "timeout": {
@@ -99,15 +110,13 @@ class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
             self.exited.set_result(None)
 
 
-async def _start_shell(shell: str, command: str, cwd: Path, env: dict[str, str]) -> tuple[
+async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[
     asyncio.SubprocessTransport, _ShellProtocol
 ]:
     loop = asyncio.get_running_loop()
     return await loop.subprocess_exec(
         lambda: _ShellProtocol(loop),
-        shell,
-        "-c",
-        command,
+        *argv,
         cwd=cwd,
         env=env,
         stdin=asyncio.subprocess.DEVNULL,
@@ -129,23 +138,105 @@ async def _reaped(protocol: _ShellProtocol) -> None:
     await asyncio.wait({protocol.exited}, timeout=REAP_SECONDS)
 
 
+def marker_value() -> str:
+    return f"{os.getpid()}-{uuid.uuid4().hex}"
+
+
+_to_reap: set[int] = set()  # killed orphans adopted by this (subreaper) process
+
+
+def _reap() -> None:
+    for pid in list(_to_reap):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not ours (or reaped already)
+            done = pid
+        if done:
+            _to_reap.discard(pid)
+
+
+def kill_marked(prefix: bytes, *, skip: int | None = None) -> int:
+    """Kill every process whose environment carries a marker starting with `prefix`."""
+
+    _reap()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (os.getpid(), skip):
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                found = any(item.startswith(prefix) for item in handle.read().split(b"\0"))
+        except OSError:
+            continue
+        if found:
+            try:
+                os.kill(int(entry), signals.SIGKILL)
+                killed += 1
+                _to_reap.add(int(entry))
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """At exit, nothing a command of this server started lives on."""
+
+    if sys.platform.startswith("linux"):
+        kill_marked(f"{MARKER}={os.getpid()}-".encode())
+
+
+def command_problem(command: str) -> str | None:
+    """Why a command cannot be run as the user would see it, or None."""
+
+    if "\x00" in command:
+        return "The command contains a NUL byte (\\x00), which no shell can run; send it without one."
+    if len(command) > MAX_COMMAND_CHARS:
+        return (
+            f"The command is {len(command):,} characters long; at most {MAX_COMMAND_CHARS:,} can be shown to the "
+            "user for approval. Write a script file with write_file and run that instead."
+        )
+    hidden = next((c for c in command if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n\t"), None)
+    if hidden is not None:
+        return (
+            f"The command contains the control or invisible character U+{ord(hidden):04X}, which would hide part of "
+            "it from the user; send it without one."
+        )
+    return None
+
+
 def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
     shell = shutil.which("bash") or "/bin/sh"
+    harden_process()
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
-        if "\x00" in args["command"]:
-            raise ToolError("The command contains a NUL byte (\\x00), which no shell can run; send it without one.")
+        problem = command_problem(args["command"])
+        if problem:
+            raise ToolError(problem)
         cwd = resolve_in_workspace(real_root, args.get("cwd", "."), field="cwd")
         if not cwd.is_dir():
             raise ToolError(f"cwd '{args.get('cwd')}' is not a folder of the workspace.")
         timeout = float(args.get("timeout", settings.shell_default_timeout))
+        sandbox = sandbox_state(settings.shell_sandbox)
+        if settings.shell_sandbox == "required" and not sandbox.active:
+            raise ToolError(
+                f"The shell sandbox is required (shellSandbox: required) but cannot be used here: {sandbox.reason}. "
+                "No command was run."
+            )
+        env = shell_environment(settings.shell_inherit_secrets)
+        marker = marker_value()
+        env[MARKER] = marker
+        bwrap = bwrap_path()
+        argv = (
+            sandbox_argv(bwrap, shell=shell, command=args["command"], cwd=cwd, workspace=real_root, network=settings.shell_network)
+            if sandbox.active and bwrap
+            else [shell, "-c", args["command"]]
+        )
         started = time.monotonic()
         try:
-            transport, protocol = await _start_shell(
-                shell, args["command"], cwd, shell_environment(settings.shell_inherit_secrets)
-            )
+            transport, protocol = await _start_shell(argv, cwd, env)
         except OSError as exc:
             raise ToolError(f"Cannot start the shell: {exc}.") from None
         pid = transport.get_pid()
@@ -181,6 +272,8 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             if transport.get_returncode() is None:
                 kill_group(pid)
             transport.close()
+            if sys.platform.startswith("linux"):
+                kill_marked(f"{MARKER}={marker}".encode(), skip=pid)  # what escaped the group (setsid, nohup, ...)
         exit_code = transport.get_returncode()
         text = output.render() or "(no output)"
         if not text.endswith("\n"):
@@ -192,6 +285,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             truncated=output.cut > 0,
             cut_bytes=output.cut,
             duration_ms=int((time.monotonic() - started) * 1000),
+            sandboxed=sandbox.active,
         )
 
     return make_tool(

@@ -15,8 +15,10 @@ from tunacode_lsp.tools.atomic import replace_file
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.previews import digest_of
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.snapshot import Snapshot
 from tunacode_lsp.tools.textfile import cut_middle, encode, line_body, split_lines
@@ -54,6 +56,7 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "filepath": {
             "type": "string",
+            "maxLength": MAX_PATH_CHARS,
             "description": "Path of the file to edit, relative to the workspace root (or absolute inside it).",
         },
         "edits": {
@@ -94,7 +97,7 @@ def _prepare(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def _edit_list(args: dict[str, Any]) -> list[dict[str, Any]]:
+def edit_list(args: dict[str, Any]) -> list[dict[str, Any]]:
     shorthand = "old_text" in args or "new_text" in args
     if "edits" in args and shorthand:
         raise ToolError("Give either 'edits' or top-level old_text/new_text, not both.")
@@ -120,7 +123,11 @@ def unified_diff(shown: str, before: list[str], after: list[str]) -> str:
 
 
 def create_edit_file_tool(
-    root: Path, settings: ToolSettings | None = None, *, ledger: LineRefLedger | None = None
+    root: Path,
+    settings: ToolSettings | None = None,
+    *,
+    ledger: LineRefLedger | None = None,
+    approved: dict[str, str] | None = None,
 ) -> AgentTool:
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
@@ -141,7 +148,7 @@ def create_edit_file_tool(
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
         real = resolve_in_workspace(real_root, args["filepath"])
         shown = display_path(real_root, real)
-        edits = _edit_list(args)
+        edits = edit_list(args)
         lock = locks.setdefault(str(real), asyncio.Lock())
         async with lock:
             snapshot = await asyncio.to_thread(_load, real, shown)
@@ -149,6 +156,12 @@ def create_edit_file_tool(
             new_text, spans = apply_replacements(snapshot.lines, replacements)
             if new_text == snapshot.text:
                 raise ToolError(f"The edits leave '{shown}' unchanged: nothing was written.")
+            expected = (approved or {}).pop(call.tool_call_id, None)
+            if expected is not None and digest_of(encode(new_text)) != expected:
+                raise ToolError(
+                    f"'{shown}' changed while the user was deciding, so this edit would now write something "
+                    "other than what the user approved. Nothing was written; read the file again."
+                )
             call.check_abort()
             await asyncio.to_thread(_write_if_unchanged, real, shown, snapshot, encode(new_text))
         after = Snapshot(real, encode(new_text))

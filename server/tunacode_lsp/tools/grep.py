@@ -11,6 +11,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.limits import MAX_PATH_CHARS, MAX_PATTERN_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.textfile import MAX_FILE_BYTES, is_binary
@@ -24,6 +25,7 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "pattern": {
             "type": "string",
+            "maxLength": MAX_PATTERN_CHARS,
             "minLength": 1,
             "description": (
                 "A Python `re` regular expression, searched in each line (re.search). Escape regex "
@@ -32,10 +34,12 @@ PARAMETERS: dict[str, Any] = {
         },
         "path": {
             "type": "string",
+            "maxLength": MAX_PATH_CHARS,
             "description": "File or folder to search, relative to the workspace root. Default: the whole workspace.",
         },
         "glob": {
             "type": "string",
+            "maxLength": MAX_PATH_CHARS,
             "description": "Only files matching this gitignore-style glob, e.g. `*.py` (any depth) or `src/**/*.ts`.",
         },
     },

@@ -10,6 +10,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.walk import glob_matcher, walk_files
@@ -22,10 +23,12 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "path": {
             "type": "string",
+            "maxLength": MAX_PATH_CHARS,
             "description": "Folder to list, relative to the workspace root. Default: the whole workspace.",
         },
         "glob": {
             "type": "string",
+            "maxLength": MAX_PATH_CHARS,
             "description": "Only files matching this gitignore-style glob, e.g. `*.py` (any depth) or `src/**/*.ts`.",
         },
     },

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.errors import ToolError
 
 
@@ -37,10 +38,30 @@ def resolve_in_workspace(real_root: Path, raw: str, *, field: str = "filepath") 
         raise ToolError(f"Cannot resolve path '{raw}': {exc}.") from exc
     if not is_inside(real_root, real):
         raise ToolError(
-            f"Path '{raw}' is outside the workspace ({real_root}); only files inside it can be "
+            f"Path '{clip(raw, 200)}' is outside the workspace ({real_root}); only files inside it can be "
             "used. Give a path relative to the workspace root."
         )
+    metadata = vcs_metadata_part(real_root, real) or vcs_metadata_part(real_root, Path(os.path.normpath(candidate)))
+    if metadata:
+        raise ToolError(
+            f"'{clip(raw, 200)}' is inside {metadata}/, the version-control metadata of the repository: the file "
+            "tools do not read or change it (a change there can run commands, e.g. hooks or core.fsmonitor). "
+            "Use the shell for version control, e.g. `git status`."
+        )
     return real
+
+
+VCS_METADATA = frozenset({".git", ".hg", ".svn", ".jj"})
+
+
+def vcs_metadata_part(real_root: Path, path: Path) -> str | None:
+    """The VCS metadata folder a path lies in (at any depth below the root), or None."""
+
+    try:
+        parts = path.relative_to(real_root).parts
+    except ValueError:
+        return None
+    return next((part for part in parts if part in VCS_METADATA), None)
 
 
 def display_path(real_root: Path, real_path: Path) -> str:

@@ -10,6 +10,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.settings import ToolSettings
@@ -26,6 +27,7 @@ def _parameters(default_limit: int) -> dict[str, Any]:
         "properties": {
             "filepath": {
                 "type": "string",
+                "maxLength": MAX_PATH_CHARS,
                 "description": "Path of the file, relative to the workspace root (or absolute inside it).",
             },
             "offset": {

@@ -12,3 +12,5 @@ class ToolSettings:
     shell_max_timeout: float = 600.0
     read_default_limit: int = 2000
     max_output_chars: int = 30_000
+    shell_sandbox: str = "auto"  # auto | required | off (tools/sandbox.py)
+    shell_network: bool = True

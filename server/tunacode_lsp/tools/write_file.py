@@ -11,7 +11,9 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.previews import digest_of
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.textfile import encode, split_lines
 
@@ -20,6 +22,7 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "filepath": {
             "type": "string",
+            "maxLength": MAX_PATH_CHARS,
             "description": "Path of the new file, relative to the workspace root (or absolute inside it).",
         },
         "content": {"type": "string", "description": "The complete content of the new file."},
@@ -57,7 +60,9 @@ def _create(real: Path, shown: str, data: bytes) -> None:
         raise ToolError(f"Cannot create '{shown}': {exc.strerror}.") from None
 
 
-def create_write_file_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
+def create_write_file_tool(
+    root: Path, settings: ToolSettings | None = None, *, approved: dict[str, str] | None = None
+) -> AgentTool:
     real_root = workspace_real_root(root)
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
@@ -67,6 +72,9 @@ def create_write_file_tool(root: Path, settings: ToolSettings | None = None) -> 
             raise ToolError("'filepath' names the workspace root itself: give a file path.")
         content: str = args["content"]
         data = encode(content)
+        expected = (approved or {}).pop(call.tool_call_id, None)
+        if expected is not None and digest_of(data) != expected:
+            raise ToolError("The content differs from what the user approved. Nothing was written.")
         call.check_abort()
         await asyncio.to_thread(_create, real, shown, data)
         line_count = len(split_lines(content))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -37,6 +38,23 @@ async def wait_group_gone(pgid: int, timeout: float = 5.0) -> bool:
     # our children, and a pidfd watches one pid, not a group).
     deadline = time.monotonic() + timeout
     while live_members(pgid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+async def wait_gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout  # a bounded poll of /proc, as above
+    while is_alive(pid):
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.01)
@@ -92,7 +110,11 @@ async def test_no_output(tools) -> None:
     assert text_of(await call(tools["bash"], {"command": "true"})) == "(no output)\n[exit code 0]"
 
 
-async def test_own_process_group(tools) -> None:
+UNSANDBOXED = ToolSettings(shell_sandbox="off")
+
+
+async def test_own_process_group(ws: Path) -> None:
+    tools = tools_for(ws, UNSANDBOXED)
     result = await call(tools["bash"], {"command": "ps -o pgid= -p $$; echo $$"})
     pgid, pid = text_of(result).split()[:2]
     assert pgid == pid and int(pgid) != os.getpgid(0)
@@ -154,15 +176,18 @@ async def test_partial_output_is_streamed(tools) -> None:
     assert watcher.updates and "started" in watcher.updates[0]
 
 
-async def test_background_child_holding_the_output_does_not_block(tools, monkeypatch) -> None:
+async def test_background_child_holding_the_output_does_not_block(ws: Path, monkeypatch) -> None:
     monkeypatch.setattr(bash_module, "DRAIN_SECONDS", 0.2)
+    tools = tools_for(ws, UNSANDBOXED)
     result = await asyncio.wait_for(call(tools["bash"], {"command": "sleep 30 & echo $!"}), timeout=10)
     child = int(text_of(result).split()[0])
     try:
         assert "Background processes are still running" in text_of(result)
         assert result.details["exit_code"] == 0
+        assert await wait_gone(child), "the background child outlived its call"
     finally:
-        os.kill(child, 9)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, 9)
 
 
 async def test_provider_keys_are_not_passed_on(tools, monkeypatch) -> None:

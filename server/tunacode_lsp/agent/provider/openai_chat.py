@@ -38,6 +38,7 @@ from tinyagent import (
 from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.text_tool_calls import extract_text_tool_calls
+from tunacode_lsp.tools.limits import MAX_ARGS_BYTES
 
 ERROR_DETAIL_LIMIT = 2000
 ERROR_BODY_READ_LIMIT = 64 * 1024
@@ -632,6 +633,10 @@ class OpenAIChatStream:
             call = self._partial.content[open_call.content_index]
             assert isinstance(call, ToolCallContent)
             raw = open_call.raw
+            if len(raw) > MAX_ARGS_BYTES:  # never parsed on the event loop, never stored whole
+                call.arguments, call.partial_json = {}, oversize_marker(len(raw))
+                self._push("tool_call_end", content_index=open_call.content_index, tool_call=call)
+                continue
             parsed = _parse_arguments(raw)
             # Invalid JSON keeps the raw text so a hook can tell the model what it sent.
             call.arguments, call.partial_json = (parsed, None) if parsed is not None else ({}, raw)
@@ -810,6 +815,15 @@ def _content_parts(parts: list[Any]) -> list[tuple[Literal["text", "thinking"], 
             if text:
                 out.append(("thinking", text))
     return out
+
+
+OVERSIZE_PREFIX = "[tool call arguments of "
+
+
+def oversize_marker(size: int) -> str:
+    """What a call's `partial_json` holds when its arguments were too large to take."""
+
+    return f"{OVERSIZE_PREFIX}{size:,} characters: over the {MAX_ARGS_BYTES // 1024} KB limit]"
 
 
 def _new_call_id() -> str:
