@@ -50,7 +50,7 @@ SHUTDOWN_TIMEOUT_S = 5.0
 # After answering `shutdown` the server has settled everything (history stored, leases
 # released); its own exit can still take a while (interpreter teardown), so it gets this
 # long and is then stopped, rather than holding the caller's step.
-EXIT_GRACE_S = 0.1
+EXIT_GRACE_S = 0.05
 STDERR_TAIL_LINES = 40
 PIPE_LIMIT = 1 << 16
 
@@ -97,6 +97,7 @@ class HeadlessRun:
         self.denied: dict[str, dict[str, Any]] = {}
         self._before: asyncio.Future[changes.Snapshot] | None = None
         self._before_snapshot: changes.Snapshot | None = None
+        self._shutdown: asyncio.Future[Any] | None = None  # sent as soon as the answer is in
 
     # ------------------------------------------------------------ messages from the server
 
@@ -246,7 +247,7 @@ class HeadlessRun:
         process, peer = self.process, self.peer
         if process is not None and process.poll() is None and peer is not None and not peer.closed and not self._force_quit.is_set():
             try:
-                await asyncio.wait_for(peer.request("shutdown"), SHUTDOWN_TIMEOUT_S)
+                await asyncio.wait_for(self._shutdown or peer.request("shutdown"), SHUTDOWN_TIMEOUT_S)
                 peer.notify("exit")
                 if self._transport is not None:
                     self._transport.close()  # flushes `exit`; the EOF frees the server's stdin reader thread
@@ -396,6 +397,8 @@ class HeadlessRun:
                 await asyncio.wait({self._tasks[1]}, timeout=SHUTDOWN_TIMEOUT_S)
             self.output.failure(f"the language server failed: {exc}{self._server_log_tail()}", None)
             return EXIT_ERROR
+        if self.peer is not None and not self.peer.closed:  # the server winds down while we print
+            self._shutdown = self.peer.request("shutdown")
         outcome = await self._outcome(result)
         self.output.result(result, outcome)
         return outcome_exit_code(
