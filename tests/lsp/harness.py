@@ -165,9 +165,10 @@ class LspHarness:
         return client
 
     async def stop(self) -> None:
-        if self.client is not None:
-            await self.client.shutdown_session()
-            await self.client.stop()
+        client, self.client = self.client, None  # stopping twice is stopping once
+        if client is not None:
+            await client.shutdown_session()
+            await client.stop()
 
     async def command(self, name: str, args: dict[str, Any] | None = None, *, token: Any = None) -> Any:
         assert self.client is not None

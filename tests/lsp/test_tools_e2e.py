@@ -82,7 +82,8 @@ async def test_unknown_tool_and_non_json_arguments_are_error_results(lsp, model)
     assert result["stopReason"] == "end_turn"
     assert [c["status"] for c in result["toolCalls"]] == ["failed", "failed"]
     tool_msgs = [m["content"] for m in model.requests[1]["messages"] if m["role"] == "tool"]
-    assert "unknown tool 'launch_rockets'" in tool_msgs[0] and "read_file" in tool_msgs[0]
+    assert "Unknown tool 'launch_rockets'" in tool_msgs[0] and "read_file" in tool_msgs[0]
+    assert all(m.endswith("then call the tool again.") for m in tool_msgs[:2])  # one wording
     assert "not valid JSON" in tool_msgs[1]
 
 

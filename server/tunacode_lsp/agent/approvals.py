@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 MAX_COMMAND_CHARS = 300
@@ -37,4 +38,7 @@ def approval_summary(name: str, args: dict[str, Any]) -> str:
         removed = sum(_lines(e.get("old_text")) or (1 if "line" in e else 0) for e in edits)
         added = sum(_lines(e.get("new_text")) for e in edits)
         return f"edit {path}: {len(edits)} change{'s' if len(edits) != 1 else ''} (-{removed} +{added} lines)"
+    if name.startswith("mcp__"):
+        _, server, tool = name.split("__", 2)
+        return f"call the MCP server '{server}' tool '{tool}' with {json.dumps(args, ensure_ascii=False, default=str)}"
     return ", ".join(f"{k}={v!r}"[:80] for k, v in args.items())

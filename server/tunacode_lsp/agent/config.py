@@ -33,6 +33,10 @@ class ServerOptions:
     log_file: bool = False
     log_level: str = "info"
     image_input: str = "auto"  # auto (known vision models) | on | off
+    text_tool_calls: str = "auto"  # auto: parse tool calls written as text | off
+    mcp_servers: Any = None  # the raw mcpServers object (checked by agent/mcp/config.py)
+    mcp_tool_timeout: float = 120.0
+    mcp_startup_timeout: float = 30.0
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -61,6 +65,10 @@ def _is_number(low: float, high: float) -> Check:
     return check
 
 
+def _is_object(v: Any) -> str | None:
+    return None if isinstance(v, dict) else "expected an object"
+
+
 def _is_bool(v: Any) -> str | None:
     return None if isinstance(v, bool) else "expected true or false"
 
@@ -87,6 +95,10 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "logFile": ("log_file", _is_bool),
     "logLevel": ("log_level", _one_of("debug", "info", "warning", "error")),
     "imageInput": ("image_input", _one_of("auto", "on", "off")),
+    "textToolCalls": ("text_tool_calls", _one_of("auto", "off")),
+    "mcpServers": ("mcp_servers", _is_object),
+    "mcpToolTimeout": ("mcp_tool_timeout", _is_number(1, 3_600)),
+    "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

@@ -101,6 +101,7 @@ def resolve_model(
     *,
     base_url: str | None = None,
     read_timeout: float = 120.0,
+    text_tool_calls: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> ResolvedModel:
     env = os.environ if env is None else env
@@ -138,6 +139,7 @@ def resolve_model(
         api="openai-completions",
         base_url=chat_url,
         read_timeout=read_timeout,
+        text_tool_calls=text_tool_calls,
     )
     return ResolvedModel(spec, provider_name, model_id, chat_url, key, model)
 

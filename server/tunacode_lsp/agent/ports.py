@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from tinyagent.agent_types import AgentTool
+
 from tunacode_lsp.agent.context import PromptContext
 from tunacode_lsp.agent.models import ResolvedModel
 from tunacode_lsp.contract.protocol import Event, Usage
@@ -56,6 +58,9 @@ class RequestSpec:
     history_token_budget: int = 100_000
     # shared across the session's requests (in this server process):
     session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
+    session_notices: set[str] = field(default_factory=set)  # notices already given in this session
     line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw
     context: PromptContext | None = None  # editor context given with the prompt
     diagnostics: DiagnosticsSource | None = None  # the editor's diagnostics, when it can give them
+    extra_tools: list[AgentTool] = field(default_factory=list)  # MCP servers' tools
+    extra_changing_tools: frozenset[str] = frozenset()  # those of them that need approval

@@ -24,10 +24,12 @@ from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt
 from tunacode_lsp.contract.protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
+from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import dump_message, load_message
 from tunacode_lsp.core.history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
-from tunacode_lsp.tools.errors import ToolCancelled
+from tunacode_lsp.tools.errors import ToolCancelled, retry_hint
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +153,7 @@ class RequestRun:
                     max_retries=spec.max_retries,
                     notify=lambda text: self.sink.emit(Notice(text)),
                     on_model_call=self._count_model_call,
+                    on_text_tool_calls=self._text_tool_calls_parsed,
                 ),
                 get_api_key=lambda _provider: spec.model.api_key,
                 convert_to_llm=self._convert_to_llm,
@@ -161,13 +164,24 @@ class RequestRun:
         )
         agent.set_model(spec.model.model)
         agent.set_system_prompt(build_system_prompt(spec.workspace_root))
-        agent.set_tools([self._wrap_tool(t) for t in build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics)])
+        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics)
+        agent.set_tools([self._wrap_tool(t) for t in [*tools, *spec.extra_tools]])
         agent.replace_messages([load_message(m) for m in spec.history])
         self._agent = agent
         return agent
 
     def _count_model_call(self) -> None:
         self._model_calls += 1
+
+    def _text_tool_calls_parsed(self) -> None:
+        """Say once per session that the model writes its tool calls as text."""
+
+        if "text_tool_calls" not in self.spec.session_notices:
+            self.spec.session_notices.add("text_tool_calls")
+            self.sink.emit(Notice(
+                "The model wrote its tool calls as text instead of structured tool calls; TunaCode "
+                "parsed and ran them (setting textToolCalls). A server-side tool parser is more reliable."
+            ))
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
         llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
@@ -217,30 +231,16 @@ class RequestRun:
     async def _until(self, work: Any) -> None:
         """Await `work`, or stop waiting when the request is aborted."""
 
-        task = asyncio.ensure_future(work)
-        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
-        try:
-            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            task.cancel()
-            abort_wait.cancel()
+        await race_abort(work, self.abort_signal)
 
     async def _run_abortable(self, work: Any) -> AgentToolResult:
         """Run a tool; after an abort it gets a short grace to stop by itself (kill its
         processes), then it is cancelled, so a tool stuck in a thread cannot hold the request."""
 
-        task = asyncio.ensure_future(work)
-        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
-        try:
-            await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if not task.done():
-                await asyncio.wait({task}, timeout=TOOL_STOP_GRACE_SECONDS)
-            if not task.done():
-                task.cancel()
-                raise ToolCancelled("cancelled by the user (the tool did not stop in time)")
-            return task.result()
-        finally:
-            abort_wait.cancel()
+        raced = await race_abort(work, self.abort_signal, grace=TOOL_STOP_GRACE_SECONDS)
+        if not raced.finished:
+            raise ToolCancelled("cancelled by the user (the tool did not stop in time)")
+        return raced.result()
 
     async def _before_tool_call(
         self, tool_call: ToolCallContent, tool: AgentTool | None, args: dict[str, Any]
@@ -249,13 +249,15 @@ class RequestRun:
         call_id = tool_call.id or ""
         await self._until(self.registry.wait_in_order(call_id))
         if tool is None:
-            return _error_result(f"unknown tool {name!r}; the tools are: " + ", ".join(sorted(self._tool_names())))
+            return _error_result(retry_hint(
+                f"Unknown tool {clip(name, 80)!r}", "use one of: " + ", ".join(sorted(self._tool_names()))
+            ))
         if tool_call.partial_json:
-            return _error_result(
-                f"the arguments of this {name} call were not valid JSON; send them again as one JSON object. "
-                f"Received: {tool_call.partial_json[:300]}"
-            )
-        if name not in CHANGING_TOOLS:
+            return _error_result(retry_hint(
+                f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
+                "send them as one JSON object",
+            ))
+        if name not in CHANGING_TOOLS and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
@@ -279,16 +281,10 @@ class RequestRun:
     async def _ask(self, request: ApprovalRequest) -> str:
         """Ask for approval; an abort ends the wait as a denial."""
 
-        ask = asyncio.ensure_future(self.sink.ask_approval(request))
-        abort_wait = asyncio.ensure_future(self.abort_signal.wait())
-        try:
-            done, _ = await asyncio.wait({ask, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if ask in done and not ask.cancelled() and ask.exception() is None:
-                return ask.result()
-            return "deny"
-        finally:
-            ask.cancel()
-            abort_wait.cancel()
+        raced = await race_abort(self.sink.ask_approval(request), self.abort_signal)
+        if raced.finished and raced.task.exception() is None:
+            return raced.result()
+        return "deny"
 
     def _tool_names(self) -> list[str]:
         return [t.name for t in self._agent.state.tools] if self._agent else []

@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tunacode_lsp.agent.config import ServerOptions
-from tunacode_lsp.agent.context import TextOf, resolve_context
 from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
-from tunacode_lsp.agent.ports import AgentSink
 from tunacode_lsp.agent.sessions import SessionService, StoreMessageLog
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
@@ -40,20 +38,23 @@ from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import UnreadableMessageError
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.records import iso_from_us
-from tunacode_lsp.tools import LineRefLedger
-from tunacode_lsp.tools.diagnostics import DiagnosticsSource
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agent loop and the tools load with the first request, not at start-up
+    from tinyagent.agent_types import AgentTool
+
+    from tunacode_lsp.agent.context import TextOf
+    from tunacode_lsp.agent.ports import AgentSink
     from tunacode_lsp.agent.runner import RequestRun
+    from tunacode_lsp.tools import LineRefLedger
+    from tunacode_lsp.tools.diagnostics import DiagnosticsSource
+
+    class ClosableSink(AgentSink, Protocol):
+        async def close(self) -> None: ...
 
 log = logging.getLogger(__name__)
 
 
-class ClosableSink(AgentSink, Protocol):
-    async def close(self) -> None: ...
-
-
-SinkFactory = Callable[[str, str, str], ClosableSink]  # (session_id, request_id, prompt) -> sink
+SinkFactory = Callable[[str, str, str], "ClosableSink"]  # (session_id, request_id, prompt) -> sink
 
 
 class SessionUnreadable(Exception):
@@ -65,8 +66,15 @@ class SessionState:
     """What this process remembers of one session between its requests."""
 
     allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
-    line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw
+    line_refs: LineRefLedger = field(default_factory=lambda: _new_ledger())  # line numberings the model saw
     running: PendingRun | None = None  # the busy reservation
+    notices: set[str] = field(default_factory=set)  # once-per-session notices already given
+
+
+def _new_ledger() -> LineRefLedger:
+    from tunacode_lsp.tools import LineRefLedger
+
+    return LineRefLedger()
 
 
 class PendingRun:
@@ -165,7 +173,12 @@ class RunService:
     def _model(self, spec: str | None) -> ResolvedModel:
         options = self._options()
         try:
-            return resolve_model(spec or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+            return resolve_model(
+                spec or options.model,
+                base_url=options.base_url,
+                read_timeout=options.stream_read_timeout,
+                text_tool_calls=options.text_tool_calls != "off",
+            )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
 
@@ -206,11 +219,13 @@ class RunService:
         *,
         text_of: TextOf | None = None,
         diagnostics: DiagnosticsSource | None = None,
+        extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
     ) -> RequestResult:
         """Resolve the model and session, hold the lease, run the agent, release everything.
 
         The caller calls `end(pending)` afterwards, whatever happened."""
 
+        from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
         from tunacode_lsp.tools import ToolSettings
@@ -259,9 +274,12 @@ class RunService:
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
                 session_allowed_tools=state.allowed_tools,
+                session_notices=state.notices,
                 line_refs=state.line_refs,
                 context=context,
                 diagnostics=diagnostics,
+                extra_tools=extra_tools[0],
+                extra_changing_tools=extra_tools[1],
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink

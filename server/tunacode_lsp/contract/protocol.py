@@ -417,11 +417,20 @@ class ActiveRequest:
 
 
 @attrs.define
+class McpServerInfo:
+    name: str
+    state: str  # starting | ready | failed | not_allowed
+    tools: int
+    error: str | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
 class StatusResult:
     version: str
     protocol_version: int
     active_requests: list[ActiveRequest]
     session_store: str
+    mcp_servers: list[McpServerInfo] = attrs.field(factory=list)
 
 
 @attrs.define

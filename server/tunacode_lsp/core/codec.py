@@ -12,16 +12,8 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from tinyagent.agent_types import AssistantMessage, ToolResultMessage, UserMessage
 
+from tunacode_lsp.core.errors import MessageFormatError
 from tunacode_lsp.core.text import shown
-
-
-class MessageFormatError(ValueError):
-    """A message dump is not a valid tinyagent message; `where` is the bad field's path."""
-
-    def __init__(self, reason: str, *, where: str = "") -> None:
-        super().__init__(f"{where}: {reason}" if where else reason)
-        self.where = where
-        self.reason = reason
 
 MessageModel = UserMessage | AssistantMessage | ToolResultMessage
 

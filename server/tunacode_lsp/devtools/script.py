@@ -115,6 +115,7 @@ CONTENT_STEPS = (TextStep, ThinkingStep, ToolCallStep, RawStep)
 @dataclass(frozen=True)
 class Turn:
     steps: tuple[Step, ...]
+    replay: str | None = None  # a whole recorded response body, sent byte for byte
 
     @property
     def error(self) -> ErrorStep | None:
@@ -197,6 +198,9 @@ def parse_script(data: Any) -> Script:
 def _parse_turn(raw: Any, *, where: str) -> Turn:
     if not isinstance(raw, Mapping):
         raise ScriptError(f"{where}: must be an object, got {_kind(raw)}")
+    if "replay" in raw:
+        _reject_unknown(raw, {"replay"}, where=where)
+        return Turn(steps=(), replay=_string(raw, "replay", where=where))
     if "steps" in raw:
         _reject_unknown(raw, {"steps"}, where=where)
         raw_steps = raw["steps"]

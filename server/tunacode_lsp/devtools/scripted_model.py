@@ -374,6 +374,11 @@ class _TurnAnswer:
     async def send(self) -> bool:
         """Answer the turn; return whether the connection may serve another request."""
 
+        if self._turn.replay is not None:  # a recorded stream, exactly as it was
+            await _write(self._writer, _stream_head())
+            await _write_chunk(self._writer, self._turn.replay.encode())
+            await _write(self._writer, b"0\r\n\r\n")
+            return True
         error = self._turn.error
         if error is not None:
             for step in self._turn.steps[:-1]:

@@ -13,14 +13,14 @@ import logging
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls import uris
 from pygls.lsp.server import LanguageServer
 
-from tunacode_lsp.tools.diagnostics import DiagnosticsSource
-from tunacode_lsp.tools.errors import ToolError
+if TYPE_CHECKING:
+    from tunacode_lsp.tools.diagnostics import DiagnosticsSource
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ def diagnostics_source(ls: LanguageServer) -> DiagnosticsSource | None:
         return None
 
     async def fetch(paths: list[Path]) -> dict[Path, list[dict[str, Any]]]:
+        from tunacode_lsp.tools.errors import ToolError
+
         by_uri = {p.as_uri(): p for p in paths}
         msg_id = f"tunacode-diagnostics-{uuid.uuid4().hex[:12]}"
         future = asyncio.wrap_future(ls.protocol.send_request(DIAGNOSTICS_REQUEST, {"uris": list(by_uri)}, msg_id=msg_id))

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 from pygls import uris
 from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
 
-from tunacode_lsp.agent.context import TextOf
 from tunacode_lsp.agent.runs import PendingRun, RunService, SessionUnreadable
 from tunacode_lsp.contract.protocol import RequestParams, RequestResult
 from tunacode_lsp.lsp.editor import diagnostics_source
 
 if TYPE_CHECKING:
+    from tunacode_lsp.agent.context import TextOf
     from tunacode_lsp.lsp.server import TunaLanguageServer
 
 log = logging.getLogger(__name__)
@@ -106,8 +106,10 @@ class LspRuns(RunService):
             return LspSink(self._ls, session_id=session_id, request_id=request_id, prompt=prompt, client_token=work_done_token)
 
         try:
+            mcp_tools = self._ls.mcp.agent_tools() if self._ls.mcp is not None else ([], frozenset())
             result = await self.run(
-                pending, params, make_sink, text_of=self.open_documents(), diagnostics=diagnostics_source(self._ls)
+                pending, params, make_sink,
+                text_of=self.open_documents(), diagnostics=diagnostics_source(self._ls), extra_tools=mcp_tools,
             )
         except SessionUnreadable as exc:
             raise JsonRpcInternalError(message=str(exc)) from None

@@ -16,7 +16,7 @@ import stat
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
@@ -50,6 +50,7 @@ from tunacode_lsp.contract.protocol import (
     AbortResult,
     DeleteResult,
     EmptyParams,
+    McpServerInfo,
     ModelsListResult,
     ParamsError,
     RequestParams,
@@ -64,11 +65,15 @@ from tunacode_lsp.contract.protocol import (
     parse_params,
     to_wire,
 )
+from tunacode_lsp.lsp import mcp
 from tunacode_lsp.lsp.code_actions import code_actions
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
 from tunacode_lsp.lsp.runs import LspRuns, warm_up
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
 from tunacode_lsp.store.locations import default_store_path
+
+if TYPE_CHECKING:
+    from tunacode_lsp.agent.mcp.manager import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +145,21 @@ class TunaLanguageServer(LanguageServer):
         self._sessions: SessionService | None = None
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
+        self.mcp: McpManager | None = None  # created when an MCP server is configured
+        self._background: set[asyncio.Task[Any]] = set()
+
+    def track(self, work: Any) -> None:
+        """Run `work` in the background, kept until it ends, its failure logged."""
+
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("background work failed", exc_info=t.exception())
+
+        task.add_done_callback(done)
 
     def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
         """Serve stdio with stdin read by the event loop itself, not a thread.
@@ -271,11 +291,13 @@ async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParam
         await read_configuration(ls)
     finally:
         ls.settings_ready.set()
+    ls.track(mcp.configure(ls))  # in the background: never delays a request
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def on_configuration_changed(ls: TunaLanguageServer, _params: types.DidChangeConfigurationParams) -> None:
     await read_configuration(ls)
+    ls.track(mcp.configure(ls))
 
 
 async def read_configuration(ls: TunaLanguageServer) -> None:
@@ -317,8 +339,10 @@ def on_ignored(_ls: TunaLanguageServer, *_: Any) -> None:
 
 
 @server.feature(types.SHUTDOWN)
-def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
+async def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
     ls.runs.abort_all()
+    if ls.mcp is not None:
+        await ls.mcp.stop_all()  # bounded: each server is stopped within a few seconds
 
 
 # ---------------------------------------------------------------- commands
@@ -345,7 +369,8 @@ async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> d
 @command(COMMAND_STATUS)
 async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     parse_params(EmptyParams, params.arguments)
-    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path)))
+    servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
+    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers))
 
 
 @command(COMMAND_MODELS_LIST)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tunacode_lsp.core.codec import MessageFormatError, load_message
+from tunacode_lsp.core.codec import load_message
+from tunacode_lsp.core.errors import MessageFormatError
 from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import DocumentError
 from tunacode_lsp.store.records import SessionRecord, check_usage, us_from_iso

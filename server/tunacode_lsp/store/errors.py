@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tunacode_lsp.core.codec import MessageFormatError  # noqa: F401  (store callers catch it with the rest)
+from tunacode_lsp.core.errors import MessageFormatError  # noqa: F401  (store callers catch it with the rest)
 from tunacode_lsp.core.text import shown
 
 

@@ -55,6 +55,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX sessions_by_project ON sessions(project_id, modified_us)",
     ),
+    # 2 -> 3: the user's answer for each MCP server a workspace file defines.
+    (
+        """
+        CREATE TABLE mcp_trust (
+            project_id  TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            allowed     INTEGER NOT NULL,
+            decided_us  INTEGER NOT NULL,
+            PRIMARY KEY (project_id, name, fingerprint)
+        )
+        """,
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 from tinyagent.agent_types import AgentTool, AgentToolResult, AgentToolUpdateCallback, TextContent
 
-from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 logger = logging.getLogger(__name__)
 
@@ -85,10 +85,10 @@ def describe_validation_error(error: ValidationError) -> str:
 
 def validate_args(validator: Draft202012Validator, args: object) -> dict[str, Any]:
     if not isinstance(args, dict):
-        raise ToolError("Arguments must be a JSON object.")
+        raise ToolError(retry_hint("The arguments were not a JSON object", "send them as one JSON object"))
     error = best_match(validator.iter_errors(args))
     if error is not None:
-        raise ToolError(f"Invalid arguments: {describe_validation_error(error)}.")
+        raise ToolError(retry_hint(f"Invalid arguments: {describe_validation_error(error)}", "fix that field"))
     return args
 
 

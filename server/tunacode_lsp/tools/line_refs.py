@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.errors import ToolError, retry_hint
 
 MAX_FILES = 256
 MAX_VERSIONS = 32
@@ -109,11 +109,11 @@ class LineRefLedger:
                 "server started). Read it with read_file first, or use old_text/new_text."
             )
         if chain.digests[-1] != current_digest:
-            raise ToolError(
+            raise ToolError(retry_hint(
                 f"'{shown}' changed on disk since you last read it (not by edit_file), so line "
-                "references from that read may point at the wrong lines. Nothing was written. "
-                "Read the file again with read_file and retry with the new references."
-            )
+                "references from that read may point at the wrong lines. Nothing was written",
+                "read the file again with read_file and use the new references",
+            ))
         readings: set[tuple[int, int] | None] = set()
         last = len(chain.digests) - 1
         for index, hashes in enumerate(chain.hashes):

@@ -37,6 +37,8 @@ from tinyagent import (
 )
 from tinyagent.agent_types import ThinkingContent
 
+from tunacode_lsp.agent.provider.text_tool_calls import extract_text_tool_calls
+
 ERROR_DETAIL_LIMIT = 2000
 ERROR_BODY_READ_LIMIT = 64 * 1024
 AFTER_DONE_DRAIN_SECONDS = 1.0  # a server that holds the body open after [DONE] is not waited on
@@ -62,6 +64,7 @@ class OpenAICompatModel(Model):
     read_timeout: float = 120.0
     connect_timeout: float = 30.0
     max_tokens: int | None = None
+    text_tool_calls: bool = True  # parse tool calls the model wrote as text (textToolCalls)
 
 
 # ---------------------------------------------------------------- shared client
@@ -122,7 +125,7 @@ def build_request_body(
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context),
+        "messages": convert_messages(context, reasoning_back=sends_reasoning_back(model.id)),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -136,8 +139,9 @@ def build_request_body(
     return body
 
 
-def convert_messages(context: Context) -> list[dict[str, Any]]:
-    """tinyagent messages -> OpenAI chat messages (thinking is not sent back)."""
+def convert_messages(context: Context, *, reasoning_back: bool = False) -> list[dict[str, Any]]:
+    """tinyagent messages -> OpenAI chat messages. Thinking is sent back only with
+    `reasoning_back` (as `reasoning_content` of assistant turns that made tool calls)."""
 
     messages: list[dict[str, Any]] = []
     if context.system_prompt:
@@ -146,7 +150,7 @@ def convert_messages(context: Context) -> list[dict[str, Any]]:
         if isinstance(message, UserMessage):
             messages.append({"role": "user", "content": _user_content(message)})
         elif isinstance(message, AssistantMessage):
-            messages.append(_assistant_json(message))
+            messages.append(_assistant_json(message, reasoning_back=reasoning_back))
         elif isinstance(message, ToolResultMessage):
             text = "".join(part.text or "" for part in message.content if isinstance(part, TextContent))
             messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
@@ -172,7 +176,7 @@ def _image_url(image: ImageContent) -> str:
     return f"data:{image.mime_type};base64,{url}"  # bare base64 payload
 
 
-def _assistant_json(message: AssistantMessage) -> dict[str, Any]:
+def _assistant_json(message: AssistantMessage, *, reasoning_back: bool = False) -> dict[str, Any]:
     text = "".join(
         block.text or "" for block in message.content if isinstance(block, TextContent)
     )
@@ -188,7 +192,19 @@ def _assistant_json(message: AssistantMessage) -> dict[str, Any]:
     result: dict[str, Any] = {"role": "assistant", "content": text or (None if tool_calls else "")}
     if tool_calls:
         result["tool_calls"] = tool_calls
+        if reasoning_back:
+            result["reasoning_content"] = "".join(
+                block.thinking or "" for block in message.content if isinstance(block, ThinkingContent)
+            )
     return result
+
+
+def sends_reasoning_back(model_id: str | None) -> bool:
+    """DeepSeek's thinking models require the reasoning of an assistant turn that made tool
+    calls to come back with it (HTTP 400 "Missing `reasoning_content` field" otherwise);
+    other providers do not take the field, so it is sent to DeepSeek models only."""
+
+    return "deepseek" in (model_id or "").lower()
 
 
 def _tool_json(tool: AgentTool) -> dict[str, Any]:
@@ -344,6 +360,7 @@ class OpenAIChatStream:
         self._saw_done = False
         self._raw_usage: dict[str, Any] | None = None
         self._abort_waiter: asyncio.Future[Any] | None = None
+        self.text_tool_calls = 0  # tool calls found in the text of the final message
 
     # ------------------------------------------------------------ StreamResponse
 
@@ -508,11 +525,11 @@ class OpenAIChatStream:
         if not isinstance(chunk, dict):
             self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
             return
+        if isinstance(chunk.get("usage"), dict):
+            self._raw_usage = chunk["usage"]  # also when the chunk carries an error (OpenRouter)
         if chunk.get("error"):
             self._schedule_fail(f"model error in stream: {_error_detail(chunk)}", "provider")
             return
-        if isinstance(chunk.get("usage"), dict):
-            self._raw_usage = chunk["usage"]
         choices = chunk.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             self._on_choice(choices[0])
@@ -526,6 +543,12 @@ class OpenAIChatStream:
             content = delta.get("content")
             if isinstance(content, str) and content:
                 self._block_delta("text", content)
+            elif isinstance(content, list):  # Mistral's Magistral: a list of typed parts
+                for kind, text in _content_parts(content):
+                    self._block_delta(kind, text)
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:  # OpenAI: the refusal is the answer
+                self._block_delta("text", refusal)
             tool_calls = delta.get("tool_calls")
             if isinstance(tool_calls, list):
                 for position, piece in enumerate(tool_calls):
@@ -634,6 +657,8 @@ class OpenAIChatStream:
         self._end_blocks()
         reason = _FINISH_REASONS.get(self._finish_reason or "", "stop")
         has_calls = any(isinstance(block, ToolCallContent) for block in self._partial.content)
+        if not has_calls and self._model.text_tool_calls and self._finish_reason != "length":
+            has_calls = self._take_text_tool_calls()
         if reason == "stop" and has_calls:
             reason = "tool_calls"  # some servers say "stop" after tool calls
         if self._finish_reason == "content_filter":
@@ -641,6 +666,30 @@ class OpenAIChatStream:
             await self._finish("error", "the provider stopped the response: content_filter")
             return
         await self._finish(reason, None)
+
+    def _take_text_tool_calls(self) -> bool:
+        """Turn tool calls written in the text into structured ones (the text around them kept)."""
+
+        tools = frozenset(
+            t["function"]["name"] for t in self._body.get("tools", []) if isinstance(t.get("function"), dict)
+        )
+        content = self._partial.content
+        found: list[ToolCallContent] = []
+        for index, block in enumerate(content):
+            if not isinstance(block, TextContent) or not block.text:
+                continue
+            remaining, calls = extract_text_tool_calls(block.text, tools)
+            if not calls:
+                continue
+            content[index] = TextContent(text=remaining) if remaining else None
+            found.extend(ToolCallContent(id=_new_call_id(), name=c.name, arguments=c.arguments) for c in calls)
+        for call in found:
+            content.append(call)
+            position = sum(block is not None for block in content) - 1  # as snapshots count
+            self._push("tool_call_start", content_index=position)
+            self._push("tool_call_end", content_index=position, tool_call=call)
+        self.text_tool_calls = len(found)
+        return bool(found)
 
     def _schedule_fail(self, message: str, kind: ErrorKind) -> None:
         """A failure found while decoding (sync): finish now, close the connection after."""
@@ -740,6 +789,27 @@ def _discard(awaitable: Awaitable[Any]) -> None:
     close = getattr(awaitable, "close", None)
     if callable(close):
         close()  # a coroutine never awaited would warn
+
+
+def _content_parts(parts: list[Any]) -> list[tuple[Literal["text", "thinking"], str]]:
+    """`delta.content` as a list: `{"type": "text", "text"}` and `{"type": "thinking",
+    "thinking": str | [{"type": "text", "text"}]}` parts, in order."""
+
+    out: list[tuple[Literal["text", "thinking"], str]] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str) and part["text"]:
+            out.append(("text", part["text"]))
+        elif part.get("type") == "thinking":
+            inner = part.get("thinking")
+            pieces = [inner] if isinstance(inner, str) else [
+                p.get("text") for p in inner if isinstance(p, dict)
+            ] if isinstance(inner, list) else []
+            text = "".join(p for p in pieces if isinstance(p, str))
+            if text:
+                out.append(("thinking", text))
+    return out
 
 
 def _new_call_id() -> str:

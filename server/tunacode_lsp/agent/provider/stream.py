@@ -19,6 +19,7 @@ from tinyagent import AssistantMessage, AssistantMessageEvent, Context, Model, S
 from tinyagent.agent_types import ZERO_USAGE
 
 from tunacode_lsp.agent.provider.openai_chat import stream_openai_chat
+from tunacode_lsp.core.abort import race_abort
 
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 CONTENT_EVENTS = frozenset(
@@ -117,7 +118,9 @@ class RetryingStream:
         *,
         max_retries: int,
         notify: Callable[[str], None],
+        on_text_tool_calls: Callable[[], None] | None = None,
     ) -> None:
+        self._on_text_tool_calls = on_text_tool_calls
         self._provider = provider
         self._model = model
         self._context = context
@@ -131,15 +134,7 @@ class RetryingStream:
     async def _wait_or_abort(self, delay: float) -> bool:
         """Sleep for a backoff delay; True when an abort arrived first."""
 
-        signal = self._options.signal
-        if signal is None:
-            await asyncio.sleep(delay)
-            return False
-        try:
-            await asyncio.wait_for(signal.wait(), timeout=delay)
-        except TimeoutError:
-            return False
-        return True
+        return (await race_abort(asyncio.sleep(delay), self._options.signal)).aborted
 
     async def _open(self) -> None:
         self._opened = True
@@ -181,9 +176,10 @@ class RetryingStream:
     async def __anext__(self) -> AssistantMessageEvent:
         if not self._opened:
             await self._open()
-        if self._buffer:
-            return self._buffer.pop(0)
-        return await self._inner.__anext__()
+        event = self._buffer.pop(0) if self._buffer else await self._inner.__anext__()
+        if event.type == "done" and getattr(self._inner, "text_tool_calls", 0) and self._on_text_tool_calls:
+            self._on_text_tool_calls()
+        return event
 
     async def result(self) -> AssistantMessage:
         if not self._opened:
@@ -203,6 +199,7 @@ def make_stream_fn(
     max_retries: int,
     notify: Callable[[str], None],
     on_model_call: Callable[[], None],
+    on_text_tool_calls: Callable[[], None] | None = None,
     provider: ProviderFn = stream_openai_chat,
 ) -> Callable[[Model, Context, SimpleStreamOptions], Awaitable[RetryingStream]]:
     """A tinyagent StreamFn bound to one request's abort signal and retry policy."""
@@ -210,6 +207,9 @@ def make_stream_fn(
     async def stream_fn(model: Model, context: Context, options: SimpleStreamOptions) -> RetryingStream:
         on_model_call()
         options = options.model_copy(update={"signal": signal})
-        return RetryingStream(provider, model, context, options, max_retries=max_retries, notify=notify)
+        return RetryingStream(
+            provider, model, context, options,
+            max_retries=max_retries, notify=notify, on_text_tool_calls=on_text_tool_calls,
+        )
 
     return stream_fn

@@ -1,0 +1,153 @@
+"""MCP server definitions: the `mcpServers` setting and the workspace file `.mcp.json`.
+
+Both use the shape other agents use: `{name: {command, args?, env?, cwd?}}` for a stdio
+server, `{name: {url, headers?}}` for a streamable-HTTP one. String values may reference
+environment variables as `${VAR}` or `${VAR:-default}`; an unset variable without a default
+is a warning and the empty string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+WORKSPACE_FILE = ".mcp.json"
+MAX_WORKSPACE_FILE_BYTES = 1_000_000
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+Source = Literal["settings", "workspace"]
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    name: str
+    source: Source
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """What the user allowed: the definition as written, so a changed one asks again."""
+
+        data = [self.name, self.command, list(self.args), list(self.env), self.cwd, self.url, [k for k, _ in self.headers]]
+        return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+
+    def describe(self) -> str:
+        if self.url:
+            return f"{self.name}: {self.url}"
+        return f"{self.name}: {' '.join([self.command or '', *self.args])}"
+
+
+def expand(value: str, env: Mapping[str, str], warnings: list[str], where: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        warnings.append(f"{where}: ${{{name}}} is not set; using an empty value")
+        return ""
+
+    return _VAR.sub(one, value)
+
+
+def parse_servers(raw: Any, source: Source, *, env: Mapping[str, str] = os.environ) -> tuple[list[McpServerSpec], list[str]]:
+    """The servers of one `mcpServers` object, and a warning for each one left out."""
+
+    label = "tunacode.mcpServers" if source == "settings" else f"{WORKSPACE_FILE} mcpServers"
+    if raw is None:
+        return [], []
+    if not isinstance(raw, dict):
+        return [], [f"{label}: expected an object of servers, got {type(raw).__name__}"]
+    specs: list[McpServerSpec] = []
+    warnings: list[str] = []
+    for name, entry in raw.items():
+        where = f"{label}.{str(name)[:40]}"
+        if not isinstance(name, str) or not NAME.match(name):
+            warnings.append(f"{where}: a server name is 1-40 letters, digits, '-' or '_'; left out")
+            continue
+        if not isinstance(entry, dict):
+            warnings.append(f"{where}: expected an object; left out")
+            continue
+        spec = _spec(name, entry, source, env, warnings, where)
+        if spec is not None:
+            specs.append(spec)
+    return specs, warnings
+
+
+def _strings(value: Any, kind: type, where: str, warnings: list[str]) -> Any:
+    if kind is list:
+        if value is None:
+            return []
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+    elif kind is dict:
+        if value is None:
+            return {}
+        if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            return value
+    warnings.append(f"{where}: expected {'a list' if kind is list else 'an object'} of strings; left out")
+    return None
+
+
+def _spec(name: str, entry: dict[str, Any], source: Source, env: Mapping[str, str], warnings: list[str], where: str) -> McpServerSpec | None:
+    command, url = entry.get("command"), entry.get("url")
+    if (command is None) == (url is None):
+        warnings.append(f"{where}: give either `command` (a stdio server) or `url` (streamable HTTP); left out")
+        return None
+    if url is not None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            warnings.append(f"{where}.url: expected an http(s) URL; left out")
+            return None
+        headers = _strings(entry.get("headers"), dict, f"{where}.headers", warnings)
+        if headers is None:
+            return None
+        return McpServerSpec(
+            name, source, url=expand(url, env, warnings, f"{where}.url"),
+            headers=tuple((k, expand(v, env, warnings, f"{where}.headers.{k}")) for k, v in headers.items()),
+        )
+    if not isinstance(command, str) or not command.strip():
+        warnings.append(f"{where}.command: expected a non-empty string; left out")
+        return None
+    args = _strings(entry.get("args"), list, f"{where}.args", warnings)
+    server_env = _strings(entry.get("env"), dict, f"{where}.env", warnings)
+    cwd = entry.get("cwd")
+    if args is None or server_env is None or (cwd is not None and not isinstance(cwd, str)):
+        if cwd is not None and not isinstance(cwd, str):
+            warnings.append(f"{where}.cwd: expected a string; left out")
+        return None
+    return McpServerSpec(
+        name, source,
+        command=expand(command, env, warnings, f"{where}.command"),
+        args=tuple(expand(a, env, warnings, f"{where}.args") for a in args),
+        env=tuple((k, expand(v, env, warnings, f"{where}.env.{k}")) for k, v in server_env.items()),
+        cwd=expand(cwd, env, warnings, f"{where}.cwd") if cwd else None,
+    )
+
+
+def read_workspace_file(root: Path) -> tuple[Any, list[str]]:
+    """The `mcpServers` object of `<root>/.mcp.json`, or None; warnings for a bad file."""
+
+    path = root / WORKSPACE_FILE
+    try:
+        if not path.is_file():
+            return None, []
+        if path.stat().st_size > MAX_WORKSPACE_FILE_BYTES:
+            return None, [f"{WORKSPACE_FILE} is larger than 1 MB; ignored"]
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, [f"{WORKSPACE_FILE} cannot be read: {str(exc)[:200]}; ignored"]
+    if not isinstance(data, dict):
+        return None, [f"{WORKSPACE_FILE}: expected an object with `mcpServers`; ignored"]
+    return data.get("mcpServers"), []
