@@ -325,3 +325,42 @@ def test_json_result_line_parses_with_the_new_fields(model, workspace, home):
     done = run_cli(_args(model, workspace, "hi", "--json"), home=home)
     result = json.loads(done.stdout.splitlines()[-1])
     assert {"changedFiles", "deniedToolCalls", "stopReason", "sessionId", "usage", "turns", "toolCalls"} <= result.keys()
+
+
+# ---------------------------------------------------------------- a hostile model and a terminal
+
+
+HOSTILE_TEXT = "Done.\x1b]0;pwned title\x07\rHIDDEN\x1b[2J\x9b31m"
+
+
+def test_a_hostile_models_control_characters_are_shown_not_obeyed_on_a_terminal(model, workspace, home):
+    model.set_script({"turns": [
+        {"tool_call": {"name": "bash", "arguments": {"command": "echo hi #\x1b]52;c;cm0gLXJmIH4=\x07\rlooks harmless"}}},
+        {"text": HOSTILE_TEXT},
+    ]})
+    code, screen = _run_on_a_pty(_args(model, workspace, "go", "--approve", "auto"), cli_env(home, NO_COLOR="1"))
+    assert code == 0, screen
+    assert "\x1b" not in screen and "\x07" not in screen and "\x9b" not in screen  # NO_COLOR: no escape at all is ours
+    assert "Done.\\x1b]0;pwned title\\x07\\x0dHIDDEN\\x1b[2J\\x9b31m" in screen
+    assert "[tool] bash echo hi #\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0dlooks harmless" in screen
+
+
+def test_redirected_output_keeps_the_answer_as_it_is(model, workspace, home):
+    model.set_script({"turns": [{"text": HOSTILE_TEXT}]})
+    done = subprocess.run([sys.executable, "-m", "tunacode_lsp", *_args(model, workspace, "go")], env=cli_env(home),
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=WAIT)
+    assert done.returncode == 0 and done.stdout == (HOSTILE_TEXT + "\n").encode()  # a file gets the model's exact text
+
+
+def test_a_changed_file_with_a_newline_in_its_name_stays_on_one_line(model, workspace, home):
+    model.set_script(_bash_turns("printf x > \"$(printf 'evil\\n[done] end_turn')\""))
+    done = run_cli(_args(model, workspace, "go", "--approve", "auto"), home=home)
+    assert done.code == 0, done.stderr
+    assert "[changed] evil [done] end_turn\n" in done.stderr
+    assert sum(1 for line in done.stderr.splitlines() if line.startswith("[done]")) == 1
+
+
+def test_a_multi_line_command_says_it_has_more_lines(model, workspace, home):
+    model.set_script(_bash_turns("echo harmless\nrm -f nothing-here\ntrue"))
+    done = run_cli(_args(model, workspace, "go", "--approve", "auto"), home=home)
+    assert "[tool] bash echo harmless (+2 more lines)\n" in done.stderr

@@ -18,6 +18,10 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 SUMMARY_KEYS = ("filepath", "command", "pattern", "path", "glob")
+# C0 controls but tab and newline, DEL, C1: a model's text must not drive the terminal
+# (hide lines with \r, set the title, write the clipboard with OSC 52, ...)
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+LINE_BREAKS = re.compile(r"[\n\t]")
 EXIT_CODE_IN_RESULT = re.compile(r"\[exit code (-?\d+)\]")
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.1
@@ -28,16 +32,25 @@ BOLD, DIM, RED, GREEN, YELLOW, CYAN = "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[32
 CLEAR_LINE = "\r\x1b[K"
 
 
-def wants_colour(stream: TextIO, env: Mapping[str, str] | None = None) -> bool:
-    """Colour on a terminal, unless NO_COLOR is set to anything (https://no-color.org)."""
+def printable(text: str, *, one_line: bool = False) -> str:
+    """Text that shows as what it is: control characters as `\\xNN` (newlines too when `one_line`)."""
 
-    env = os.environ if env is None else env
-    if env.get("NO_COLOR"):
-        return False
+    text = CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return LINE_BREAKS.sub(" ", text) if one_line else text
+
+
+def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def wants_colour(stream: TextIO, env: Mapping[str, str] | None = None) -> bool:
+    """Colour on a terminal, unless NO_COLOR is set to anything (https://no-color.org)."""
+
+    env = os.environ if env is None else env
+    return not env.get("NO_COLOR") and _is_terminal(stream)
 
 
 def tool_summary(args: Any, limit: int = 80) -> str:
@@ -48,8 +61,9 @@ def tool_summary(args: Any, limit: int = 80) -> str:
     for key in SUMMARY_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
-            line = value.strip().splitlines()[0]
-            return line if len(line) <= limit else line[: limit - 1] + "…"
+            lines = value.strip().split("\n")  # not splitlines: a \r must show, not end the line
+            line = lines[0] if len(lines[0]) <= limit else lines[0][: limit - 1] + "…"
+            return line + (f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else "")
     return ""
 
 
@@ -94,7 +108,7 @@ class Output:
         self.note(f"error: {message}")
 
     def note(self, message: str) -> None:
-        self._write(self.err, f"tunacode-lsp: {message}\n")
+        self._write(self.err, f"tunacode-lsp: {printable(message, one_line=True)}\n")
 
     def close(self) -> None:
         """The run is over (stop any progress line)."""
@@ -107,6 +121,7 @@ class PlainOutput(Output):
         super().__init__(out, err)
         self._session_hint = session_hint
         self._colour = wants_colour(err) if colour is None else colour
+        self._out_is_terminal = _is_terminal(out)  # then the answer's control characters are shown, not obeyed
         self._live = self._colour  # a progress line only where it can be redrawn: a terminal
         self._mid_line = False  # stdout holds a started line
         self._summaries: dict[str, str] = {}
@@ -129,7 +144,7 @@ class PlainOutput(Output):
     def _text(self, text: str) -> None:
         if text:
             self._clear_progress()
-            self._write(self.out, text)
+            self._write(self.out, printable(text) if self._out_is_terminal else text)
             self._mid_line = not text.endswith("\n")
 
     def _end_line(self) -> None:
@@ -145,6 +160,10 @@ class PlainOutput(Output):
     def note(self, message: str) -> None:
         self._clear_progress()
         super().note(message)
+
+    def passthrough(self, text: str) -> None:
+        self._clear_progress()
+        super().passthrough(printable(text) if _is_terminal(self.err) else text)
 
     # ------------------------------------------------------------ progress line
 
@@ -193,7 +212,7 @@ class PlainOutput(Output):
         elif kind == "tool_call_update":
             self._tool_update(event)
         elif kind == "notice":
-            self._status(self._paint(f"[note] {event.get('message', '')}", YELLOW))
+            self._status(self._paint(f"[note] {printable(str(event.get('message', '')), one_line=True)}", YELLOW))
         elif kind == "request_end":
             self.close()
             self._end_line()
@@ -203,10 +222,10 @@ class PlainOutput(Output):
         summary = self._summaries.get(event.get("toolCallId", ""), "")
         if summary.startswith(name + ":"):  # the server's summary names the tool already
             summary = summary[len(name) + 1 :].strip()
-        return f"{name} {summary}".rstrip()
+        return printable(f"{name} {summary}".rstrip(), one_line=True)
 
     def _tool_update(self, event: dict[str, Any]) -> None:
-        name = str(event.get("name", "tool"))
+        name = printable(str(event.get("name", "tool")), one_line=True)
         status = event.get("status")
         call_id = str(event.get("toolCallId", ""))
         tag = self._paint("[tool]", CYAN)
@@ -227,14 +246,14 @@ class PlainOutput(Output):
                 "  (--approve auto allows it)", DIM
             )
         if status == "completed":
-            line = f"{name} completed {took}"
+            line = printable(f"{name} completed {took}", one_line=True)
             code = bash_exit_code(event) if name == "bash" else None
             if code is not None:
                 line += ", " + self._paint(f"exit code {code}", GREEN if code == 0 else RED)
             return line
         if status == "failed":
             first = (str(event.get("result") or "error").strip().splitlines() or ["error"])[0]
-            return self._paint(f"{name} failed: {first[:200]}", RED)
+            return self._paint(printable(f"{name} failed: {first[:200]}", one_line=True), RED)
         return self._paint(f"{name} cancelled", YELLOW)
 
     # ------------------------------------------------------------ the end
@@ -273,9 +292,9 @@ class PlainOutput(Output):
         ]
         head = self._paint(f"[done] {stop}", GREEN if stop == "end_turn" else RED, BOLD)
         lines = [f"{head}: " + ", ".join(parts)]
-        lines.append("[changed] " + (", ".join(changed) if changed else "nothing"))
+        lines.append("[changed] " + (printable(", ".join(changed), one_line=True) if changed else "nothing"))
         if denied:
-            shown = "; ".join(f"{d.get('name')} {d.get('summary') or ''}".rstrip() for d in denied)
+            shown = printable("; ".join(f"{d.get('name')} {d.get('summary') or ''}".rstrip() for d in denied), one_line=True)
             lines.append(self._paint(f"[denied] {shown}", RED))
         return "\n".join(lines)
 
