@@ -364,3 +364,86 @@ def test_a_multi_line_command_says_it_has_more_lines(model, workspace, home):
     model.set_script(_bash_turns("echo harmless\nrm -f nothing-here\ntrue"))
     done = run_cli(_args(model, workspace, "go", "--approve", "auto"), home=home)
     assert "[tool] bash echo harmless (+2 more lines)\n" in done.stderr
+
+
+# ---------------------------------------------------------------- a broken or hostile server
+
+
+FAKE_SERVER = r'''
+import json, sys
+def read():
+    length = None
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return json.loads(sys.stdin.buffer.read(length))
+def send(obj, header=b"Content-Length"):
+    body = json.dumps(obj).encode()
+    sys.stdout.buffer.write(header + b": %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n%s" % (len(body), body))
+    sys.stdout.buffer.flush()
+MODE = sys.argv[1]
+init = read()
+if MODE == "bad-length":
+    sys.stdout.buffer.write(b"Content-Length: abc\r\n\r\n{}"); sys.stdout.buffer.flush(); read(); sys.exit(0)
+if MODE == "endless-header":
+    sys.stdout.buffer.write(b"X" * 200_000); sys.stdout.buffer.flush(); read(); sys.exit(0)
+if MODE == "silent":
+    while True:
+        read()
+send({"jsonrpc": "2.0", "id": init["id"], "result": {"capabilities": {"experimental": {"tunacode": {"protocolVersion": 1}}}}},
+     header=b"content-length")  # any case, as the base protocol allows
+read()  # initialized
+request = read()
+# requests of its own the client must answer, hostile shapes included
+send({"jsonrpc": "2.0", "id": "s1", "method": "window/showMessageRequest", "params": "not an object"})
+send({"jsonrpc": "2.0", "id": "s2", "method": "no/such/method", "params": {}})
+answers = {}
+while len(answers) < 2:
+    message = read()
+    answers[message["id"]] = message
+sys.stderr.write("answers: " + json.dumps(answers, sort_keys=True) + "\n"); sys.stderr.flush()
+if MODE == "dies":
+    sys.stderr.write("fake server: dying mid-request\n"); sys.exit(7)
+'''
+
+
+def _fake_run(workspace: Path, mode: str, *flags: str) -> tuple[int, str, str]:
+    import asyncio
+
+    out, err = io.StringIO(), io.StringIO()
+    opts = cli_run.parse_args(["--cwd", str(workspace), "--json", *flags, "hi"])
+    command = [sys.executable, "-c", FAKE_SERVER, mode]
+    code = asyncio.run(cli_headless.HeadlessRun(opts, cli_headless.JsonLinesOutput(out, err), server_command=command).run())
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_server_that_dies_mid_request_exits_1_after_its_requests_were_answered(workspace):
+    started = time.monotonic()
+    code, out, err = _fake_run(workspace, "dies", "--verbose")
+    assert code == 1 and "the language server failed" in err and time.monotonic() - started < WAIT
+    answers = json.loads(next(line for line in err.splitlines() if line.startswith("answers: "))[len("answers: "):])
+    assert answers["s1"]["result"] == {"title": "Deny"}  # a bad prompt is still answered, as a denial
+    assert answers["s2"]["error"]["code"] == -32601
+    assert json.loads(out.splitlines()[-1])["type"] == "error"
+
+
+@pytest.mark.parametrize("mode", ["bad-length", "endless-header"])
+def test_broken_framing_from_the_server_exits_1_at_once(workspace, mode):
+    started = time.monotonic()
+    code, _, err = _fake_run(workspace, mode)
+    assert code == 1 and "the language server failed" in err, err
+    assert time.monotonic() - started < 3  # not the 5 s shutdown wait
+
+
+def test_a_server_that_never_answers_initialize_is_given_up_on(workspace, monkeypatch):
+    monkeypatch.setattr(cli_headless, "START_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    code, _, err = _fake_run(workspace, "silent")
+    assert code == 1 and "no answer from the server within the timeout (0.5 s)" in err
+    assert time.monotonic() - started < 3  # the silent server was stopped, not asked to shut down

@@ -352,3 +352,6 @@ async def test_an_approval_prompt_is_answered_by_the_approve_flag(
     assert code == 0, err.getvalue()
     assert re.search(rf"TunaCode wants to run write_file: .*new\.txt.* -> {answer}\n", err.getvalue()), err.getvalue()
     assert (workspace / "new.txt").exists() is created
+    # a call the approval answer refused counts as denied, like one read-only mode refused
+    assert ("[denied] write_file new.txt\n" in err.getvalue()) is not created
+    assert ("[changed] new.txt\n" in err.getvalue()) is created

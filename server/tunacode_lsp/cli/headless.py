@@ -98,6 +98,7 @@ class HeadlessRun:
         self._before: asyncio.Future[changes.Snapshot] | None = None
         self._before_snapshot: changes.Snapshot | None = None
         self._shutdown: asyncio.Future[Any] | None = None  # sent as soon as the answer is in
+        self._initialized = False  # a server that never answered `initialize` is not asked to shut down
 
     # ------------------------------------------------------------ messages from the server
 
@@ -201,6 +202,7 @@ class HeadlessRun:
         if version != PROTOCOL_VERSION:
             self.output.note(f"warning: the server speaks protocol {version!r}, this client {PROTOCOL_VERSION}")
         self.peer.notify("initialized", {})
+        self._initialized = True
 
     async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
         # always read: a full pipe would block the server
@@ -245,7 +247,9 @@ class HeadlessRun:
 
     async def _stop(self) -> None:
         process, peer = self.process, self.peer
-        if process is not None and process.poll() is None and peer is not None and not peer.closed and not self._force_quit.is_set():
+        graceful = self._initialized and peer is not None and not peer.closed and not self._force_quit.is_set()
+        if process is not None and process.poll() is None and graceful:
+            assert peer is not None
             try:
                 await asyncio.wait_for(self._shutdown or peer.request("shutdown"), SHUTDOWN_TIMEOUT_S)
                 peer.notify("exit")
@@ -393,6 +397,7 @@ class HeadlessRun:
             self.output.failure(f"no answer from the server within the timeout ({self.opts.timeout or START_TIMEOUT_S:g} s)", None)
             return EXIT_TIMEOUT if self.opts.timeout else EXIT_ERROR
         except (_ServerFailed, OSError) as exc:
+            self._kill()  # one that broke the protocol but lives has nothing to settle
             if len(self._tasks) > 1:  # a dead server's last words are still in the pipe
                 await asyncio.wait({self._tasks[1]}, timeout=SHUTDOWN_TIMEOUT_S)
             self.output.failure(f"the language server failed: {exc}{self._server_log_tail()}", None)
