@@ -1,6 +1,7 @@
 """`python -m tunacode_lsp.cli.github_action EVENTS EXIT_CODE`: the GitHub action's outputs.
 
-action.yml runs `tunacode-lsp run --json > EVENTS`, then this: it reads the last line (the
+action.yml runs `tunacode-lsp run --json | tee EVENTS | python -m ... --render` (the log
+shows the plain view as it happens: answer, tool lines, summary), then this: it reads the last line (the
 result, or the error of a request that never started) and writes the step outputs `text`,
 `changed-files` (a JSON array), `exit-code` and `session-id` to `$GITHUB_OUTPUT`, and the
 answer with what changed to `$GITHUB_STEP_SUMMARY`; it prints the session id. Multi-line values use the runner's
@@ -14,7 +15,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 MEANINGS = {
     0: "the model finished its answer",
@@ -94,7 +95,31 @@ def summary(last: dict[str, Any] | None, exit_code: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render(lines: TextIO, out: TextIO) -> None:
+    """The plain view of a JSON Lines event stream, as it arrives (for the job's log)."""
+
+    from tunacode_lsp.cli.output import PlainOutput
+
+    view = PlainOutput(out, out, session_hint=False, colour=False)
+    for line in lines:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if obj.get("type") == "result":
+            view.result(obj, obj)
+        elif obj.get("type") == "error":
+            view.note(f"error: {obj.get('message')}")
+        else:
+            view.event(obj)
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--render"]:
+        render(sys.stdin, sys.stdout)
+        return 0
     if len(argv) != 2 or not argv[1].lstrip("-").isdigit():
         print("usage: python -m tunacode_lsp.cli.github_action EVENTS_FILE EXIT_CODE", file=sys.stderr)
         return 2
