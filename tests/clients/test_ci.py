@@ -447,3 +447,16 @@ def test_a_server_that_never_answers_initialize_is_given_up_on(workspace, monkey
     code, _, err = _fake_run(workspace, "silent")
     assert code == 1 and "no answer from the server within the timeout (0.5 s)" in err
     assert time.monotonic() - started < 3  # the silent server was stopped, not asked to shut down
+
+
+def test_ctrl_c_while_waiting_for_the_prompt_on_stdin_exits_130(home, workspace):
+    proc = subprocess.Popen([sys.executable, "-m", "tunacode_lsp", "run", "--cwd", str(workspace), "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(home))
+    try:
+        # blocked in read(2) on its stdin (syscall 0 on x86_64), which this test never closes
+        _wait_for(lambda: Path(f"/proc/{proc.pid}/syscall").read_text().split()[0] == "0")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err == b""  # no traceback, no server started

@@ -261,16 +261,16 @@ class EarlyInterrupt:
 
 
 def main(argv: list[str]) -> int:
-    early = EarlyInterrupt().install()
     try:
-        opts = parse_args(argv)
+        opts = parse_args(argv)  # may wait on stdin (`-`): a Ctrl-C must stop that wait
         check_configuration(opts, os.environ)
     except UsageError as exc:
         if str(exc):
             print(f"tunacode-lsp run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if early.fired:
+    except KeyboardInterrupt:
         return EXIT_CANCELLED
+    early = EarlyInterrupt().install()
     try:
         process = spawn_server(opts.cwd, os.environ)
     except OSError as exc:
