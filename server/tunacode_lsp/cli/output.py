@@ -67,6 +67,14 @@ def tool_summary(args: Any, limit: int = 80) -> str:
     return ""
 
 
+def call_label(name: str, summary: str) -> str:
+    """`name summary` on one line, without the name twice when the server's summary starts with it."""
+
+    if summary.startswith(name + ":"):
+        summary = summary[len(name) + 1 :].strip()
+    return printable(f"{name} {summary}".rstrip(), one_line=True)
+
+
 def bash_exit_code(event: Mapping[str, Any]) -> int | None:
     """A bash call's exit code: the update's `exitCode`, else the `[exit code N]` of its result."""
 
@@ -218,11 +226,7 @@ class PlainOutput(Output):
             self._end_line()
 
     def _label(self, event: Mapping[str, Any]) -> str:
-        name = str(event.get("name", "tool"))
-        summary = self._summaries.get(event.get("toolCallId", ""), "")
-        if summary.startswith(name + ":"):  # the server's summary names the tool already
-            summary = summary[len(name) + 1 :].strip()
-        return printable(f"{name} {summary}".rstrip(), one_line=True)
+        return call_label(str(event.get("name", "tool")), self._summaries.get(event.get("toolCallId", ""), ""))
 
     def _tool_update(self, event: dict[str, Any]) -> None:
         name = printable(str(event.get("name", "tool")), one_line=True)
@@ -294,7 +298,7 @@ class PlainOutput(Output):
         lines = [f"{head}: " + ", ".join(parts)]
         lines.append("[changed] " + (printable(", ".join(changed), one_line=True) if changed else "nothing"))
         if denied:
-            shown = printable("; ".join(f"{d.get('name')} {d.get('summary') or ''}".rstrip() for d in denied), one_line=True)
+            shown = "; ".join(call_label(str(d.get("name")), str(d.get("summary") or "")) for d in denied)
             lines.append(self._paint(f"[denied] {shown}", RED))
         return "\n".join(lines)
 
