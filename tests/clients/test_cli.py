@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tests.clients.cli_support import CliProcess, cli_env, run_cli, scripted_args
 
+from tunacode_lsp.cli import headless as cli_headless
 from tunacode_lsp.cli import run as cli_run
 from tunacode_lsp.cli import sessions as cli_sessions
 from tunacode_lsp.cli.run import UsageError, initialization_options, parse_args
@@ -327,7 +328,7 @@ async def test_a_server_that_dies_exits_1_with_its_stderr(workspace):
     out, err = io.StringIO(), io.StringIO()
     opts = cli_run.parse_args(["--cwd", str(workspace), "--json", "hi"])
     dying = [sys.executable, "-c", "import sys; sys.stderr.write('boom: no server here\\n'); sys.exit(3)"]
-    code = await cli_run.HeadlessRun(opts, cli_run.JsonLinesOutput(out, err), server_command=dying).run()
+    code = await cli_headless.HeadlessRun(opts, cli_headless.JsonLinesOutput(out, err), server_command=dying).run()
     assert code == 1
     assert "the language server failed" in err.getvalue() and "boom: no server here" in err.getvalue()
     last = json.loads(out.getvalue().splitlines()[-1])
@@ -347,7 +348,10 @@ async def test_an_approval_prompt_is_answered_by_the_approve_flag(
     ]})
     opts = cli_run.parse_args(scripted_args(model.chat_url, workspace, "--approve", approve, "write it"))
     out, err = io.StringIO(), io.StringIO()
-    code = await cli_run.HeadlessRun(opts, cli_run.PlainOutput(out, err), env=cli_env(home)).run()
+    code = await cli_headless.HeadlessRun(opts, cli_headless.PlainOutput(out, err), env=cli_env(home)).run()
     assert code == 0, err.getvalue()
     assert re.search(rf"TunaCode wants to run write_file: .*new\.txt.* -> {answer}\n", err.getvalue()), err.getvalue()
     assert (workspace / "new.txt").exists() is created
+    # a call the approval answer refused counts as denied, like one read-only mode refused
+    assert ("[denied] write_file new.txt\n" in err.getvalue()) is not created
+    assert ("[changed] new.txt\n" in err.getvalue()) is created

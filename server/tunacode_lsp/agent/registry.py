@@ -67,6 +67,8 @@ class ToolCallRecord:
     ended: float | None = None
     result: str | None = None
     announced_at: float = field(default_factory=time.monotonic)
+    denied: bool = False  # the user (or read-only mode) declined it
+    exit_code: int | None = None  # of the command a bash call ran
 
     @property
     def final(self) -> bool:
@@ -121,6 +123,8 @@ class ToolCallRegistry:
                 status,
                 result=result,
                 duration_ms=record.duration_ms if record.final else None,
+                denied=True if record.final and record.denied else None,
+                exit_code=record.exit_code if record.final else None,
             )
         )
 
@@ -129,6 +133,10 @@ class ToolCallRegistry:
         if record.status == "pending":
             self._update(record, "awaiting_approval")
 
+    def mark_denied(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
+        """The call was declined: its final update will say `denied: true`."""
+        self.announce(tool_call_id, name, args).denied = True
+
     def start(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
         record = self.announce(tool_call_id, name, args)
         if record.final or record.status == "in_progress":
@@ -136,11 +144,14 @@ class ToolCallRegistry:
         record.started = time.monotonic()
         self._update(record, "in_progress")
 
-    def finish(self, tool_call_id: str, status: str, result: str | None = None, *, name: str = "") -> None:
+    def finish(
+        self, tool_call_id: str, status: str, result: str | None = None, *, name: str = "", exit_code: int | None = None
+    ) -> None:
         assert status in FINAL_TOOL_STATUSES, status
         record = self._calls.get(tool_call_id) or self.announce(tool_call_id, name, {})
         if record.final:
             return
+        record.exit_code = exit_code
         record.ended = time.monotonic()
         record.result = preview(result) if result is not None else None
         self._update(record, status, record.result)

@@ -224,7 +224,11 @@ class RequestRun:
                     self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
                     raise
                 result = _redacted_result(result)  # the model never sees a key a tool printed
-                self.registry.finish(tool_call_id, "completed", tool_result_text(result))
+                details = result.details if isinstance(result.details, dict) else {}
+                exit_code = details.get("exit_code")  # bash's, shown on the tool line
+                self.registry.finish(
+                    tool_call_id, "completed", tool_result_text(result), exit_code=exit_code if isinstance(exit_code, int) else None
+                )
                 return result
 
         return AgentTool(
@@ -276,6 +280,7 @@ class RequestRun:
             return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
         summary = view.summary
         if approval == "read-only":
+            self.registry.mark_denied(call_id, name, args)
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
         decision = await self._ask(
@@ -290,6 +295,7 @@ class RequestRun:
         if self.abort_signal.is_set():
             self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name)
             return _error_result("cancelled by the user")
+        self.registry.mark_denied(call_id, name, args)
         return _error_result(f"the user declined: {name} {summary}. Do not retry it unchanged; ask or try another way.")
 
     async def _ask(self, request: ApprovalRequest) -> str:

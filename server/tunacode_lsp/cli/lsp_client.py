@@ -1,4 +1,4 @@
-"""Helpers for pygls clients of this server (the headless CLI, tests, benchmarks).
+"""Helpers for pygls clients of this server (tests, benchmarks; the headless CLI has its own, cli/rpc.py).
 
 pygls turns the params of a notification it has no type for into namedtuples, renaming
 keys that are not identifiers; `keep_raw_params` makes it hand ours over as plain dicts.

@@ -62,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in DELEGATED:
         module, _ = DELEGATED[argv[0]]
-        return _delegate(module)(argv[1:])
+        try:
+            return _delegate(module)(argv[1:])
+        except KeyboardInterrupt:  # Ctrl-C before a subcommand handles it: quiet, as a shell expects
+            return 130
     parser = build_parser()
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         # `tunacode-lsp --stdio` (as language clients start servers) means serve

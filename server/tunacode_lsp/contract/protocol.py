@@ -517,6 +517,8 @@ class ToolCallUpdate:
     status: str
     result: str | None = attrs.field(default=None, metadata={"omit": True})
     duration_ms: int | None = attrs.field(default=None, metadata={"omit": True})
+    denied: bool | None = attrs.field(default=None, metadata={"omit": True})  # final update of a declined call
+    exit_code: int | None = attrs.field(default=None, metadata={"omit": True})  # final update of a bash call
     type: str = "tool_call_update"
 
 

@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from tunacode_lsp.cli.run import EXIT_ERROR, EXIT_OK, RunOptions, quiet_pygls, run_request
+from tunacode_lsp.cli.headless import run_request
+from tunacode_lsp.cli.run import EXIT_ERROR, EXIT_OK, RunOptions
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 HERE = Path(__file__).resolve().parent
@@ -113,7 +114,6 @@ def main(argv: list[str]) -> int:
         return 0 if exc.code == 0 else 2
     if args.prompt:
         print("(the scripted demo plays a fixed session; your prompt is used once a real model is set up)")
-    quiet_pygls(verbose=False)
     try:
         return run_demo(args.keep, sys.stdout, sys.stderr)
     except BrokenPipeError:  # `| head` stopped reading
