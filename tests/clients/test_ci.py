@@ -342,7 +342,8 @@ def test_a_hostile_models_control_characters_are_shown_not_obeyed_on_a_terminal(
     assert code == 0, screen
     assert "\x1b" not in screen and "\x07" not in screen and "\x9b" not in screen  # NO_COLOR: no escape at all is ours
     assert "Done.\\x1b]0;pwned title\\x07\\x0dHIDDEN\\x1b[2J\\x9b31m" in screen
-    assert "[tool] bash echo hi #\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0dlooks harmless" in screen
+    # the server's one-line summary ends the line at the \r and says so; the escapes are shown, not obeyed
+    assert "[tool] bash echo hi #\\x1b]52;c;cm0gLXJmIH4=\\x07 (+1 more line)" in screen
 
 
 def test_redirected_output_keeps_the_answer_as_it_is(model, workspace, home):

@@ -350,7 +350,7 @@ async def test_an_approval_prompt_is_answered_by_the_approve_flag(
     out, err = io.StringIO(), io.StringIO()
     code = await cli_headless.HeadlessRun(opts, cli_headless.PlainOutput(out, err), env=cli_env(home)).run()
     assert code == 0, err.getvalue()
-    assert re.search(rf"TunaCode wants to run write_file: .*new\.txt.* -> {answer}\n", err.getvalue()), err.getvalue()
+    assert re.search(rf"TunaCode wants to create new\.txt \(1 lines\) \(write_file\).*\+x -> {answer}\n", err.getvalue()), err.getvalue()
     assert (workspace / "new.txt").exists() is created
     # a call the approval answer refused counts as denied, like one read-only mode refused
     assert ("[denied] write_file new.txt\n" in err.getvalue()) is not created

@@ -45,7 +45,11 @@ class ConfigurationGate:
 
 
 def make_client(
-    events: list[dict[str, Any]], cond: asyncio.Condition, approvals: ApprovalAnswers, gate: ConfigurationGate
+    events: list[dict[str, Any]],
+    cond: asyncio.Condition,
+    approvals: ApprovalAnswers,
+    gate: ConfigurationGate,
+    extra: dict[str, Callable[..., Any]] | None = None,
 ) -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     register_lsp_features(
@@ -53,9 +57,11 @@ def make_client(
         {
             m: f
             for m, f in DEFAULT_CLIENT_FEATURES.items()
-            if m not in (types.WINDOW_SHOW_MESSAGE, types.WORKSPACE_CONFIGURATION)
+            if m not in (types.WINDOW_SHOW_MESSAGE, types.WORKSPACE_CONFIGURATION) and m not in (extra or {})
         },
     )
+    for method, handler in (extra or {}).items():  # the test's own answers to server requests
+        client.feature(method)(handler)
 
     @client.feature(types.WORKSPACE_CONFIGURATION)
     async def on_configuration(params: types.ConfigurationParams):
@@ -143,13 +149,11 @@ class LspHarness:
         server_env.update(env or {})
         config = ClientServerConfig(
             server_command=[sys.executable, "-m", "tunacode_lsp"],
-            client_factory=lambda: make_client(self.events, self.cond, self.approvals, self.configuration),
+            client_factory=lambda: make_client(self.events, self.cond, self.approvals, self.configuration, self.client_handlers),
             server_env=server_env,
         )
         client = await config.start()
         self.client = client
-        for method, handler in self.client_handlers.items():
-            client.feature(method)(handler)
         if configuration is not None:
             client.set_configuration(section="tunacode", item=configuration)
         caps = capabilities or client_capabilities("visual-studio-code")

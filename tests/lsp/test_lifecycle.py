@@ -103,3 +103,32 @@ async def test_cancel_request_while_the_request_is_starting(lsp, model, home, wo
     # the session is free again
     again = await lsp.command("tunacode.request", {"prompt": "again", "sessionId": sid})
     assert again["stopReason"] == "end_turn"
+
+
+async def test_a_client_that_never_answers_progress_create(lsp, model, home, workspace):
+    """Bug: request_end came but never the response, and the session's lease was never
+    released (another server got "busy" for ever)."""
+
+    never = asyncio.Event()
+
+    async def hang(params):
+        await never.wait()
+
+    lsp.client_handlers[types.WINDOW_WORK_DONE_PROGRESS_CREATE] = hang
+    model.set_script([DONE, DONE])
+    caps = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
+    await lsp.start(init_options=scripted_options(model), capabilities=caps)
+    result = await asyncio.wait_for(lsp.command("tunacode.request", {"prompt": "hi"}), 20)
+    assert result["stopReason"] == "end_turn"
+    assert lsp.events_of(result["requestId"])[-1]["type"] == "request_end"
+    never.set()
+
+    from tests.lsp.harness import LspHarness
+
+    other = LspHarness(workspace, home)  # a second server on the same store
+    try:
+        await other.start(init_options=scripted_options(model))
+        again = await asyncio.wait_for(other.command("tunacode.request", {"prompt": "me", "sessionId": result["sessionId"]}), 20)
+        assert again["stopReason"] == "end_turn"
+    finally:
+        await other.stop()

@@ -8,16 +8,15 @@ sent `$/cancelRequest` and the tool gets a clear error; the request goes on.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
 from pygls import uris
 from pygls.lsp.server import LanguageServer
+
+from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 
 if TYPE_CHECKING:
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
@@ -56,12 +55,11 @@ def diagnostics_source(ls: LanguageServer) -> DiagnosticsSource | None:
         from tunacode_lsp.tools.errors import ToolError
 
         by_uri = {p.as_uri(): p for p in paths}
-        msg_id = f"tunacode-diagnostics-{uuid.uuid4().hex[:12]}"
-        future = asyncio.wrap_future(ls.protocol.send_request(DIAGNOSTICS_REQUEST, {"uris": list(by_uri)}, msg_id=msg_id))
         try:
-            answer = _plain(await asyncio.wait_for(future, EDITOR_WAIT_SECONDS))
-        except TimeoutError:
-            _withdraw(ls, msg_id)
+            answer = _plain(await ask_client(
+                ls, DIAGNOSTICS_REQUEST, {"uris": list(by_uri)}, timeout=EDITOR_WAIT_SECONDS, label="tunacode-diagnostics"
+            ))
+        except ClientDidNotAnswer:
             raise ToolError(f"The editor did not report diagnostics within {EDITOR_WAIT_SECONDS:g} s.") from None
         except Exception as exc:  # the client refused or failed
             raise ToolError(f"The editor could not report diagnostics: {str(exc)[:200]}") from None
@@ -89,10 +87,3 @@ def _path_of(uri: str, by_uri: dict[str, Path]) -> Path | None:
         return None
     real = os.path.realpath(fs_path)
     return next((p for p in by_uri.values() if str(p) == real), None)
-
-
-def _withdraw(ls: LanguageServer, msg_id: str) -> None:
-    """Tell the client we stopped waiting, and take its late answer quietly."""
-
-    ls.protocol._request_futures.pop(msg_id, None)
-    ls.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))

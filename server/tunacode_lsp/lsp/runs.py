@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
 from tunacode_lsp.agent.runs import PendingRun, RunService, SessionUnreadable
 from tunacode_lsp.contract.protocol import RequestParams, RequestResult
 from tunacode_lsp.lsp.editor import diagnostics_source
+from tunacode_lsp.lsp.pygls_compat import workspace_ready
 
 if TYPE_CHECKING:
     from tunacode_lsp.agent.context import TextOf
@@ -91,7 +92,7 @@ class LspRuns(RunService):
         """The editor's text of the documents open now (a snapshot taken on the event loop)."""
 
         texts: dict[str, str] = {}
-        if self._ls.protocol._workspace is not None:
+        if workspace_ready(self._ls):
             for uri, document in self._ls.workspace.text_documents.items():
                 if uri.startswith("file:"):
                     texts[os.path.realpath(uris.to_fs_path(uri) or "")] = document.source

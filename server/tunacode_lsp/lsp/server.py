@@ -67,8 +67,10 @@ from tunacode_lsp.contract.protocol import (
     to_wire,
 )
 from tunacode_lsp.lsp import mcp
+from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.code_actions import code_actions
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
+from tunacode_lsp.lsp.pygls_compat import workspace_ready
 from tunacode_lsp.lsp.runs import LspRuns, warm_up
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
 from tunacode_lsp.store.locations import default_store_path
@@ -201,7 +203,7 @@ class TunaLanguageServer(LanguageServer):
 
     @property
     def workspace_root(self) -> Path:
-        root = self.workspace.root_path if self.protocol._workspace is not None else None
+        root = self.workspace.root_path if workspace_ready(self) else None
         return Path(root or os.getcwd()).resolve()
 
     @property
@@ -306,8 +308,10 @@ async def read_configuration(ls: TunaLanguageServer) -> None:
     if not (workspace and workspace.configuration):
         return
     try:
-        sections = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section="tunacode")])
+        sections = await ask_client(
+            ls, types.WORKSPACE_CONFIGURATION,
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="tunacode")]),
+            timeout=SETTINGS_WAIT_SECONDS, label="tunacode-configuration",
         )
     except Exception as exc:  # a client that cannot answer keeps the initialize options
         log.warning("workspace/configuration failed: %s", exc)

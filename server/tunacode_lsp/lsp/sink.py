@@ -28,10 +28,14 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
+from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
+from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
 from tunacode_lsp.tools import summarize_args
 
 log = logging.getLogger(__name__)
+
+CLIENT_WAIT_SECONDS = 5.0  # for the client's answer to window/workDoneProgress/create
 
 APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
     "Allow": "allow",
@@ -49,7 +53,7 @@ def approval_message(request: ApprovalRequest) -> str:
     """For plain clients: the summary, then exactly what will run (never cut: the detail is
     bounded where it is made, and a diff says when it was cut)."""
 
-    head = f"TunaCode wants to {request.summary}"
+    head = f"TunaCode wants to {request.summary} ({request.tool_name})"
     if request.detail_kind == "command":
         return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
     if request.detail_kind == "diff":
@@ -94,17 +98,24 @@ class ProgressReporter:
 
     async def close(self) -> None:
         self._queue.put_nowait(None)
-        await self._task
+        done, _ = await asyncio.wait({self._task}, timeout=CLIENT_WAIT_SECONDS * 2)
+        if not done:  # never hold the request's answer on the client
+            self._task.cancel()
 
     async def _create(self, token: str) -> bool:
         if not self._can_create:
             return False
-        try:
-            await self._ls.work_done_progress.create_async(token)
-            return True
+        try:  # bounded: a client that never answers gets no progress, and the request goes on
+            await ask_client(
+                self._ls, types.WINDOW_WORK_DONE_PROGRESS_CREATE, types.WorkDoneProgressCreateParams(token=token),
+                timeout=CLIENT_WAIT_SECONDS, label="tunacode-progress",
+            )
         except Exception as exc:  # a client that refuses gets no progress, nothing else changes
             log.debug("progress token %s refused: %s", token, exc)
+            self._can_create = not isinstance(exc, ClientDidNotAnswer)  # do not wait on it again
             return False
+        register_progress_token(self._ls, token)
+        return True
 
     async def _work(self) -> None:
         progress = self._ls.work_done_progress
@@ -242,7 +253,7 @@ class LspSink:
         try:
             answer = await future
         except asyncio.CancelledError:
-            self._ls.protocol._request_futures.pop(msg_id, None)  # a late answer is dropped quietly
+            drop_pending_request(self._ls, msg_id)  # a late answer is dropped quietly
             self._ls.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
             raise
         except Exception as exc:  # the client failed to ask: nothing runs unasked

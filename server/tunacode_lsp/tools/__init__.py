@@ -89,7 +89,9 @@ def summarize_args(name: str, args: dict[str, Any]) -> str:
         return _short(summary)
     if name == "bash":
         cwd = text("cwd")
-        return _short(text("command") + (f" (in {cwd})" if cwd and cwd != "." else ""))
+        lines = text("command").strip().splitlines() or [""]
+        more = f" (+{len(lines) - 1} more line{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else ""
+        return _short(lines[0] + (f" (in {cwd})" if cwd and cwd != "." else "")) + more
     if name == "grep":
         where = " ".join(part for part in (text("path"), text("glob")) if part)
         return _short(f"/{text('pattern')}/" + (f" in {where}" if where else ""))
