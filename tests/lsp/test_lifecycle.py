@@ -132,3 +132,37 @@ async def test_a_client_that_never_answers_progress_create(lsp, model, home, wor
         assert again["stopReason"] == "end_turn"
     finally:
         await other.stop()
+
+
+LOCK_HOLDER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("ROLLBACK")
+print("released", flush=True)
+"""
+
+
+async def test_a_finished_answer_survives_a_long_database_lock(lsp, model, home):
+    """Bug: another process holding the database locked past the busy timeout made a finished
+    answer disappear ("internal error: database is locked")."""
+
+    import sys
+
+    model.set_script([{"steps": [{"text": "slow answer " * 10, "chunks": 10, "delay": 0.2}]}])
+    await lsp.start(init_options=scripted_options(model))
+    pending = lsp.send_command("tunacode.request", {"prompt": "take your time"})
+    await lsp.wait_for_event(lambda e: e["type"] == "text_delta")
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", LOCK_HOLDER, str(home / "sessions.sqlite3"), "7",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert (await asyncio.wait_for(holder.stdout.readline(), 10)).strip() == b"locked"
+    result = await asyncio.wait_for(pending, 40)
+    await holder.wait()
+    assert result["stopReason"] == "end_turn", result.get("error")
+    got = await lsp.command("tunacode.session.get", {"sessionId": result["sessionId"]})
+    assert [m["role"] for m in got["messages"]] == ["user", "assistant"]
+    assert got["messages"][1]["content"][0]["text"].startswith("slow answer")

@@ -139,8 +139,8 @@ class EventTable:
             await self._store(dump, usage=usage, thoughts=_thinking_text(message) or None)
 
     async def _store(self, dump: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None:
-        self.state.stored.append(dump)
         await self.log.append(dump, usage=usage, thoughts=thoughts)
+        self.state.stored.append(dump)  # only once it is really stored
 
     def _on_tool_start(self, event: Any) -> None:
         self.registry.announce(event.tool_call_id, event.tool_name, event.args)

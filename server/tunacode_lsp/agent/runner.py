@@ -145,6 +145,9 @@ class RequestRun:
             return f"internal error: {exc}"
         finally:
             abort_wait.cancel()
+            # whatever ended the loop, tinyagent's background work (a stream still reading
+            # from the model, a tool) must stop too: the stream and the tools race this signal
+            self.abort_signal.set()
             try:
                 await stream.aclose()  # type: ignore[attr-defined]  # an async generator
             except RuntimeError:  # still running after a cancelled step

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 import os
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
     from tunacode_lsp.store.session_store import SessionStore
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+WRITE_RETRY_SECONDS = 60.0  # on top of the store's busy timeout
 
 MAX_TITLE_CHARS = 1_000
 MAX_PATH_BYTES = 4_096  # PATH_MAX on Linux
@@ -130,14 +135,31 @@ class SessionService:
     async def append(
         self, session_id: str, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None, model: str | None
     ) -> int:
-        return await self._call(
-            "append_messages",
-            session_id,
-            [message],
-            usage_delta=usage.as_store_dict() if usage else None,
-            thoughts=thoughts,
-            model=model,
-        )
+        """Store one finished message. A database another process keeps locked past the busy
+        timeout is tried again with backoff for up to WRITE_RETRY_SECONDS: a finished message
+        is never dropped because of a lock (it fails loudly after that)."""
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WRITE_RETRY_SECONDS
+        delay = 0.1
+        while True:
+            try:
+                return await self._call(
+                    "append_messages",
+                    session_id,
+                    [message],
+                    usage_delta=usage.as_store_dict() if usage else None,
+                    thoughts=thoughts,
+                    model=model,
+                )
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if loop.time() + delay > deadline:
+                    raise
+                log.warning("session database locked; writing again in %.1f s", delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     def close(self) -> None:
         if self._store is not None:

@@ -1,0 +1,31 @@
+"""The pygls internals this server relies on (lsp/pygls_compat.py and the overrides in
+lsp/server.py) still exist with the shape we use: each assertion fails when upstream changes."""
+
+from __future__ import annotations
+
+import inspect
+
+from pygls.io_ import run_async
+from pygls.lsp.server import LanguageServer
+from pygls.progress import Progress
+from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
+
+
+def test_progress_registers_tokens_privately():
+    assert callable(getattr(Progress, "_register_token", None))
+    assert "token" in inspect.signature(Progress._register_token).parameters
+
+
+def test_protocol_keeps_pending_requests_and_the_workspace():
+    server = LanguageServer("t", "0")
+    assert isinstance(server.protocol._request_futures, dict)
+    assert hasattr(server.protocol, "_workspace") and server.protocol._workspace is None
+
+
+def test_the_methods_the_server_overrides_exist():
+    for name in ("structure_message", "_handle_cancel_notification", "_send_response", "send_request"):
+        assert callable(getattr(JsonRPCProtocol, name, None)), name
+    assert "msg_id" in inspect.signature(JsonRPCProtocol.send_request).parameters
+    assert callable(getattr(LanguageServerProtocol, "lsp_initialize", None))
+    assert callable(getattr(LanguageServer, "_start_io_async", None))
+    assert {"stop_event", "reader", "protocol", "logger", "error_handler"} <= set(inspect.signature(run_async).parameters)
