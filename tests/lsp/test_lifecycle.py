@@ -166,3 +166,69 @@ async def test_a_finished_answer_survives_a_long_database_lock(lsp, model, home)
     got = await lsp.command("tunacode.session.get", {"sessionId": result["sessionId"]})
     assert [m["role"] for m in got["messages"]] == ["user", "assistant"]
     assert got["messages"][1]["content"][0]["text"].startswith("slow answer")
+
+
+async def test_lifecycle_rules_of_the_base_protocol(home, workspace):
+    """Bugs: before initialize, requests were served; a second initialize was accepted;
+    exit without shutdown exited 0, and slowly; didChangeConfiguration before initialize raised."""
+
+    from tests.lsp.raw_client import RawServer
+
+    server = await RawServer.start(home, workspace)
+    try:
+        server.notify("workspace/didChangeConfiguration", {"settings": {}})
+        server.request("early", "workspace/executeCommand", {"command": "tunacode.status", "arguments": [{}]})
+        early = await server.answer_to("early")
+        assert early["error"]["code"] == -32002
+        assert len(server.messages) == 1  # nothing else was sent
+        await server.initialize(workspace)
+        server.request(2, "initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}})
+        again = await server.answer_to(2)
+        assert again["error"]["code"] == -32600 and "already" in again["error"]["message"]
+        loop = asyncio.get_running_loop()
+        server.notify("exit")
+        started = loop.time()
+        code = await asyncio.wait_for(server.proc.wait(), 5)
+        assert code == 1  # exit without shutdown
+        assert loop.time() - started < 0.5
+    finally:
+        await server.close()
+
+
+async def test_shutdown_while_a_request_runs(home, workspace, model):
+    """Bug: the request got pygls's generic -32800, no request_end, and a history with neither
+    [INTERRUPTED] nor a tool result; requests after shutdown got silence."""
+
+    from tests.lsp.raw_client import RawServer
+
+    model.set_script([{"steps": [{"text": "word " * 50, "chunks": 50, "delay": 0.1}]}, DONE])
+    server = await RawServer.start(home, workspace)
+    try:
+        await server.initialize(workspace, scripted_options(model))
+        server.request("req", "workspace/executeCommand", {"command": "tunacode.request", "arguments": [{"prompt": "talk"}]})
+        while not any(m.get("method") == "tunacode/event" and m["params"]["type"] == "text_delta" for m in server.messages):
+            await server.read()
+        server.request("bye", "shutdown")
+        answer = await server.answer_to("req")
+        assert answer["result"]["stopReason"] == "cancelled"
+        events = [m["params"] for m in server.messages if m.get("method") == "tunacode/event"]
+        assert events[-1]["type"] == "request_end"
+        assert "error" not in await server.answer_to("bye")
+        server.request("late", "workspace/executeCommand", {"command": "tunacode.status", "arguments": [{}]})
+        late = await server.answer_to("late")
+        assert late["error"]["code"] == -32600
+        server.notify("exit")
+        assert await asyncio.wait_for(server.proc.wait(), 5) == 0
+    finally:
+        await server.close()
+
+    from tunacode_lsp.store.session_store import SessionStore
+
+    store = SessionStore(home / "sessions.sqlite3")
+    try:
+        session_id = answer["result"]["sessionId"]
+        messages = store.load_messages(session_id)
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+        assert messages[1]["content"][0]["text"].rstrip().endswith("[INTERRUPTED]")
+    finally:
+        store.close()

@@ -120,6 +120,7 @@ class RunService:
         self._workspace_root = workspace_root
         self._pending: dict[str, PendingRun] = {}
         self._states: dict[str, SessionState] = {}
+        self._idle: asyncio.Event | None = None  # set when no request is pending
 
     # ------------------------------------------------------------ lookups
 
@@ -202,10 +203,25 @@ class RunService:
         state.running = pending
         pending.session_id = session_id
 
+    async def settled(self, timeout: float) -> bool:
+        """Wait (bounded) until every pending request has ended; False on timeout."""
+
+        if not self._pending:
+            return True
+        self._idle = self._idle or asyncio.Event()
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
     def end(self, pending: PendingRun) -> None:
         """Forget a request (every path: answered, failed, refused)."""
 
         self._pending.pop(pending.request_id, None)
+        if not self._pending and self._idle is not None:
+            self._idle.set()
+            self._idle = None
         if pending.session_id is not None:
             state = self._states.get(pending.session_id)
             if state is not None and state.running is pending:

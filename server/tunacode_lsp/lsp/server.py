@@ -85,8 +85,59 @@ SETTINGS_WAIT_SECONDS = 5.0
 IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with an error
 
 
+SERVER_NOT_INITIALIZED = -32002
+INVALID_REQUEST = -32600
+SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
+
+
 class TunaProtocol(LanguageServerProtocol):
     _server: TunaLanguageServer
+    _initialize_seen = False
+
+    def handle_message(self, message: Any) -> None:
+        """The lifecycle rules of the LSP base protocol: before `initialize` a request is
+        -32002 and a notification is dropped (`exit` aside); `initialize` comes once; after
+        `shutdown` a request is -32600 (pygls would drop it silently)."""
+
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None)
+        is_request = method is not None and msg_id is not None and hasattr(message, "params")
+        if method == types.EXIT:
+            return super().handle_message(message)
+        if self._shutdown:
+            if is_request:
+                self._refuse(msg_id, INVALID_REQUEST, f"the server is shutting down; {method} is not served")
+            return None
+        if method == types.INITIALIZE:
+            if self._initialize_seen:
+                self._refuse(msg_id, INVALID_REQUEST, "initialize was already sent")
+                return None
+            self._initialize_seen = True
+        elif method is not None and not self._initialize_seen:
+            if is_request:
+                self._refuse(msg_id, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet")
+            return None
+        return super().handle_message(message)
+
+    def _refuse(self, msg_id: Any, code: int, message: str) -> None:
+        self._send_response(msg_id, error=JsonRpcException(code=code, message=message).to_response_error())
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any):
+        """Exit at once: 0 after `shutdown`, else 1 (LSP). No garbage collection of the whole
+        heap at interpreter exit (about 250 ms): what must end is ended here."""
+
+        code = 0 if self._shutdown else 1
+        self._server.runs.abort_all()
+        _kill_leftover_commands()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        logging.shutdown()
+        os._exit(code)
+        yield  # a generator, as pygls expects of lsp methods
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
@@ -227,6 +278,14 @@ class TunaLanguageServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
 
 
+def _kill_leftover_commands() -> None:
+    """Shell commands' leftovers, if the shell tool was ever loaded (tools/bash.py)."""
+
+    bash = sys.modules.get("tunacode_lsp.tools.bash")
+    if bash is not None:
+        bash._kill_leftovers()
+
+
 def apply_logging(options: ServerOptions) -> None:
     if options.log_file:
         enable_log_file()
@@ -345,7 +404,8 @@ def on_ignored(_ls: TunaLanguageServer, *_: Any) -> None:
 
 @server.feature(types.SHUTDOWN)
 async def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
-    ls.runs.abort_all()
+    ls.runs.abort_all()  # the same path as tunacode.abort: each request answers, cancelled
+    await ls.runs.settled(SHUTDOWN_SETTLE_SECONDS)
     if ls.mcp is not None:
         await ls.mcp.stop_all()  # bounded: each server is stopped within a few seconds
 

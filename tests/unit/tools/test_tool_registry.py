@@ -85,7 +85,7 @@ async def test_arguments_that_are_not_an_object_are_refused(ws: Path) -> None:
         ("edit_file", {"filepath": "src/a.py", "edits": []}, "src/a.py"),
         ("write_file", {"filepath": "n.py", "content": "x" * 500}, "n.py"),
         ("bash", {"command": "python3 check.py"}, "python3 check.py"),
-        ("bash", {"command": "make\n  test", "cwd": "sub"}, "make test (in sub)"),
+        ("bash", {"command": "make\n  test", "cwd": "sub"}, "make (in sub) (+1 more line)"),
         ("grep", {"pattern": "def add", "path": "src", "glob": "*.py"}, "/def add/ in src *.py"),
         ("list_files", {}, "."),
         ("list_files", {"path": "src", "glob": "*.py"}, "src *.py"),
