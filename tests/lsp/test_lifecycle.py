@@ -232,3 +232,67 @@ async def test_shutdown_while_a_request_runs(home, workspace, model):
         assert messages[1]["content"][0]["text"].rstrip().endswith("[INTERRUPTED]")
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "stdin closed"])
+async def test_a_signal_or_a_closed_connection_while_a_tool_runs(home, workspace, model, how):
+    """Bugs: the server died and the command kept running as an orphan, the lease and a
+    dangling tool call stayed in the store."""
+
+    import signal as signals
+
+    from tests.lsp.raw_client import RawServer
+    from tunacode_lsp.store.session_store import SessionStore
+
+    tag = f"tunacode-orphan-{abs(hash(how))}"
+    command = f"echo started > started; exec -a {tag} sleep 300"
+    model.set_script([{"steps": [{"tool_call": {"name": "bash", "arguments": {"command": f"bash -c '{command}'"}}}]}, DONE])
+    server = await RawServer.start(home, workspace)
+    try:
+        await server.initialize(workspace, scripted_options(model, shellSandbox="off"))
+        server.request("req", "workspace/executeCommand", {"command": "tunacode.request", "arguments": [{"prompt": "run"}]})
+        while not any(m.get("method") == "tunacode/event" and m["params"].get("status") == "in_progress" for m in server.messages):
+            await server.read()
+        session_id = next(m["params"]["sessionId"] for m in server.messages if m.get("method") == "tunacode/event")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while not (workspace / "started").exists() and loop.time() < deadline:
+            await asyncio.sleep(0.02)  # the command is running (a bounded poll of the file it writes)
+        assert (workspace / "started").exists()
+        started = loop.time()
+        if how == "stdin closed":
+            server.proc.stdin.close()
+        else:
+            server.proc.send_signal(getattr(signals, how))
+        await asyncio.wait_for(server.proc.wait(), 5)
+        assert loop.time() - started < 2.5
+    finally:
+        await server.close()
+    assert not _pids_named(tag), "the command outlived the server"
+    store = SessionStore(home / "sessions.sqlite3")
+    try:
+        messages = store.load_messages(session_id)
+        calls = [b["id"] for m in messages if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_call"]
+        answered = [m["tool_call_id"] for m in messages if m["role"] == "tool_result"]
+        assert calls and set(calls) <= set(answered), "a tool call was left dangling"
+        import sqlite3
+
+        with sqlite3.connect(home / "sessions.sqlite3") as conn:  # the lease was released, not left to go stale
+            assert conn.execute("SELECT count(*) FROM leases WHERE session_id = ?", (session_id,)).fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+def _pids_named(tag: str) -> list[int]:
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if handle.read().split(b"\0")[0] == tag.encode():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found

@@ -10,8 +10,10 @@ the run instead of only cancelling pygls's outer future.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import stat
 import sys
 import threading
@@ -88,6 +90,7 @@ IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with 
 SERVER_NOT_INITIALIZED = -32002
 INVALID_REQUEST = -32600
 SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
+STOP_SETTLE_SECONDS = 1.5  # a signal or a closed connection: the whole stop fits in 2 s
 
 
 class TunaProtocol(LanguageServerProtocol):
@@ -235,6 +238,9 @@ class TunaLanguageServer(LanguageServer):
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
 
         async def serve() -> None:
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGHUP):  # like shutdown, then exit
+                loop.add_signal_handler(signum, self._on_signal, signum)
             reader = asyncio.StreamReader(limit=2**26)
             await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
             await run_async(
@@ -242,6 +248,8 @@ class TunaLanguageServer(LanguageServer):
                 reader=reader, protocol=self.protocol,
                 logger=logging.getLogger("pygls.server"), error_handler=self.report_server_error,
             )
+            # stdin closed (the client is gone): settle every request before leaving
+            await self.stop_now("the client closed the connection")
 
         try:
             asyncio.run(serve())
@@ -251,6 +259,27 @@ class TunaLanguageServer(LanguageServer):
             pass
         finally:
             self.shutdown()
+
+    def _on_signal(self, signum: signal.Signals) -> None:
+        self.track(self.stop_now(f"signal {signum.name}"))
+
+    async def stop_now(self, why: str) -> None:
+        """Treat the end of the connection or a signal like shutdown + exit: abort running
+        requests (their history settled, leases released), stop MCP servers and leftover
+        commands, and exit, all within about 2 s."""
+
+        log.info("stopping: %s", why)
+        self.runs.abort_all()
+        await self.runs.settled(STOP_SETTLE_SECONDS)
+        if self.mcp is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
+        _kill_leftover_commands()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        logging.shutdown()
+        os._exit(0)
 
     @property
     def workspace_root(self) -> Path:
