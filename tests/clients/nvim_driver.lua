@@ -74,6 +74,14 @@ local function buffer_text()
 end
 
 results.notices = {}
+results.echoed = {}
+local echo = vim.api.nvim_echo
+vim.api.nvim_echo = function(chunks, history, opts)
+  table.insert(results.echoed, table.concat(vim.tbl_map(function(chunk)
+    return chunk[1]
+  end, chunks)))
+  return echo(chunks, history, opts)
+end
 vim.notify = function(message)
   table.insert(results.notices, message)
 end
@@ -85,6 +93,13 @@ local function scenario()
   tunacode.setup({ cmd = { '/nonexistent/tunacode-lsp' } })
   vim.cmd('TunaAsk hello?')
   results.idle = { busy = tunacode.state.busy, notices = vim.deepcopy(results.notices), lines = view.lines() }
+  -- a server command that starts but exits at once: the message names the cause from its stderr
+  tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp_missing' } })
+  vim.cmd('TunaAsk hello?')
+  wait(15000, function()
+    return not tunacode.state.busy
+  end, 'the missing server to fail')
+  results.missing = { notice = results.notices[#results.notices], lines = view.lines() }
   setup()
 
   -- 1. a question whose answer writes a file after an approval

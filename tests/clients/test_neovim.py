@@ -22,6 +22,7 @@ pytestmark = pytest.mark.neovim
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("nvim_driver.lua")
 PLAIN_DRIVER = Path(__file__).with_name("nvim_plain_driver.lua")
+BADSETTING_DRIVER = Path(__file__).with_name("nvim_badsetting_driver.lua")
 DOC = REPO / "docs" / "neovim.md"
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
 
@@ -70,6 +71,7 @@ def run_nvim(nvim: str, driver: Path, *, tmp_path: Path, workspace: Path, home: 
     )
     assert out.exists(), f"nvim exited {done.returncode}: {done.stderr[-2000:]}"
     seen = json.loads(out.read_text())
+    seen["stderr"] = done.stderr
     assert seen["errors"] == [], seen
     assert done.returncode == 0, done.stderr[-2000:]
     return seen
@@ -94,6 +96,11 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert idle["notices"] == ["TunaCode: empty prompt", "TunaCode: nothing is running",
                                "TunaCode: cannot start the server (/nonexistent/tunacode-lsp)"]
     assert idle["lines"][-2] == "-- error: cannot start the server (/nonexistent/tunacode-lsp)"
+    # a server that exits at once: the cause from its stderr (the LSP log), not only "see :checkhealth"
+    missing = seen["missing"]
+    assert missing["notice"] == f"TunaCode: the server ({sys.executable} -m tunacode_lsp_missing) exited: " \
+        f"{sys.executable}: No module named tunacode_lsp_missing", missing
+    assert missing["lines"][-2] == "-- error: " + missing["notice"].removeprefix("TunaCode: ")
 
     # 1. the answer streamed into the scratch buffer; the write was approved through vim.ui.select
     first = seen["first"]
@@ -115,6 +122,7 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert {"TunaCode", "write_file"} <= {p["title"] for p in begins}
     ends = [p.get("message", "") for p in progress if p["kind"] == "end"]
     assert "end_turn" in ends and any(m.startswith("completed in") for m in ends)
+    assert "TunaCode: end_turn" in seen["echoed"]  # the command-line echo, not "TunaCode: TunaCode end_turn"
     assert "TunaCode: waiting for approval: write_file" in seen["status"]  # vim.lsp.status()
     assert "write_file: completed in" in seen["status"]
     for kind in ("request_start", "text_delta", "tool_call", "tool_call_update", "request_end"):
@@ -153,3 +161,14 @@ def test_the_plain_lsp_snippets_of_the_docs_work_without_the_plugin(nvim, tmp_pa
     assert seen["answer"] == "Because add() subtracts."  # the tunacode/event handler got every delta
     assert seen["session"]
     assert "Why does check.py fail?" in json.dumps(requests[0]["messages"])
+
+
+def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_path, workspace, home):
+    with ScriptedModelServer({"turns": []}) as model:
+        seen = run_nvim(nvim, BADSETTING_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+    warnings = [m for m in seen["shown"] if "sometimes" in m]
+    assert len(warnings) == 1, seen["shown"]  # sent after initialize and again for workspace/configuration
+    assert seen["calls"] == 1  # the request would go out once
+    for where in ("messages", "errmsg", "stderr"):
+        assert "already closing" not in seen[where], seen[where][-2000:]
+        assert "Error executing" not in seen[where], seen[where][-2000:]

@@ -75,6 +75,9 @@ function M.lsp_config()
       ['tunacode/event'] = function(err, event, ctx)
         M.on_event(err, event, ctx)
       end,
+      ['window/showMessage'] = function(_, params, ctx)
+        M.on_show_message(params, ctx)
+      end,
     },
   }
 end
@@ -83,6 +86,26 @@ end
 function M.setup(opts)
   M.options = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   vim.lsp.config('tunacode', M.lsp_config())
+end
+
+local shown = {} ---@type table<integer, table<string, true>> per client: the messages shown
+
+--- window/showMessage: through vim.notify (no hit-enter prompt), each message once per server.
+--- The server warns about a bad setting after initialize and again when it reads the
+--- same settings through workspace/configuration.
+function M.on_show_message(params, ctx)
+  if type(params) ~= 'table' or type(params.message) ~= 'string' then
+    return vim.NIL
+  end
+  local seen = shown[ctx.client_id] or {}
+  shown[ctx.client_id] = seen
+  local key = tostring(params.type) .. '\0' .. params.message
+  if not seen[key] then
+    seen[key] = true
+    local levels = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+    notify(params.message, levels[params.type] or vim.log.levels.INFO)
+  end
+  return vim.NIL
 end
 
 --- Call fn(client) with the running TunaCode client for this workspace, starting it if needed;
@@ -98,6 +121,7 @@ function M.with_client(fn, on_fail)
   end
   local config = vim.tbl_extend('force', M.lsp_config(), { name = 'tunacode', root_dir = M.root() })
   config.root_markers = nil
+  local log_start = M.log_size()
   local id = vim.lsp.start(config, { attach = false, silent = true })
   local client = id and vim.lsp.get_client_by_id(id)
   if not client then
@@ -108,17 +132,81 @@ function M.with_client(fn, on_fail)
     fn(client)
     return
   end
-  local waited, timer = 0, assert(vim.uv.new_timer())
+  -- Poll until initialized. The timer's callbacks are scheduled; while Neovim shows a
+  -- hit-enter prompt (the server's warnings arrive right then) they queue up, so only the
+  -- first one that sees the end may act: `done` guards the timer's single close.
+  local waited, done, timer = 0, false, assert(vim.uv.new_timer())
+  local function stop()
+    done = true
+    timer:stop()
+    if not timer:is_closing() then
+      timer:close()
+    end
+  end
   timer:start(20, 20, vim.schedule_wrap(function()
+    if done then
+      return
+    end
     waited = waited + 20
     if client.initialized then
-      timer:close()
+      stop()
       fn(client)
     elseif client:is_stopped() or waited >= M.options.start_timeout then
-      timer:close()
-      fail('the server did not start; see :checkhealth vim.lsp and :LspLog')
+      stop()
+      fail(M.start_failure(config.cmd, log_start, client:is_stopped()))
     end
   end))
+end
+
+---@return integer bytes in the LSP log now (where a new server's stderr will start)
+function M.log_size()
+  local stat = vim.uv.fs_stat(vim.lsp.log.get_filename())
+  return stat and stat.size or 0
+end
+
+--- The last line the server printed to stderr since `from` (Neovim logs stderr into the LSP
+--- log as `[ERROR] ... "rpc" "<cmd>" "stderr" "<chunk>"`), e.g. `No module named tunacode_lsp`.
+---@param from integer byte offset in the LSP log
+---@return string?
+function M.stderr_tail(from)
+  local file = io.open(vim.lsp.log.get_filename(), 'r')
+  if not file then
+    return nil
+  end
+  local size = file:seek('end')
+  file:seek('set', math.max(from, size - 65536))
+  local text = file:read('*a') or ''
+  file:close()
+  local last
+  for quoted in text:gmatch('"stderr"\t("[^\n]*")') do
+    -- the chunk is written with vim.inspect: a Lua string literal; read it without running code
+    local ok, chunk = pcall(load('return ' .. quoted, 'stderr', 't', {}))
+    if ok and type(chunk) == 'string' then
+      for _, line in ipairs(vim.split(chunk, '\n', { plain = true })) do
+        if vim.trim(line) ~= '' then
+          last = vim.trim(line)
+        end
+      end
+    end
+  end
+  return last
+end
+
+--- Why the server did not start, for the error message: its last stderr line when it exited.
+---@param cmd string[]
+---@param log_start integer
+---@param exited boolean
+---@return string
+function M.start_failure(cmd, log_start, exited)
+  local what = table.concat(cmd, ' ')
+  if not exited then
+    return ('the server (%s) did not initialize within %d ms; see :checkhealth tunacode'):format(what, M.options.start_timeout)
+  end
+  local cause = M.stderr_tail(log_start)
+  if cause then
+    return ('the server (%s) exited: %s'):format(what, cause)
+  end
+  return ('the server (%s) exited; see :checkhealth tunacode and %s'):format(what, vim.lsp.log.get_filename())
 end
 
 ---@param client vim.lsp.Client
@@ -271,7 +359,9 @@ function M.on_progress(ev)
   if not client or client.name ~= 'tunacode' or type(value) ~= 'table' then
     return
   end
-  local text = ('TunaCode: %s %s'):format(value.title or '', value.message or ''):gsub('%s+', ' ')
+  -- the request's own progress is titled TunaCode: `TunaCode: end_turn`, not `TunaCode: TunaCode end_turn`
+  local title = value.title ~= 'TunaCode' and value.title or ''
+  local text = vim.trim(('TunaCode: %s %s'):format(title, value.message or ''):gsub('%s+', ' '))
   local width = math.max(vim.o.columns - 15, 20)
   if #text > width then
     text = text:sub(1, width - 3) .. '...'
