@@ -147,20 +147,33 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
 
 def test_the_plain_lsp_snippets_of_the_docs_work_without_the_plugin(nvim, tmp_path, workspace, home):
     (workspace / "check.py").write_text("print('hi')\n")
-    snippets = {}
-    for name in ("plain-config", "plain-ask"):
-        snippets[name] = tmp_path / f"{name}.lua"
-        snippets[name].write_text(doc_snippet(name))
-    script = {"turns": [{"text": "Because add() subtracts.", "chunks": 3}]}
+    files = {}
+    for name in ("plain-config", "plain-ask", "plain-stop", "plain-other"):
+        files[name] = tmp_path / f"{name}.lua"
+        files[name].write_text(doc_snippet(name))
+    script = {"turns": [{"text": "Because add() subtracts.", "chunks": 3},
+                        {"text": "word " * 400, "chunks": 400, "delay": 0.05}]}
     with ScriptedModelServer(script) as model:
         seen = run_nvim(nvim, PLAIN_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
-                        files=("check.py",), TUNA_CONFIG_LUA=str(snippets["plain-config"]), TUNA_ASK_LUA=str(snippets["plain-ask"]))
+                        files=("check.py",), TUNA_CONFIG_LUA=str(files["plain-config"]),
+                        TUNA_ASK_LUA=str(files["plain-ask"]), TUNA_STOP_LUA=str(files["plain-stop"]),
+                        TUNA_OTHER_LUA=str(files["plain-other"]))
         requests = model.requests
     assert seen["attached"] == 1  # vim.lsp.enable attached the server to check.py
-    assert seen["notices"] == ["TunaCode end_turn: Because add() subtracts."]
+    assert seen["notices"][0] == "TunaCode end_turn: Because add() subtracts."
     assert seen["answer"] == "Because add() subtracts."  # the tunacode/event handler got every delta
     assert seen["session"]
     assert "Why does check.py fail?" in json.dumps(requests[0]["messages"])
+    # the stop snippet ended the slow answer with the session id of its first event
+    assert seen["running_session"] and seen["running_session"] != seen["session"]
+    stopped = seen["notices"][1]
+    assert stopped.startswith("TunaCode cancelled: word word"), stopped
+    assert stopped.count("word") < 400
+    # tunacode.session.list (titles) and tunacode.status answered the vim.empty_dict() calls
+    titles = next(p for p in seen["printed"] if isinstance(p, list))  # the answers come in either order
+    status = next(p for p in seen["printed"] if isinstance(p, dict))
+    assert len(titles) == 2 and all("Why does check.py fail?" in t for t in titles), titles
+    assert status["activeRequests"] == [] and status["version"], status
 
 
 def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_path, workspace, home):
