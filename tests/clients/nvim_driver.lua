@@ -108,6 +108,24 @@ local function scenario()
     return not tunacode.state.busy
   end, 'the first answer')
   results.first = { result = tunacode.state.last_result, lines = view.lines() }
+  local win = vim.fn.bufwinid(view.buffer())
+  vim.api.nvim_win_call(win, function()
+    results.first.foldlevels = vim.tbl_map(vim.fn.foldlevel, vim.fn.range(1, vim.fn.line('$')))
+    local at = vim.fn.search('^```output$', 'w') + 1
+    vim.api.nvim_win_set_cursor(0, { at, 0 })
+    vim.cmd('normal! zc')
+    results.first.closed_fold = { vim.fn.foldclosed(at), vim.fn.foldclosedend(at) }
+    vim.cmd('normal! zR')
+  end)
+  local long_output = {}
+  for n = 1, 30 do
+    table.insert(long_output, 'line ' .. n)
+  end
+  results.command_output = {}
+  for _, text in ipairs({ table.concat(long_output, '\n') .. '\n[exit code 0]', 'partial\n…' }) do
+    local lines, exit_code = view.command_output(text)
+    table.insert(results.command_output, { lines = lines, exit_code = exit_code or vim.NIL })
+  end
   results.status = vim.lsp.status()
 
   -- 2. a slow answer, stopped with :TunaStop once its first words are in the buffer

@@ -29,6 +29,7 @@ NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.whi
 SCRIPT = {"turns": [
     {"steps": [{"text": "I will create the greeting.", "chunks": 3},
                {"tool_call": {"name": "write_file", "arguments": {"filepath": "hello.txt", "content": "hi\n"}}}]},
+    {"steps": [{"tool_call": {"name": "bash", "arguments": {"command": "printf 'one\\ntwo\\n'; exit 3"}}}]},
     {"steps": [{"text": "Created hello.txt.", "chunks": 2}]},
     {"steps": [{"text": "word " * 400, "chunks": 400, "delay": 0.05}]},
 ]}
@@ -111,9 +112,19 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert "I will create the greeting." in text and "Created hello.txt." in text
     assert any(line.startswith("[tool] write_file hello.txt: completed in") for line in lines), lines
     assert lines[-2] == f"-- end_turn  (session {first['result']['sessionId']})"
+    # the command's output in a foldable block below its line, with the exit code
+    bash = next(i for i, line in enumerate(lines) if line.startswith("[tool] bash "))
+    assert re.fullmatch(r"\[tool\] bash printf 'one\\ntwo\\n'; exit 3: exit code 3 in \d+ ms", lines[bash]), lines[bash]
+    assert lines[bash + 1:bash + 5] == ["```output", "one", "two", "```"], lines
+    folds = first["foldlevels"]
+    assert folds[bash:bash + 5] == [0, 1, 1, 1, 1] and folds[bash + 5] == 0, folds
+    assert first["closed_fold"] == [bash + 2, bash + 5]  # zc on an output line folds the block
+    long, cut = seen["command_output"]
+    assert long["lines"] == [f"line {n}" for n in range(1, 21)] + ["… 10 more lines"] and long["exit_code"] == 0
+    assert cut["lines"] == ["partial", "… (cut)"] and cut["exit_code"] is None
     assert (workspace / "hello.txt").read_text() == "hi\n"
-    assert len(seen["approvals"]) == 1
-    assert "write_file" in seen["approvals"][0]["prompt"]
+    assert len(seen["approvals"]) == 2
+    assert "write_file" in seen["approvals"][0]["prompt"] and "bash" in seen["approvals"][1]["prompt"]
     assert seen["approvals"][0]["actions"] == ["Allow", "Allow for this session", "Deny"]
 
     # tool lifecycle as built-in LSP progress
@@ -134,8 +145,8 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert second["result"]["sessionId"] == first["result"]["sessionId"]  # :TunaAsk continued the session
     assert 0 < second["result"]["text"].count("word") < 400
     assert second["lines"][-2].startswith("-- cancelled")
-    assert len(requests) == 3  # the story went on in the same session: it saw the first exchange
-    assert "Create the greeting file" in json.dumps(requests[2]["messages"])
+    assert len(requests) == 4  # the story went on in the same session: it saw the first exchange
+    assert "Create the greeting file" in json.dumps(requests[3]["messages"])
 
     # 3. :TunaSessions listed the stored session and resumed it with its transcript
     assert seen["resumed"]["session_id"] == first["result"]["sessionId"]

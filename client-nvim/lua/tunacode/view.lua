@@ -1,12 +1,18 @@
 --- The answer buffer: one scratch buffer (`tunacode://answer`) that requests stream into.
 ---
 --- Text deltas are appended at the end as they arrive; each tool call gets one line that
---- is rewritten in place when the call ends (an extmark keeps its place).
+--- is rewritten in place when the call ends (an extmark keeps its place). A finished bash
+--- call gets its exit code on that line and its output below it, in a bounded ```output
+--- block that folds (zc / zo; the window's foldexpr is V.foldexpr).
 
 local V = {}
 
 local NAME = 'tunacode://answer'
 local ns = vim.api.nvim_create_namespace('tunacode')
+local ns_output = vim.api.nvim_create_namespace('tunacode.output')
+
+--- At most this many lines of a command's output are shown (the server sends a preview).
+V.output_lines = 20
 
 V.buf = nil ---@type integer?
 local tool_marks = {} ---@type table<string, {mark: integer, label: string}>
@@ -36,8 +42,38 @@ function V.show()
     local current = vim.api.nvim_get_current_win()
     vim.cmd('botright split')
     vim.api.nvim_win_set_buf(0, buf)
+    V.set_folding(0)
     vim.api.nvim_set_current_win(current)
   end
+end
+
+--- Output blocks fold in this window; they start open.
+---@param win integer
+function V.set_folding(win)
+  vim.wo[win][0].foldmethod = 'expr'
+  vim.wo[win][0].foldexpr = "v:lua.require'tunacode.view'.foldexpr(v:lnum)"
+  vim.wo[win][0].foldlevel = 99
+end
+
+--- Fold level of a line of the answer buffer: an output block (from its ```output line to
+--- the closing fence that its extmark names) is a fold; the agent's own code blocks are not.
+---@param lnum integer 1-based
+---@return string
+function V.foldexpr(lnum)
+  local buf = vim.api.nvim_get_current_buf()
+  local line = vim.api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1] or ''
+  if line == '```output' then
+    return '>1'
+  elseif line == '```' then
+    local marks = vim.api.nvim_buf_get_extmarks(buf, ns_output, { lnum - 1, 0 }, { lnum - 1, -1 },
+      { details = true, overlap = true })
+    for _, mark in ipairs(marks) do
+      if mark[4].end_row == lnum - 1 then
+        return '<1'
+      end
+    end
+  end
+  return '='
 end
 
 ---@return string[]
@@ -127,6 +163,52 @@ local function tool_outcome(event)
   return event.status
 end
 
+--- A command's result text -> its output lines (bounded) and exit code (nil if the preview
+--- was cut before the server's `[exit code N]` line).
+---@param result string
+---@return string[] lines, integer? exit_code, boolean cut
+function V.command_output(result)
+  local text = tostring(result or '')
+  local cut = false
+  local exit_code
+  local body, code = text:match('^(.-)\n?%[exit code (%-?%d+)%][^\n]*$')
+  if body then
+    text, exit_code = body, tonumber(code)
+  elseif text:sub(-3) == '…' then
+    cut = true
+    text = text:sub(1, -4)
+  end
+  local lines = vim.split(vim.trim(text) ~= '' and text or '', '\n', { plain = true, trimempty = true })
+  if #lines > V.output_lines then
+    local more = #lines - V.output_lines
+    lines = vim.list_slice(lines, 1, V.output_lines)
+    table.insert(lines, ('… %d more line%s'):format(more, more == 1 and '' or 's'))
+  elseif cut then
+    table.insert(lines, '… (cut)')
+  end
+  for i, line in ipairs(lines) do
+    if line:sub(1, 3) == '```' then
+      lines[i] = ' ' .. line -- a fence in the output must not end the block
+    end
+  end
+  return lines, exit_code, cut
+end
+
+--- Put a command's output block below its tool line.
+---@param row integer the tool line (0-based)
+---@param lines string[]
+local function output_block(row, lines)
+  if #lines == 0 then
+    return
+  end
+  local buf = V.buffer()
+  local block = { '```output' }
+  vim.list_extend(block, lines)
+  table.insert(block, '```')
+  vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, block)
+  vim.api.nvim_buf_set_extmark(buf, ns_output, row + 1, 0, { end_row = row + #block, end_col = 0 })
+end
+
 local function set_line(row, text)
   local buf = V.buffer()
   local old = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
@@ -151,9 +233,20 @@ function V.event(event)
       return
     end
     local row = vim.api.nvim_buf_get_extmark_by_id(V.buffer(), ns, entry.mark, {})[1]
-    local text = entry.label .. ': ' .. tool_outcome(event)
-    if row then
-      set_line(row, text)
+    if not row then
+      return
+    end
+    local final = event.status == 'completed' or event.status == 'failed'
+    local lines, exit_code = {}, nil
+    if event.name == 'bash' and final and event.result then
+      lines, exit_code = V.command_output(event.result)
+    end
+    if exit_code or (event.status == 'completed' and #lines > 0) then
+      local code = exit_code and ('exit code %d'):format(exit_code) or event.status
+      set_line(row, ('%s: %s in %d ms'):format(entry.label, code, tonumber(event.durationMs) or 0))
+      output_block(row, lines)
+    else
+      set_line(row, entry.label .. ': ' .. tool_outcome(event))
     end
   elseif kind == 'notice' then
     V.line('[note] ' .. (event.message or ''))
