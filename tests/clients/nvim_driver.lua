@@ -3,7 +3,7 @@
 -- A watchdog writes the results and exits with 3 if anything hangs.
 
 local env = vim.env
-local results = { errors = {}, approvals = {}, progress = {}, events = {} }
+local results = { errors = {}, approvals = {}, progress = {}, events = {}, model_url = env.TUNA_MODEL_URL }
 
 local function finish(code)
   local file = assert(io.open(env.TUNA_OUT, 'w'))
@@ -86,6 +86,14 @@ vim.notify = function(message)
   table.insert(results.notices, message)
 end
 
+--- :checkhealth tunacode -> the lines of its report
+local function checkhealth()
+  vim.cmd('checkhealth tunacode')
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  vim.cmd('bwipeout!')
+  return lines
+end
+
 local function scenario()
   -- 0. bad input is refused with a message, nothing is sent
   tunacode.ask('   ')
@@ -93,6 +101,7 @@ local function scenario()
   tunacode.setup({ cmd = { '/nonexistent/tunacode-lsp' } })
   vim.cmd('TunaAsk hello?')
   results.idle = { busy = tunacode.state.busy, notices = vim.deepcopy(results.notices), lines = view.lines() }
+  results.health_missing = checkhealth()
   -- a server command that starts but exits at once: the message names the cause from its stderr
   tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp_missing' } })
   vim.cmd('TunaAsk hello?')
@@ -146,6 +155,13 @@ local function scenario()
     return tunacode.state.session_id ~= nil and buffer_text():find('^# ') ~= nil
   end, 'the picked session')
   results.resumed = { session_id = tunacode.state.session_id, lines = view.lines() }
+  results.health_running = checkhealth()
+  tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' }, settings = { model = 'openai:gpt-4.1' } })
+  vim.lsp.stop_client(vim.lsp.get_clients({ name = 'tunacode' }), true)
+  wait(5000, function()
+    return #vim.lsp.get_clients({ name = 'tunacode' }) == 0
+  end, 'the server to stop')
+  results.health_stopped = checkhealth()
 end
 
 vim.api.nvim_create_autocmd('VimEnter', {

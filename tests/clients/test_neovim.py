@@ -151,6 +151,19 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     # 3. :TunaSessions listed the stored session and resumed it with its transcript
     assert seen["resumed"]["session_id"] == first["result"]["sessionId"]
     assert len(seen["session_choices"]) == 1 and "Create the greeting file" in seen["session_choices"][0]
+    # 4. :checkhealth tunacode: a missing command, a running server, a stopped one with a key missing
+    missing_report = "\n".join(seen["health_missing"])
+    assert "ERROR server command not found: /nonexistent/tunacode-lsp" in missing_report, missing_report
+    running = "\n".join(seen["health_running"])
+    assert "OK running: version 0.1.0, protocol" in running, running
+    assert "OK model: openai-compatible:scripted" in running and f"OK base URL: {seen['model_url']}" in running
+    assert f"OK session store: {home / 'sessions.sqlite3'}" in running
+    assert re.search(r"(OK bwrap found|WARNING bwrap not found)", running)
+    stopped = "\n".join(seen["health_stopped"])
+    assert re.search(r"OK version: tunacode-lsp \d", stopped), stopped
+    assert "ERROR no API key: set OPENAI_API_KEY (or TUNACODE_API_KEY)" in stopped, stopped
+    assert "ERROR" not in running.replace("ERROR:", ""), running
+
     resumed = seen["resumed"]["lines"]
     assert resumed[0].startswith("# Create the greeting file")
     assert "> Tell me a long story" in resumed
