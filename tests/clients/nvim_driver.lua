@@ -155,6 +155,26 @@ local function scenario()
     return tunacode.state.session_id ~= nil and buffer_text():find('^# ') ~= nil
   end, 'the picked session')
   results.resumed = { session_id = tunacode.state.session_id, lines = view.lines() }
+  -- 4. a range goes along as a selection, the whole buffer as the file, no range as nothing
+  vim.cmd('edit calc.py')
+  local client = vim.lsp.get_clients({ name = 'tunacode' })[1]
+  local request = client.request
+  results.sent = {}
+  client.request = function(self, method, params, ...)
+    if method == 'workspace/executeCommand' and params.command == 'tunacode.request' then
+      table.insert(results.sent, params.arguments[1])
+    end
+    return request(self, method, params, ...)
+  end
+  for _, ask in ipairs({ '2,3TunaAsk Explain these lines', '%TunaAsk Review the file', 'TunaAsk Thanks' }) do
+    vim.cmd(ask)
+    wait(15000, function()
+      return not tunacode.state.busy
+    end, ask)
+  end
+  client.request = nil
+  results.context_answer = tunacode.state.last_result
+  results.calc_uri = vim.uri_from_bufnr(0)
   results.health_running = checkhealth()
   tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' }, settings = { model = 'openai:gpt-4.1' } })
   vim.lsp.stop_client(vim.lsp.get_clients({ name = 'tunacode' }), true)

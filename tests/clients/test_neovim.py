@@ -32,6 +32,7 @@ SCRIPT = {"turns": [
     {"steps": [{"tool_call": {"name": "bash", "arguments": {"command": "printf 'one\\ntwo\\n'; exit 3"}}}]},
     {"steps": [{"text": "Created hello.txt.", "chunks": 2}]},
     {"steps": [{"text": "word " * 400, "chunks": 400, "delay": 0.05}]},
+    {"text": "Explained."}, {"text": "Reviewed."}, {"text": "You are welcome."},
 ]}
 
 
@@ -87,6 +88,7 @@ def doc_snippet(name: str) -> str:
 
 
 def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, home):
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n")
     with ScriptedModelServer(SCRIPT) as model:
         seen = run_nvim(nvim, DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
         requests = model.requests
@@ -145,13 +147,24 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert second["result"]["sessionId"] == first["result"]["sessionId"]  # :TunaAsk continued the session
     assert 0 < second["result"]["text"].count("word") < 400
     assert second["lines"][-2].startswith("-- cancelled")
-    assert len(requests) == 4  # the story went on in the same session: it saw the first exchange
+    assert len(requests) == 7  # the story went on in the same session: it saw the first exchange
     assert "Create the greeting file" in json.dumps(requests[3]["messages"])
 
     # 3. :TunaSessions listed the stored session and resumed it with its transcript
     assert seen["resumed"]["session_id"] == first["result"]["sessionId"]
     assert len(seen["session_choices"]) == 1 and "Create the greeting file" in seen["session_choices"][0]
-    # 4. :checkhealth tunacode: a missing command, a running server, a stopped one with a key missing
+    # 4. :2,3TunaAsk sends the lines as a selection, :%TunaAsk the buffer as a file, :TunaAsk nothing
+    uri = seen["calc_uri"]
+    assert uri == (workspace / "calc.py").as_uri()
+    selection, whole, plain = seen["sent"]
+    assert selection["prompt"] == "Explain these lines"
+    assert selection["context"] == [{"type": "selection", "uri": uri, "text": "    return a - b\n",
+                                     "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 0}}}]
+    assert whole["context"] == [{"type": "file", "uri": uri}]
+    assert "context" not in plain and plain["sessionId"] == selection["sessionId"]
+    assert seen["context_answer"]["text"] == "You are welcome."
+
+    # 5. :checkhealth tunacode: a missing command, a running server, a stopped one with a key missing
     missing_report = "\n".join(seen["health_missing"])
     assert "ERROR server command not found: /nonexistent/tunacode-lsp" in missing_report, missing_report
     running = "\n".join(seen["health_running"])

@@ -249,9 +249,35 @@ function M.on_event(_, event, ctx)
   vim.api.nvim_exec_autocmds('User', { pattern = 'TunaCodeEvent', modeline = false, data = event })
 end
 
+--- The `context` of a question about lines line1..line2 (1-based) of a buffer: the whole
+--- buffer (`:%TunaAsk`) is a `file` item, a part of it a `selection` with its text.
+---@param buf integer
+---@param line1 integer
+---@param line2 integer
+---@return table[]
+function M.range_context(buf, line1, line2)
+  local uri = vim.uri_from_bufnr(buf)
+  if line1 == 1 and line2 == vim.api.nvim_buf_line_count(buf) then
+    return { { type = 'file', uri = uri } }
+  end
+  local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
+  local last = lines[#lines] or ''
+  return { {
+    type = 'selection',
+    uri = uri,
+    range = {
+      start = { line = line1 - 1, character = 0 },
+      ['end'] = { line = line2 - 1, character = vim.str_utfindex(last, 'utf-16') },
+    },
+    text = table.concat(lines, '\n'),
+  } }
+end
+
 --- Send a prompt; the answer streams into the scratch buffer. Continues the current session.
+--- opts.context: ContextItem[] sent with it (only when given).
 ---@param prompt string
-function M.ask(prompt)
+---@param opts? {context?: table[]}
+function M.ask(prompt, opts)
   if not prompt or vim.trim(prompt) == '' then
     notify('empty prompt', vim.log.levels.WARN)
     return
@@ -265,6 +291,9 @@ function M.ask(prompt)
   view.start_request(prompt)
   M.with_client(function(client)
     local args = { prompt = prompt, sessionId = M.state.session_id }
+    if opts and opts.context and #opts.context > 0 then
+      args.context = opts.context
+    end
     command(client, 'tunacode.request', args, function(err, result)
       M.state.busy, M.state.request_id = false, nil
       if err then
