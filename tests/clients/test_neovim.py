@@ -222,3 +222,44 @@ def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_p
     for where in ("messages", "errmsg", "stderr"):
         assert "already closing" not in seen[where], seen[where][-2000:]
         assert "Error executing" not in seen[where], seen[where][-2000:]
+
+
+RICH_DRIVER = Path(__file__).with_name("nvim_rich_driver.lua")
+
+
+def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, home):
+    """The Lua side of tunacode/approve and tunacode/saveDocuments with the contract's payloads
+    (the server sends them once its side lands; then an end-to-end test replaces the direct calls)."""
+    calc = workspace / "calc.py"
+    calc.write_text("def add(a, b):\n    return a - b\n")
+    with ScriptedModelServer({"turns": []}) as model:
+        seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+
+    diff = seen["diff_float"]
+    assert diff["floating"] and diff["filetype"] == "diff"
+    assert diff["title"] == " TunaCode: edit calc.py: 1 change (-1 +1 lines) "
+    assert diff["lines"] == ["--- a/calc.py", "+++ b/calc.py", "@@ -1,2 +1,2 @@", " def add(a, b):",
+                             "-    return a - b", "+    return a + b"]
+    assert seen["first"] == {"decision": "allow_session"}
+    assert seen["after_first"] == {"floats": 0, "back": True}
+
+    queued = seen["queued"]
+    assert queued["floats"] == 1 and queued["float"]["lines"] == ["npm test -- --watch=false"]
+    assert queued["float"]["filetype"] == "sh"
+    assert seen["next_float"]["lines"] == ["rm -rf build"]
+    assert seen["second"] == {"decision": "allow"} and seen["third"] == {"decision": "deny"}
+
+    assert seen["cancel_floats"] == 1
+    assert seen["cancelled"] == {"result": {"decision": "deny"}, "floats": 0}
+    ended = seen["ended"]
+    assert ended["result"] == {"decision": "deny"} and ended["other"] is None
+    assert ended["float"]["lines"] == ["ls"]  # the queued one shows once the ended one closed
+    assert seen["other"] == {"result": {"decision": "deny"}, "floats": 0}
+
+    assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True}}}
+    assert {"tunacode/approve", "tunacode/saveDocuments", "$/cancelRequest"} <= set(seen["handlers"])
+
+    assert seen["saved"] == [seen["calc_uri"]]  # not-open.py has no loaded buffer
+    assert seen["modified"] is False and seen["warning"] == ""
+    assert calc.read_text() == "def add(a, b):\n    return a + b\n# my note\n"  # agent's edit and the user's
+    assert seen["buffer"] == ["def add(a, b):", "    return a + b", "# my note"]

@@ -6,11 +6,15 @@
 --- Everything goes through `workspace/executeCommand` (tunacode.request, tunacode.abort,
 --- tunacode.session.*); the `tunacode/event` notifications stream the answer into a
 --- scratch buffer; tool calls show as LSP work-done progress (LspProgress,
---- vim.lsp.status()); approvals arrive as window/showMessageRequest, which Neovim's built-in
---- handler asks through vim.ui.select. Each event is also fired as
+--- vim.lsp.status()); approvals arrive as `tunacode/approve` and are asked in a float
+--- (approve.lua; an older server sends window/showMessageRequest, which Neovim asks through
+--- vim.ui.select); `tunacode/saveDocuments` writes the buffers the agent edited (save.lua).
+--- Each event is also fired as
 --- `User TunaCodeEvent` (data = the event) for statuslines and scripts.
 
 local view = require('tunacode.view')
+local approve = require('tunacode.approve')
+local save = require('tunacode.save')
 
 local M = {}
 
@@ -71,7 +75,13 @@ function M.lsp_config()
     root_markers = M.options.root_markers,
     init_options = object(M.options.settings),
     settings = { tunacode = object(M.options.settings) },
+    capabilities = { experimental = { tunacode = { approve = true, saveDocuments = true } } },
     handlers = {
+      ['tunacode/approve'] = approve.handler,
+      ['tunacode/saveDocuments'] = save.handler,
+      ['$/cancelRequest'] = function()
+        approve.on_cancel_request()
+      end,
       ['tunacode/event'] = function(err, event, ctx)
         M.on_event(err, event, ctx)
       end,
@@ -243,6 +253,7 @@ function M.on_event(_, event, ctx)
       end
     end
   end
+  approve.on_event(event)
   if event.requestId == M.state.request_id then
     view.event(event)
   end

@@ -1,0 +1,167 @@
+-- The v2 client parts whose server side lands later, run in a real headless Neovim by calling
+-- the plugin's handlers with the payloads of /work/notes/v2-client-contract.md: the
+-- `tunacode/approve` float (keys, queue, cancel), `tunacode/saveDocuments` after an edit
+-- applied with Neovim's own apply_workspace_edit. Writes what it saw as JSON to TUNA_OUT.
+
+local env = vim.env
+local results = { errors = {} }
+
+local function finish(code)
+  local file = assert(io.open(env.TUNA_OUT, 'w'))
+  file:write(vim.json.encode(results))
+  file:close()
+  vim.cmd(code == 0 and 'qa!' or ('cquit ' .. code))
+end
+
+local watchdog = assert(vim.uv.new_timer())
+watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
+  table.insert(results.errors, 'watchdog fired')
+  finish(3)
+end))
+
+vim.opt.runtimepath:prepend(env.TUNA_RTP)
+vim.cmd.runtime('plugin/tunacode.lua')
+local tunacode = require('tunacode')
+local approve = require('tunacode.approve')
+
+local function wait(ms, condition, what)
+  if not vim.wait(ms, condition, 10) then
+    error('timed out waiting for ' .. what)
+  end
+end
+
+local DIFF = table.concat({
+  '--- a/calc.py',
+  '+++ b/calc.py',
+  '@@ -1,2 +1,2 @@',
+  ' def add(a, b):',
+  '-    return a - b',
+  '+    return a + b',
+}, '\n') .. '\n'
+
+local function approval(tool_call_id, tool, detail_kind, detail)
+  return {
+    sessionId = 's1', requestId = 'r1', toolCallId = tool_call_id, tool = tool,
+    summary = tool == 'bash' and ('bash: ' .. detail) or 'edit calc.py: 1 change (-1 +1 lines)',
+    detail = detail, detailKind = detail_kind, truncated = false,
+  }
+end
+
+--- Run the handler as Neovim runs a server request: in a coroutine; returns a box for the result.
+local function serve(params)
+  local box = {}
+  coroutine.wrap(function()
+    box.result = approve.handler(nil, params, { method = 'tunacode/approve', client_id = 1 })
+  end)()
+  return box
+end
+
+local function float_state()
+  local win = vim.api.nvim_get_current_win()
+  local config = vim.api.nvim_win_get_config(win)
+  local buf = vim.api.nvim_win_get_buf(win)
+  local title = config.title and table.concat(vim.tbl_map(function(c)
+    return c[1]
+  end, config.title)) or ''
+  return {
+    floating = config.relative ~= '',
+    title = title,
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    filetype = vim.bo[buf].filetype,
+  }
+end
+
+local function press(keys)
+  vim.api.nvim_feedkeys(vim.keycode(keys), 'x', false)
+end
+
+local function floats()
+  return #vim.tbl_filter(function(win)
+    return vim.api.nvim_win_get_config(win).relative ~= ''
+  end, vim.api.nvim_list_wins())
+end
+
+local function scenario()
+  local editor_win = vim.api.nvim_get_current_win()
+
+  -- 1. an edit: the float shows the diff (filetype diff); s answers Allow for session
+  local first = serve(approval('t1', 'edit_file', 'diff', DIFF))
+  results.diff_float = float_state()
+  press('s')
+  wait(2000, function()
+    return first.result ~= nil
+  end, 'the first answer')
+  results.first = first.result
+  results.after_first = { floats = floats(), back = vim.api.nvim_get_current_win() == editor_win }
+
+  -- 2. two at once: one float at a time; a answers the first, <Esc> denies the second
+  local second = serve(approval('t2', 'bash', 'command', 'npm test -- --watch=false'))
+  local third = serve(approval('t3', 'bash', 'command', 'rm -rf build'))
+  results.queued = { floats = floats(), float = float_state() }
+  press('a')
+  wait(2000, function()
+    return second.result ~= nil
+  end, 'the second answer')
+  results.next_float = float_state()
+  press('<Esc>')
+  wait(2000, function()
+    return third.result ~= nil
+  end, 'the third answer')
+  results.second, results.third = second.result, third.result
+
+  -- 3. the server gives up: $/cancelRequest closes the float; so does the tool call ending
+  local cancelled = serve(approval('t4', 'bash', 'command', 'sleep 100'))
+  results.cancel_floats = floats()
+  local client_config = tunacode.lsp_config()
+  client_config.handlers['$/cancelRequest'](nil, { id = 7 }, { method = '$/cancelRequest', client_id = 1 })
+  wait(2000, function()
+    return cancelled.result ~= nil
+  end, 'the cancelled answer')
+  results.cancelled = { result = cancelled.result, floats = floats() }
+  local ended = serve(approval('t5', 'write_file', 'diff', DIFF))
+  local other = serve(approval('t6', 'bash', 'command', 'ls'))
+  tunacode.on_event(nil, { type = 'tool_call_update', requestId = 'r1', toolCallId = 't5', status = 'cancelled' },
+    { client_id = 1 })
+  wait(2000, function()
+    return ended.result ~= nil
+  end, 'the ended answer')
+  results.ended = { result = ended.result, other = other.result or vim.NIL, float = float_state() }
+  tunacode.on_event(nil, { type = 'request_end', requestId = 'r1', stopReason = 'cancelled' }, { client_id = 1 })
+  wait(2000, function()
+    return other.result ~= nil
+  end, 'the request end to close the last float')
+  results.other = { result = other.result, floats = floats() }
+  results.capabilities = client_config.capabilities
+  results.handlers = vim.tbl_keys(client_config.handlers)
+
+  -- 4. saveDocuments: the agent's edit applied to the open buffer (as workspace/applyEdit
+  -- does), on top of the user's unsaved edit; saving writes both, and :checktime stays quiet
+  vim.cmd('edit calc.py')
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '# my note' }) -- the user's unsaved edit
+  local uri = vim.uri_from_bufnr(buf)
+  vim.lsp.util.apply_workspace_edit({ changes = { [uri] = { {
+    range = { start = { line = 1, character = 13 }, ['end'] = { line = 1, character = 14 } },
+    newText = '+',
+  } } } }, 'utf-16')
+  local missing = vim.uri_from_fname(vim.fn.getcwd() .. '/not-open.py')
+  local save = tunacode.lsp_config().handlers['tunacode/saveDocuments']
+  results.saved = save(nil, { uris = { uri, missing } }, { client_id = 1 }).saved
+  results.calc_uri = uri
+  results.modified = vim.bo[buf].modified
+  vim.v.warningmsg = ''
+  vim.cmd('checktime')
+  results.warning = vim.v.warningmsg
+  results.buffer = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    local ok, err = pcall(scenario)
+    if not ok then
+      table.insert(results.errors, tostring(err))
+    end
+    finish(0)
+  end,
+})
