@@ -1,4 +1,5 @@
--- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew.
+-- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
+-- :TunaRewind.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -34,6 +35,14 @@ end, { desc = 'Pick a stored TunaCode session and continue it' })
 vim.api.nvim_create_user_command('TunaNew', function()
   require('tunacode').new()
 end, { desc = 'Start a new TunaCode session with the next question' })
+
+vim.api.nvim_create_user_command('TunaChanges', function()
+  require('tunacode').changes()
+end, { desc = "Show the files this TunaCode session changed, as diffs" })
+
+vim.api.nvim_create_user_command('TunaRewind', function()
+  require('tunacode').rewind()
+end, { desc = 'Undo the last TunaCode request (messages and files), after a confirmation' })
 
 vim.api.nvim_create_autocmd('LspProgress', {
   group = vim.api.nvim_create_augroup('tunacode', { clear = true }),

@@ -1,7 +1,10 @@
 -- The v2 client parts whose server side lands later, run in a real headless Neovim by calling
 -- the plugin's handlers with the payloads of /work/notes/v2-client-contract.md: the
 -- `tunacode/approve` float (keys, queue, cancel), `tunacode/saveDocuments` after an edit
--- applied with Neovim's own apply_workspace_edit. Writes what it saw as JSON to TUNA_OUT.
+-- applied with Neovim's own apply_workspace_edit; `plan` and `compaction` events in the answer
+-- buffer and the statusline; :TunaChanges' diff buffer; :TunaRewind's confirmation and
+-- conflict retry (the commands go to the real server, which does not know them yet).
+-- Writes what it saw as JSON to TUNA_OUT.
 
 local env = vim.env
 local results = { errors = {} }
@@ -153,6 +156,86 @@ local function scenario()
   vim.cmd('checktime')
   results.warning = vim.v.warningmsg
   results.buffer = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+
+  -- 5. a request with a plan, a compaction and usage: the answer buffer and the statusline
+  local view = require('tunacode.view')
+  results.statusline_before = tunacode.statusline()
+  tunacode.state.busy = true
+  local function event(e)
+    e.requestId, e.sessionId = e.requestId or 'r9', 's9'
+    tunacode.on_event(nil, e, { client_id = 1 })
+  end
+  view.start_request('Fix the add function')
+  event({ type = 'request_start', prompt = 'Fix the add function', model = 'm' })
+  event({ type = 'plan', items = {
+    { content = 'Read calc.py', status = 'in_progress', activeForm = 'Reading calc.py' },
+    { content = 'Fix add', status = 'pending', activeForm = 'Fixing add' },
+  } })
+  event({ type = 'text_delta', text = 'Looking at it.' })
+  event({ type = 'tool_call', toolCallId = 'c1', name = 'bash', args = { command = 'pytest' }, status = 'pending' })
+  results.statusline_tool = tunacode.statusline()
+  event({ type = 'tool_call_update', toolCallId = 'c1', name = 'bash', status = 'completed', durationMs = 12,
+    result = '1 passed\n[exit code 0]' })
+  event({ type = 'turn_end', turn = 1, usage = { totalTokens = 1200, cost = 0.01 }, contextTokens = 45000,
+    contextWindow = 100000 })
+  results.statusline_turn = tunacode.statusline()
+  event({ type = 'plan', items = {
+    { content = 'Read calc.py', status = 'completed', activeForm = 'Reading calc.py' },
+    { content = 'Fix add', status = 'in_progress', activeForm = 'Fixing add' },
+    { content = 'Run the tests', status = 'pending', activeForm = 'Running the tests' },
+  } })
+  event({ type = 'compaction', before = 90000, after = 30000 })
+  event({ type = 'request_end', stopReason = 'end_turn', usage = { totalTokens = 2500, cost = 0.02 } })
+  tunacode.state.busy = false
+  results.rich_lines = view.lines()
+  results.statusline_end = tunacode.statusline()
+  results.other_request_ignored = (function()
+    event({ type = 'plan', requestId = 'other', items = { { content = 'x', status = 'pending' } } })
+    return #view.lines() == #results.rich_lines
+  end)()
+
+  -- 6. :TunaChanges' buffer
+  local changes = view.changes({ files = {
+    { path = 'calc.py', status = 'modified', diff = DIFF },
+    { path = 'notes.md', status = 'added', diff = '--- /dev/null\n+++ b/notes.md\n@@ -0,0 +1 @@\n+hi\n' },
+  }, truncated = true })
+  results.changes = { lines = vim.api.nvim_buf_get_lines(changes, 0, -1, false), filetype = vim.bo[changes].filetype,
+    name = vim.api.nvim_buf_get_name(changes) }
+
+  -- 7. :TunaChanges and :TunaRewind against the real server (which does not have them yet)
+  local notices = {}
+  vim.notify = function(message)
+    table.insert(notices, message)
+  end
+  tunacode.setup({
+    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
+    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL },
+  })
+  vim.cmd('TunaChanges')
+  wait(20000, function()
+    return #notices > 0
+  end, 'the answer to tunacode.changes')
+  local prompts = {}
+  local pick = {}
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(prompts, { prompt = opts.prompt, items = items })
+    on_choice(items[pick[#prompts] or 1])
+  end
+  pick = { 2 } -- Cancel: nothing is sent
+  vim.cmd('TunaRewind')
+  pick = { 2, 1 }
+  vim.cmd('TunaRewind') -- Rewind: sent
+  wait(20000, function()
+    return #notices > 1
+  end, 'the answer to tunacode.session.rewind')
+  local retried
+  pick = { 2, 1, 1 }
+  tunacode.on_rewind({ code = -32004, message = 'calc.py changed since the agent edited it' }, nil, function(force)
+    retried = force
+  end)
+  tunacode.on_rewind(nil, { restored = { 'calc.py' } }, function() end)
+  results.commands = { notices = notices, prompts = prompts, retried = retried,
+    last_request_id = tunacode.state.last_request_id or vim.NIL }
 end
 
 vim.api.nvim_create_autocmd('VimEnter', {

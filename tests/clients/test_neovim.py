@@ -263,3 +263,47 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     assert seen["modified"] is False and seen["warning"] == ""
     assert calc.read_text() == "def add(a, b):\n    return a + b\n# my note\n"  # agent's edit and the user's
     assert seen["buffer"] == ["def add(a, b):", "    return a + b", "# my note"]
+
+
+def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace, home):
+    """plan / compaction events, the statusline, :TunaChanges and :TunaRewind with the contract's
+    payloads; the two commands reach the real server, which answers 'unknown command' until its
+    side lands (then an end-to-end test checks the diffs and the restored files)."""
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    with ScriptedModelServer({"turns": []}) as model:
+        seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+
+    assert seen["statusline_before"] == ""
+    assert seen["statusline_tool"] == "TunaCode: bash"
+    assert seen["statusline_turn"] == "TunaCode: running | 1.2k tok | $0.0100 | ctx 45%"
+    assert seen["statusline_end"] == "TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30%"  # compacted: 30k of 100k
+
+    lines = seen["rich_lines"]
+    start = lines.index("> Fix the add function")
+    plan = lines.index("Plan:")
+    assert start < plan
+    # the second plan replaced the first in place, above the text that came after it
+    assert lines[plan:plan + 4] == ["Plan:", "- [x] Read calc.py", "- [>] Fixing add", "- [ ] Run the tests"]
+    assert lines.count("Plan:") == 1 and lines[plan + 4] == "Looking at it."
+    assert "[compacted] the conversation: ~90000 -> ~30000 tokens" in lines
+    assert seen["other_request_ignored"] is True
+
+    changes = seen["changes"]
+    assert changes["filetype"] == "diff" and changes["name"] == "tunacode://changes"
+    assert changes["lines"][0] == "diff --tunacode calc.py (modified)"
+    assert changes["lines"][1:7] == ["--- a/calc.py", "+++ b/calc.py", "@@ -1,2 +1,2 @@", " def add(a, b):",
+                                     "-    return a - b", "+    return a + b"]
+    assert changes["lines"][7:] == ["diff --tunacode notes.md (added)", "--- /dev/null", "+++ b/notes.md", "@@ -0,0 +1 @@",
+                                    "+hi", "# … more changes were cut by the server"]
+
+    commands = seen["commands"]
+    notices = commands["notices"]
+    assert notices[0].startswith("TunaCode: changes: ") and "tunacode.changes" in notices[0], notices
+    assert notices[1].startswith("TunaCode: rewind: ") and "tunacode.session.rewind" in notices[1], notices
+    prompts = commands["prompts"]
+    assert len(prompts) == 3 and prompts[0]["items"] == ["Rewind", "Cancel"]
+    assert prompts[0]["prompt"].startswith("TunaCode: rewind the last request?")
+    assert prompts[2]["prompt"] == "TunaCode: calc.py changed since the agent edited it "
+    assert commands["retried"] is True  # the conflict offered to overwrite, and the retry forces
+    assert notices[2:] == ["TunaCode: rewound the last request; 1 file restored"]
+    assert commands["last_request_id"] is None

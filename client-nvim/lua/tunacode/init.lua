@@ -15,6 +15,7 @@
 local view = require('tunacode.view')
 local approve = require('tunacode.approve')
 local save = require('tunacode.save')
+local status = require('tunacode.status')
 
 local M = {}
 
@@ -40,6 +41,7 @@ M.state = {
   busy = false, ---@type boolean a request was sent and has not answered yet
   stop_requested = false, ---@type boolean :TunaStop came before request_start
   last_result = nil, ---@type table? the last RequestResult
+  last_request_id = nil, ---@type string? the last request this Neovim started (:TunaRewind)
 }
 
 local function object(tbl)
@@ -245,6 +247,7 @@ function M.on_event(_, event, ctx)
   end
   if event.type == 'request_start' and M.state.busy and not M.state.request_id then
     M.state.request_id = event.requestId
+    M.state.last_request_id = event.requestId
     M.state.session_id = event.sessionId
     if M.state.stop_requested then
       local client = vim.lsp.get_client_by_id(ctx.client_id)
@@ -255,6 +258,7 @@ function M.on_event(_, event, ctx)
   end
   approve.on_event(event)
   if event.requestId == M.state.request_id then
+    status.event(event)
     view.event(event)
   end
   vim.api.nvim_exec_autocmds('User', { pattern = 'TunaCodeEvent', modeline = false, data = event })
@@ -386,6 +390,86 @@ function M.sessions()
         end
       end)
     end)
+  end)
+end
+
+--- The statusline component: state, tokens, cost and context meter of the current or last
+--- request ('' before the first); `vim.o.statusline = '%f %= %{v:lua.require"tunacode".statusline()} '`.
+---@return string
+function M.statusline()
+  return status.render()
+end
+
+--- :TunaChanges: the files this session changed (tunacode.changes), as diffs in a scratch
+--- buffer with filetype=diff.
+function M.changes()
+  if not M.state.session_id then
+    notify('no session yet: ask something first')
+    return
+  end
+  M.with_client(function(client)
+    command(client, 'tunacode.changes', { sessionId = M.state.session_id }, function(err, result)
+      if err then
+        notify('changes: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        return
+      end
+      local buf = view.changes(result)
+      vim.cmd('tab sbuffer ' .. buf)
+    end)
+  end)
+end
+
+--- The answer to tunacode.session.rewind: done, a conflict (-32004, files changed since the
+--- agent's edit: offer to overwrite them), or another error.
+---@param err table?
+---@param result table?
+---@param retry fun(force: boolean)
+function M.on_rewind(err, result, retry)
+  if err and err.code == -32004 then
+    local choices = { 'Rewind anyway (overwrite them)', 'Keep everything' }
+    vim.ui.select(choices, { prompt = 'TunaCode: ' .. (err.message or 'files changed since') .. ' ' }, function(choice)
+      if choice == choices[1] then
+        retry(true)
+      end
+    end)
+    return
+  elseif err then
+    notify('rewind: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    return
+  end
+  local restored = result and result.restored
+  local count = type(restored) == 'table' and #restored or tonumber(restored) or 0
+  M.state.last_request_id = nil
+  vim.cmd('checktime') -- reload the restored files that are open
+  notify(('rewound the last request; %d file%s restored'):format(count, count == 1 and '' or 's'))
+end
+
+--- :TunaRewind: undo the last request of this Neovim (its messages and its file changes,
+--- tunacode.session.rewind) after a confirmation.
+function M.rewind()
+  local session_id, request_id = M.state.session_id, M.state.last_request_id
+  if M.state.busy then
+    notify('a request is running; :TunaStop it first', vim.log.levels.WARN)
+    return
+  elseif not (session_id and request_id) then
+    notify('nothing to rewind')
+    return
+  end
+  local choices = { 'Rewind', 'Cancel' }
+  local prompt = 'TunaCode: rewind the last request? Its messages go and the files it changed return: '
+  vim.ui.select(choices, { prompt = prompt }, function(choice)
+    if choice ~= 'Rewind' then
+      return
+    end
+    local function send(force)
+      M.with_client(function(client)
+        local args = { sessionId = session_id, requestId = request_id, files = true, force = force }
+        command(client, 'tunacode.session.rewind', args, function(err, result)
+          M.on_rewind(err, result, send)
+        end)
+      end)
+    end
+    send(false)
   end)
 end
 

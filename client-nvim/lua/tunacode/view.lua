@@ -10,6 +10,8 @@ local V = {}
 local NAME = 'tunacode://answer'
 local ns = vim.api.nvim_create_namespace('tunacode')
 local ns_output = vim.api.nvim_create_namespace('tunacode.output')
+local ns_plan = vim.api.nvim_create_namespace('tunacode.plan')
+local plan_mark = nil ---@type integer? the current request's plan section
 
 --- At most this many lines of a command's output are shown (the server sends a preview).
 V.output_lines = 20
@@ -133,6 +135,43 @@ function V.start_request(prompt)
   end
   V.line('')
   tool_marks = {}
+  plan_mark = nil
+end
+
+local PLAN_BOXES = { completed = '[x]', in_progress = '[>]', pending = '[ ]' }
+
+--- The lines of a plan: a checklist; the step in progress shows its activeForm.
+---@param items table[]
+---@return string[]
+function V.plan_lines(items)
+  local lines = { 'Plan:' }
+  for _, item in ipairs(items or {}) do
+    local text = item.content or ''
+    if item.status == 'in_progress' and type(item.activeForm) == 'string' and item.activeForm ~= '' then
+      text = item.activeForm
+    end
+    table.insert(lines, ('- %s %s'):format(PLAN_BOXES[item.status] or '[ ]', text))
+  end
+  return lines
+end
+
+--- Show a `plan` event: the request's first plan is added at the end, later ones replace it.
+---@param items table[]
+function V.plan(items)
+  local buf = V.buffer()
+  local lines = V.plan_lines(items)
+  local mark = plan_mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns_plan, plan_mark, { details = true })
+  if mark and mark[1] then
+    local first, last = mark[1], mark[3].end_row
+    vim.api.nvim_buf_set_lines(buf, first, last + 1, false, lines)
+    vim.api.nvim_buf_set_extmark(buf, ns_plan, first, 0, { id = plan_mark, end_row = first + #lines - 1 })
+    return
+  end
+  local row = V.line(lines[1])
+  for i = 2, #lines do
+    V.line(lines[i])
+  end
+  plan_mark = vim.api.nvim_buf_set_extmark(buf, ns_plan, row, 0, { end_row = row + #lines - 1, right_gravity = false })
 end
 
 local function tool_summary(args)
@@ -250,6 +289,10 @@ function V.event(event)
     end
   elseif kind == 'notice' then
     V.line('[note] ' .. (event.message or ''))
+  elseif kind == 'plan' then
+    V.plan(event.items)
+  elseif kind == 'compaction' then
+    V.line(('[compacted] the conversation: ~%s -> ~%s tokens'):format(tostring(event.before), tostring(event.after)))
   end
 end
 
@@ -261,6 +304,36 @@ function V.finish(result)
   end
   V.line('')
   V.line(tail)
+end
+
+--- Show `tunacode.changes` in the scratch buffer tunacode://changes (filetype diff).
+---@param result table {files: [{path, status, diff}], truncated}
+---@return integer buf
+function V.changes(result)
+  local buf = vim.fn.bufnr('tunacode://changes')
+  if buf == -1 then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, 'tunacode://changes')
+  end
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  local lines = {}
+  for _, file in ipairs(result.files or {}) do
+    table.insert(lines, ('diff --tunacode %s (%s)'):format(file.path, file.status or 'modified'))
+    vim.list_extend(lines, vim.split((file.diff or ''):gsub('\n$', ''), '\n', { plain = true }))
+  end
+  if #lines == 0 then
+    lines = { '# no changes in this session' }
+  end
+  if result.truncated then
+    table.insert(lines, '# … more changes were cut by the server')
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = 'diff'
+  return buf
 end
 
 ---@param message string
