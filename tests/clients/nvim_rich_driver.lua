@@ -84,8 +84,24 @@ local function floats()
   end, vim.api.nvim_list_wins())
 end
 
+local function snippet(name)
+  dofile(env.TUNA_SNIPPETS .. '/' .. name .. '.lua')
+end
+
+results.early_notices = {}
+vim.notify = function(message)
+  table.insert(results.early_notices, message)
+end
+
 local function scenario()
   local editor_win = vim.api.nvim_get_current_win()
+  -- the plugin snippets of docs/neovim.md
+  snippet('plugin-setup')
+  results.setup_settings = tunacode.options.settings
+  snippet('statusline')
+  results.lsp_statusline = vim.api.nvim_eval_statusline(vim.o.statusline, {}).str
+  snippet('plugin-statusline')
+  snippet('user-event')
 
   -- 1. an edit: the float shows the diff (filetype diff); s answers Allow for session
   local first = serve(approval('t1', 'edit_file', 'diff', DIFF))
@@ -189,6 +205,7 @@ local function scenario()
   tunacode.state.busy = false
   results.rich_lines = view.lines()
   results.statusline_end = tunacode.statusline()
+  results.evaluated_statusline = vim.api.nvim_eval_statusline(vim.o.statusline, {}).str
   results.other_request_ignored = (function()
     event({ type = 'plan', requestId = 'other', items = { { content = 'x', status = 'pending' } } })
     return #view.lines() == #results.rich_lines

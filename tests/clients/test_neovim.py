@@ -227,13 +227,29 @@ def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_p
 RICH_DRIVER = Path(__file__).with_name("nvim_rich_driver.lua")
 
 
+def write_snippets(tmp_path: Path) -> Path:
+    """Every tagged snippet of docs/neovim.md as NAME.lua in a folder."""
+
+    folder = tmp_path / "snippets"
+    folder.mkdir(exist_ok=True)
+    for name in re.findall(r"<!-- nvim-test: ([\w-]+) -->", DOC.read_text()):
+        (folder / f"{name}.lua").write_text(doc_snippet(name))
+    return folder
+
+
+def test_every_lua_block_of_the_docs_is_run_by_a_test():
+    text = DOC.read_text()
+    assert text.count("```lua") == len(re.findall(r"<!-- nvim-test: [\w-]+ -->\n```lua", text))
+
+
 def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, home):
     """The Lua side of tunacode/approve and tunacode/saveDocuments with the contract's payloads
     (the server sends them once its side lands; then an end-to-end test replaces the direct calls)."""
     calc = workspace / "calc.py"
     calc.write_text("def add(a, b):\n    return a - b\n")
     with ScriptedModelServer({"turns": []}) as model:
-        seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+        seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
+                        TUNA_SNIPPETS=str(write_snippets(tmp_path)))
 
     diff = seen["diff_float"]
     assert diff["floating"] and diff["filetype"] == "diff"
@@ -271,7 +287,15 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     side lands (then an end-to-end test checks the diffs and the restored files)."""
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     with ScriptedModelServer({"turns": []}) as model:
-        seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+        seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
+                        TUNA_SNIPPETS=str(write_snippets(tmp_path)))
+
+    # the plugin snippets of docs/neovim.md ran: setup, both statuslines, the User event
+    assert seen["setup_settings"] == {"model": "openai:gpt-4.1", "approval": "ask", "maxTurns": 40}
+    assert seen["lsp_statusline"].startswith("[No Name]")
+    assert seen["evaluated_statusline"].endswith(" TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30% ")
+    # the user-event snippet: the request_end of section 3 (cancelled) and of section 5
+    assert seen["early_notices"] == ["TunaCode: cancelled", "TunaCode: end_turn"]
 
     assert seen["statusline_before"] == ""
     assert seen["statusline_tool"] == "TunaCode: bash"
