@@ -188,7 +188,8 @@ local function scenario()
     { content = 'Fix add', status = 'pending', activeForm = 'Fixing add' },
   } })
   event({ type = 'text_delta', text = 'Looking at it.' })
-  event({ type = 'tool_call', toolCallId = 'c1', name = 'bash', args = { command = 'pytest' }, status = 'pending' })
+  event({ type = 'tool_call', toolCallId = 'c1', name = 'bash', args = { command = 'pytest' }, status = 'pending',
+    summary = 'bash: pytest -q' })
   results.statusline_tool = tunacode.statusline()
   event({ type = 'tool_call_update', toolCallId = 'c1', name = 'bash', status = 'completed', durationMs = 12,
     result = '1 passed\n[exit code 0]' })
@@ -210,6 +211,12 @@ local function scenario()
     event({ type = 'plan', requestId = 'other', items = { { content = 'x', status = 'pending' } } })
     return #view.lines() == #results.rich_lines
   end)()
+
+  -- stderr lines from the LSP log are read as text, not run as code
+  results.unescaped = {}
+  for _, text in ipairs({ 'a\\123"b\nc\1x', 'No module named tunacode_lsp\n', '"); os.exit(1) --' }) do
+    table.insert(results.unescaped, tunacode.unescape(vim.inspect(text):sub(2, -2)) == text)
+  end
 
   -- 6. :TunaChanges' buffer
   local changes = view.changes({ files = {

@@ -176,6 +176,31 @@ function M.log_size()
   return stat and stat.size or 0
 end
 
+local ESCAPES = { n = '\n', t = '\t', r = '\r', ['\\'] = '\\', ['"'] = '"', a = '\a', b = '\b', f = '\f', v = '\v' }
+
+--- The text of a string literal as vim.inspect writes it (without its quotes), read
+--- without running it as code.
+---@param quoted string
+---@return string
+function M.unescape(quoted)
+  local out, i = {}, 1
+  while i <= #quoted do
+    local c = quoted:sub(i, i)
+    if c ~= '\\' then
+      out[#out + 1], i = c, i + 1
+    else
+      local digits = quoted:match('^%d%d?%d?', i + 1)
+      if digits then
+        out[#out + 1], i = string.char(math.min(tonumber(digits), 255)), i + 1 + #digits
+      else
+        local e = quoted:sub(i + 1, i + 1)
+        out[#out + 1], i = ESCAPES[e] or e, i + 2
+      end
+    end
+  end
+  return table.concat(out)
+end
+
 --- The last line the server printed to stderr since `from` (Neovim logs stderr into the LSP
 --- log as `[ERROR] ... "rpc" "<cmd>" "stderr" "<chunk>"`), e.g. `No module named tunacode_lsp`.
 ---@param from integer byte offset in the LSP log
@@ -190,14 +215,10 @@ function M.stderr_tail(from)
   local text = file:read('*a') or ''
   file:close()
   local last
-  for quoted in text:gmatch('"stderr"\t("[^\n]*")') do
-    -- the chunk is written with vim.inspect: a Lua string literal; read it without running code
-    local ok, chunk = pcall(load('return ' .. quoted, 'stderr', 't', {}))
-    if ok and type(chunk) == 'string' then
-      for _, line in ipairs(vim.split(chunk, '\n', { plain = true })) do
-        if vim.trim(line) ~= '' then
-          last = vim.trim(line)
-        end
+  for quoted in text:gmatch('"stderr"\t"([^\n]*)"') do
+    for _, line in ipairs(vim.split(M.unescape(quoted), '\n', { plain = true })) do
+      if vim.trim(line) ~= '' then
+        last = vim.trim(line)
       end
     end
   end

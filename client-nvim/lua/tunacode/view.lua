@@ -261,7 +261,9 @@ function V.event(event)
   if kind == 'text_delta' then
     V.append(event.text or '')
   elseif kind == 'tool_call' then
-    local label = ('[tool] %s %s'):format(event.name, tool_summary(event.args))
+    -- the server's summary (`bash: npm test`, `edit calc.py: 1 change (-1 +1 lines)`) when it sends one
+    local label = type(event.summary) == 'string' and event.summary ~= '' and '[tool] ' .. event.summary
+      or ('[tool] %s %s'):format(event.name, tool_summary(event.args))
     local row = V.line(vim.trim(label))
     -- left gravity: rewriting the line keeps the mark on it
     local mark = vim.api.nvim_buf_set_extmark(V.buffer(), ns, row, 0, { right_gravity = false })
