@@ -157,6 +157,10 @@ local function scenario()
   results.resumed = { session_id = tunacode.state.session_id, lines = view.lines() }
   -- 4. a range goes along as a selection, the whole buffer as the file, no range as nothing
   vim.cmd('edit calc.py')
+  vim.diagnostic.set(vim.api.nvim_create_namespace('test-linter'), 0, { {
+    lnum = 1, col = 11, end_lnum = 1, end_col = 16, message = 'add() subtracts',
+    severity = vim.diagnostic.severity.ERROR, source = 'linter', code = 'E1',
+  } })
   local client = vim.lsp.get_clients({ name = 'tunacode' })[1]
   local request = client.request
   results.sent = {}
@@ -172,8 +176,15 @@ local function scenario()
       return not tunacode.state.busy
     end, ask)
   end
-  client.request = nil
   results.context_answer = tunacode.state.last_result
+  -- a code action's `tunacode.request` Command (the server offers TunaCode: Fix) streams here too
+  client:exec_cmd({ title = 'TunaCode: Fix', command = 'tunacode.request',
+    arguments = { { prompt = 'Fix the diagnostic', context = { { type = 'file', uri = vim.uri_from_bufnr(0) } } } } })
+  wait(15000, function()
+    return tunacode.state.last_result ~= results.context_answer and not tunacode.state.busy
+  end, 'the code action request')
+  results.code_action = { result = tunacode.state.last_result, lines = view.lines() }
+  client.request = nil
   results.calc_uri = vim.uri_from_bufnr(0)
   results.health_running = checkhealth()
   tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' }, settings = { model = 'openai:gpt-4.1' } })

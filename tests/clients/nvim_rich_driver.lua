@@ -173,6 +173,14 @@ local function scenario()
   results.warning = vim.v.warningmsg
   results.buffer = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
 
+  -- tunacode/diagnostics: what Neovim knows of each loaded file, from any source
+  vim.diagnostic.set(vim.api.nvim_create_namespace('test-linter'), buf, {
+    { lnum = 1, col = 4, end_lnum = 1, end_col = 10, message = 'use sum()', severity = vim.diagnostic.severity.HINT,
+      source = 'linter' },
+  })
+  local diagnostics = tunacode.lsp_config().handlers['tunacode/diagnostics']
+  results.diagnostics = diagnostics(nil, { uris = { uri, missing } }, { client_id = 1 })
+
   -- 5. a request with a plan, a compaction and usage: the answer buffer and the statusline
   local view = require('tunacode.view')
   results.statusline_before = tunacode.statusline()

@@ -32,7 +32,7 @@ SCRIPT = {"turns": [
     {"steps": [{"tool_call": {"name": "bash", "arguments": {"command": "printf 'one\\ntwo\\n'; exit 3"}}}]},
     {"steps": [{"text": "Created hello.txt.", "chunks": 2}]},
     {"steps": [{"text": "word " * 400, "chunks": 400, "delay": 0.05}]},
-    {"text": "Explained."}, {"text": "Reviewed."}, {"text": "You are welcome."},
+    {"text": "Explained."}, {"text": "Reviewed."}, {"text": "You are welcome."}, {"text": "Fixed."},
 ]}
 
 
@@ -147,7 +147,7 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert second["result"]["sessionId"] == first["result"]["sessionId"]  # :TunaAsk continued the session
     assert 0 < second["result"]["text"].count("word") < 400
     assert second["lines"][-2].startswith("-- cancelled")
-    assert len(requests) == 7  # the story went on in the same session: it saw the first exchange
+    assert len(requests) == 8  # the story went on in the same session: it saw the first exchange
     assert "Create the greeting file" in json.dumps(requests[3]["messages"])
 
     # 3. :TunaSessions listed the stored session and resumed it with its transcript
@@ -156,13 +156,21 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     # 4. :2,3TunaAsk sends the lines as a selection, :%TunaAsk the buffer as a file, :TunaAsk nothing
     uri = seen["calc_uri"]
     assert uri == (workspace / "calc.py").as_uri()
-    selection, whole, plain = seen["sent"]
+    selection, whole, plain, fix = seen["sent"]
     assert selection["prompt"] == "Explain these lines"
+    diagnostic = {"type": "diagnostic", "uri": uri, "message": "add() subtracts", "severity": 1, "source": "linter",
+                  "code": "E1", "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 16}}}
     assert selection["context"] == [{"type": "selection", "uri": uri, "text": "    return a - b\n",
-                                     "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 0}}}]
-    assert whole["context"] == [{"type": "file", "uri": uri}]
+                                     "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 0}}},
+                                    diagnostic]  # the linter's diagnostic on those lines goes along
+    assert whole["context"] == [{"type": "file", "uri": uri}, diagnostic]
     assert "context" not in plain and plain["sessionId"] == selection["sessionId"]
     assert seen["context_answer"]["text"] == "You are welcome."
+    # a code action's tunacode.request Command went through the plugin: sent with its context, streamed
+    assert fix == {"prompt": "Fix the diagnostic", "context": [{"type": "file", "uri": uri}],
+                   "sessionId": plain["sessionId"]}
+    assert seen["code_action"]["result"]["text"] == "Fixed."
+    assert "> Fix the diagnostic" in seen["code_action"]["lines"] and "Fixed." in seen["code_action"]["lines"]
 
     # 5. :checkhealth tunacode: a missing command, a running server, a stopped one with a key missing
     missing_report = "\n".join(seen["health_missing"])
@@ -272,8 +280,12 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     assert ended["float"]["lines"] == ["ls"]  # the queued one shows once the ended one closed
     assert seen["other"] == {"result": {"decision": "deny"}, "floats": 0}
 
-    assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True}}}
-    assert {"tunacode/approve", "tunacode/saveDocuments", "$/cancelRequest"} <= set(seen["handlers"])
+    assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True,
+                                                                  "diagnostics": True}}}
+    assert {"tunacode/approve", "tunacode/saveDocuments", "tunacode/diagnostics", "$/cancelRequest"} <= set(seen["handlers"])
+    assert seen["diagnostics"] == {"items": [{"uri": seen["calc_uri"], "diagnostics": [{
+        "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 10}},
+        "message": "use sum()", "severity": 4, "source": "linter"}]}]}  # not-open.py: no loaded buffer
 
     assert seen["saved"] == [seen["calc_uri"]]  # not-open.py has no loaded buffer
     assert seen["modified"] is False and seen["warning"] == ""

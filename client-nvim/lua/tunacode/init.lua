@@ -16,6 +16,7 @@ local view = require('tunacode.view')
 local approve = require('tunacode.approve')
 local save = require('tunacode.save')
 local status = require('tunacode.status')
+local diagnostics = require('tunacode.diagnostics')
 
 local M = {}
 
@@ -77,8 +78,17 @@ function M.lsp_config()
     root_markers = M.options.root_markers,
     init_options = object(M.options.settings),
     settings = { tunacode = object(M.options.settings) },
-    capabilities = { experimental = { tunacode = { approve = true, saveDocuments = true } } },
+    capabilities = { experimental = { tunacode = { approve = true, saveDocuments = true, diagnostics = true } } },
+    -- a `tunacode.request` Command from a code action (`TunaCode: Fix` / `Explain`) goes through
+    -- :TunaAsk's path, so its answer streams into the answer buffer
+    commands = {
+      ['tunacode.request'] = function(cmd)
+        local arg = cmd.arguments and cmd.arguments[1] or {}
+        M.ask(arg.prompt, { context = arg.context })
+      end,
+    },
     handlers = {
+      ['tunacode/diagnostics'] = diagnostics.handler,
       ['tunacode/approve'] = approve.handler,
       ['tunacode/saveDocuments'] = save.handler,
       ['$/cancelRequest'] = function()
@@ -286,15 +296,17 @@ function M.on_event(_, event, ctx)
 end
 
 --- The `context` of a question about lines line1..line2 (1-based) of a buffer: the whole
---- buffer (`:%TunaAsk`) is a `file` item, a part of it a `selection` with its text.
+--- buffer (`:%TunaAsk`) is a `file` item, a part of it a `selection` with its text; the
+--- diagnostics on those lines follow as `diagnostic` items.
 ---@param buf integer
 ---@param line1 integer
 ---@param line2 integer
 ---@return table[]
 function M.range_context(buf, line1, line2)
   local uri = vim.uri_from_bufnr(buf)
+  local found = diagnostics.context(buf, line1, line2)
   if line1 == 1 and line2 == vim.api.nvim_buf_line_count(buf) then
-    return { { type = 'file', uri = uri } }
+    return { { type = 'file', uri = uri }, unpack(found) }
   end
   local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
   local last = lines[#lines] or ''
@@ -306,7 +318,7 @@ function M.range_context(buf, line1, line2)
       ['end'] = { line = line2 - 1, character = vim.str_utfindex(last, 'utf-16') },
     },
     text = table.concat(lines, '\n'),
-  } }
+  }, unpack(found) }
 end
 
 --- Send a prompt; the answer streams into the scratch buffer. Continues the current session.

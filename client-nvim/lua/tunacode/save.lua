@@ -7,19 +7,8 @@
 
 local S = {}
 
----@param uri string
----@return integer? buf
-local function loaded_buffer(uri)
-  local ok, name = pcall(vim.uri_to_fname, uri)
-  if not ok then
-    return nil
-  end
-  local buf = vim.fn.bufnr(name)
-  if buf == -1 or not vim.api.nvim_buf_is_loaded(buf) then
-    return nil
-  end
-  return buf
-end
+-- by URI, not vim.fn.bufnr(name), which reads the name as a pattern
+local loaded_buffer = require('tunacode.diagnostics').loaded_buffer
 
 ---@param uris string[]
 ---@return string[] saved
