@@ -150,6 +150,12 @@ local function scenario()
     return other.result ~= nil
   end, 'the request end to close the last float')
   results.other = { result = other.result, floats = floats() }
+  local quit = serve(approval('t7', 'bash', 'command', 'make'))
+  vim.cmd('quit') -- closing the float some other way is Deny
+  wait(2000, function()
+    return quit.result ~= nil
+  end, 'the answer of the closed float')
+  results.quit = { result = quit.result, floats = floats() }
   results.capabilities = client_config.capabilities
   results.handlers = vim.tbl_keys(client_config.handlers)
 
@@ -270,13 +276,17 @@ local function scenario()
     last_request_id = tunacode.state.last_request_id or vim.NIL }
 end
 
+-- scheduled out of the VimEnter callback: autocommands (WinClosed of a float closed with :quit)
+-- do not fire inside another autocommand's callback, but do when a person types the command
 vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   callback = function()
-    local ok, err = pcall(scenario)
-    if not ok then
-      table.insert(results.errors, tostring(err))
-    end
-    finish(0)
+    vim.schedule(function()
+      local ok, err = pcall(scenario)
+      if not ok then
+        table.insert(results.errors, tostring(err))
+      end
+      finish(0)
+    end)
   end,
 })

@@ -279,6 +279,7 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     assert ended["result"] == {"decision": "deny"} and ended["other"] is None
     assert ended["float"]["lines"] == ["ls"]  # the queued one shows once the ended one closed
     assert seen["other"] == {"result": {"decision": "deny"}, "floats": 0}
+    assert seen["quit"] == {"result": {"decision": "deny"}, "floats": 0}
 
     assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True,
                                                                   "diagnostics": True}}}

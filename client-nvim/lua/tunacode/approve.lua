@@ -100,19 +100,21 @@ local function show(approval)
     footer_pos = 'center',
   })
   vim.wo[win].wrap = false
+  vim.cmd('stopinsert') -- the keys are normal-mode keys
   approval.win, approval.buf = win, buf
   for key, decision in pairs(KEYS) do
     vim.keymap.set('n', key, function()
       finish(approval, decision)
     end, { buffer = buf, nowait = true, desc = 'TunaCode: ' .. decision })
   end
-  -- closed some other way (:q, :close): that is Deny
-  vim.api.nvim_create_autocmd('BufWipeout', {
-    buffer = buf,
+  -- closed some other way (:q, :close): that is Deny (after the close, not inside it)
+  vim.api.nvim_create_autocmd('WinClosed', {
+    pattern = tostring(win),
     once = true,
     callback = function()
-      approval.buf = nil
-      finish(approval, 'deny')
+      vim.schedule(function()
+        finish(approval, 'deny')
+      end)
     end,
   })
 end
