@@ -221,6 +221,9 @@ local function scenario()
   results.rich_lines = view.lines()
   results.statusline_end = tunacode.statusline()
   results.evaluated_statusline = vim.api.nvim_eval_statusline(vim.o.statusline, {}).str
+  vim.cmd('tab sbuffer ' .. view.buffer()) -- opened by hand: its output blocks fold there too
+  results.hand_opened = { foldmethod = vim.wo.foldmethod, fold = vim.fn.foldlevel(vim.fn.search('^```output$', 'w')) }
+  vim.cmd('tabclose')
   results.other_request_ignored = (function()
     event({ type = 'plan', requestId = 'other', items = { { content = 'x', status = 'pending' } } })
     return #view.lines() == #results.rich_lines

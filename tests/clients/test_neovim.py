@@ -326,6 +326,7 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     tool = lines.index("[tool] bash: pytest -q: exit code 0 in 12 ms")  # the server's summary
     assert lines[tool + 1:tool + 4] == ["```output", "1 passed", "```"]
     assert seen["unescaped"] == [True, True, True]
+    assert seen["hand_opened"] == {"foldmethod": "expr", "fold": 1}
     assert seen["other_request_ignored"] is True
 
     changes = seen["changes"]

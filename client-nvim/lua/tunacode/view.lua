@@ -28,6 +28,13 @@ function V.buffer()
   if buf == -1 then
     buf = vim.api.nvim_create_buf(false, true)
     vim.api.nvim_buf_set_name(buf, NAME)
+    -- output blocks fold in any window that shows the buffer, however it was opened
+    vim.api.nvim_create_autocmd('BufWinEnter', {
+      buffer = buf,
+      callback = function()
+        V.set_folding(0)
+      end,
+    })
   end
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
@@ -44,7 +51,7 @@ function V.show()
     local current = vim.api.nvim_get_current_win()
     vim.cmd('botright split')
     vim.api.nvim_win_set_buf(0, buf)
-    V.set_folding(0)
+    V.set_folding(0) -- BufWinEnter does not fire inside an autocommand; set it here too
     vim.api.nvim_set_current_win(current)
   end
 end
