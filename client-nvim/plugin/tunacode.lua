@@ -1,22 +1,28 @@
--- TunaCode commands: :TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew.
+-- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
+-- :TunaRewind.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
 end
 vim.g.loaded_tunacode = true
 
+-- With a range (:'<,'>TunaAsk, :%TunaAsk) the lines or the buffer go along as `context`.
 vim.api.nvim_create_user_command('TunaAsk', function(opts)
   local tunacode = require('tunacode')
+  local ask_opts = {}
+  if opts.range > 0 then
+    ask_opts.context = tunacode.range_context(vim.api.nvim_get_current_buf(), opts.line1, opts.line2)
+  end
   if opts.args ~= '' then
-    tunacode.ask(opts.args)
+    tunacode.ask(opts.args, ask_opts)
     return
   end
   vim.ui.input({ prompt = 'Ask TunaCode: ' }, function(prompt)
     if prompt and prompt ~= '' then
-      tunacode.ask(prompt)
+      tunacode.ask(prompt, ask_opts)
     end
   end)
-end, { nargs = '*', desc = 'Ask the TunaCode agent; the answer streams into a scratch buffer' })
+end, { nargs = '*', range = true, desc = 'Ask the TunaCode agent (about the range); the answer streams into a scratch buffer' })
 
 vim.api.nvim_create_user_command('TunaStop', function()
   require('tunacode').stop()
@@ -29,6 +35,14 @@ end, { desc = 'Pick a stored TunaCode session and continue it' })
 vim.api.nvim_create_user_command('TunaNew', function()
   require('tunacode').new()
 end, { desc = 'Start a new TunaCode session with the next question' })
+
+vim.api.nvim_create_user_command('TunaChanges', function()
+  require('tunacode').changes()
+end, { desc = "Show the files this TunaCode session changed, as diffs" })
+
+vim.api.nvim_create_user_command('TunaRewind', function()
+  require('tunacode').rewind()
+end, { desc = 'Undo the last TunaCode request (messages and files), after a confirmation' })
 
 vim.api.nvim_create_autocmd('LspProgress', {
   group = vim.api.nvim_create_augroup('tunacode', { clear = true }),

@@ -3,7 +3,7 @@
 -- A watchdog writes the results and exits with 3 if anything hangs.
 
 local env = vim.env
-local results = { errors = {}, approvals = {}, progress = {}, events = {} }
+local results = { errors = {}, approvals = {}, progress = {}, events = {}, model_url = env.TUNA_MODEL_URL }
 
 local function finish(code)
   local file = assert(io.open(env.TUNA_OUT, 'w'))
@@ -74,8 +74,24 @@ local function buffer_text()
 end
 
 results.notices = {}
+results.echoed = {}
+local echo = vim.api.nvim_echo
+vim.api.nvim_echo = function(chunks, history, opts)
+  table.insert(results.echoed, table.concat(vim.tbl_map(function(chunk)
+    return chunk[1]
+  end, chunks)))
+  return echo(chunks, history, opts)
+end
 vim.notify = function(message)
   table.insert(results.notices, message)
+end
+
+--- :checkhealth tunacode -> the lines of its report
+local function checkhealth()
+  vim.cmd('checkhealth tunacode')
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  vim.cmd('bwipeout!')
+  return lines
 end
 
 local function scenario()
@@ -85,6 +101,14 @@ local function scenario()
   tunacode.setup({ cmd = { '/nonexistent/tunacode-lsp' } })
   vim.cmd('TunaAsk hello?')
   results.idle = { busy = tunacode.state.busy, notices = vim.deepcopy(results.notices), lines = view.lines() }
+  results.health_missing = checkhealth()
+  -- a server command that starts but exits at once: the message names the cause from its stderr
+  tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp_missing' } })
+  vim.cmd('TunaAsk hello?')
+  wait(15000, function()
+    return not tunacode.state.busy
+  end, 'the missing server to fail')
+  results.missing = { notice = results.notices[#results.notices], lines = view.lines() }
   setup()
 
   -- 1. a question whose answer writes a file after an approval
@@ -93,6 +117,24 @@ local function scenario()
     return not tunacode.state.busy
   end, 'the first answer')
   results.first = { result = tunacode.state.last_result, lines = view.lines() }
+  local win = vim.fn.bufwinid(view.buffer())
+  vim.api.nvim_win_call(win, function()
+    results.first.foldlevels = vim.tbl_map(vim.fn.foldlevel, vim.fn.range(1, vim.fn.line('$')))
+    local at = vim.fn.search('^```output$', 'w') + 1
+    vim.api.nvim_win_set_cursor(0, { at, 0 })
+    vim.cmd('normal! zc')
+    results.first.closed_fold = { vim.fn.foldclosed(at), vim.fn.foldclosedend(at) }
+    vim.cmd('normal! zR')
+  end)
+  local long_output = {}
+  for n = 1, 30 do
+    table.insert(long_output, 'line ' .. n)
+  end
+  results.command_output = {}
+  for _, text in ipairs({ table.concat(long_output, '\n') .. '\n[exit code 0]', 'partial\n…' }) do
+    local lines, exit_code = view.command_output(text)
+    table.insert(results.command_output, { lines = lines, exit_code = exit_code or vim.NIL })
+  end
   results.status = vim.lsp.status()
 
   -- 2. a slow answer, stopped with :TunaStop once its first words are in the buffer
@@ -113,6 +155,44 @@ local function scenario()
     return tunacode.state.session_id ~= nil and buffer_text():find('^# ') ~= nil
   end, 'the picked session')
   results.resumed = { session_id = tunacode.state.session_id, lines = view.lines() }
+  -- 4. a range goes along as a selection, the whole buffer as the file, no range as nothing
+  vim.cmd('edit calc.py')
+  vim.diagnostic.set(vim.api.nvim_create_namespace('test-linter'), 0, { {
+    lnum = 1, col = 11, end_lnum = 1, end_col = 16, message = 'add() subtracts',
+    severity = vim.diagnostic.severity.ERROR, source = 'linter', code = 'E1',
+  } })
+  local client = vim.lsp.get_clients({ name = 'tunacode' })[1]
+  local request = client.request
+  results.sent = {}
+  client.request = function(self, method, params, ...)
+    if method == 'workspace/executeCommand' and params.command == 'tunacode.request' then
+      table.insert(results.sent, params.arguments[1])
+    end
+    return request(self, method, params, ...)
+  end
+  for _, ask in ipairs({ '2,3TunaAsk Explain these lines', '%TunaAsk Review the file', 'TunaAsk Thanks' }) do
+    vim.cmd(ask)
+    wait(15000, function()
+      return not tunacode.state.busy
+    end, ask)
+  end
+  results.context_answer = tunacode.state.last_result
+  -- a code action's `tunacode.request` Command (the server offers TunaCode: Fix) streams here too
+  client:exec_cmd({ title = 'TunaCode: Fix', command = 'tunacode.request',
+    arguments = { { prompt = 'Fix the diagnostic', context = { { type = 'file', uri = vim.uri_from_bufnr(0) } } } } })
+  wait(15000, function()
+    return tunacode.state.last_result ~= results.context_answer and not tunacode.state.busy
+  end, 'the code action request')
+  results.code_action = { result = tunacode.state.last_result, lines = view.lines() }
+  client.request = nil
+  results.calc_uri = vim.uri_from_bufnr(0)
+  results.health_running = checkhealth()
+  tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' }, settings = { model = 'openai:gpt-4.1' } })
+  vim.lsp.stop_client(vim.lsp.get_clients({ name = 'tunacode' }), true)
+  wait(5000, function()
+    return #vim.lsp.get_clients({ name = 'tunacode' }) == 0
+  end, 'the server to stop')
+  results.health_stopped = checkhealth()
 end
 
 vim.api.nvim_create_autocmd('VimEnter', {

@@ -6,11 +6,17 @@
 --- Everything goes through `workspace/executeCommand` (tunacode.request, tunacode.abort,
 --- tunacode.session.*); the `tunacode/event` notifications stream the answer into a
 --- scratch buffer; tool calls show as LSP work-done progress (LspProgress,
---- vim.lsp.status()); approvals arrive as window/showMessageRequest, which Neovim's built-in
---- handler asks through vim.ui.select. Each event is also fired as
+--- vim.lsp.status()); approvals arrive as `tunacode/approve` and are asked in a float
+--- (approve.lua; an older server sends window/showMessageRequest, which Neovim asks through
+--- vim.ui.select); `tunacode/saveDocuments` writes the buffers the agent edited (save.lua).
+--- Each event is also fired as
 --- `User TunaCodeEvent` (data = the event) for statuslines and scripts.
 
 local view = require('tunacode.view')
+local approve = require('tunacode.approve')
+local save = require('tunacode.save')
+local status = require('tunacode.status')
+local diagnostics = require('tunacode.diagnostics')
 
 local M = {}
 
@@ -36,6 +42,7 @@ M.state = {
   busy = false, ---@type boolean a request was sent and has not answered yet
   stop_requested = false, ---@type boolean :TunaStop came before request_start
   last_result = nil, ---@type table? the last RequestResult
+  last_request_id = nil, ---@type string? the last request this Neovim started (:TunaRewind)
 }
 
 local function object(tbl)
@@ -71,9 +78,27 @@ function M.lsp_config()
     root_markers = M.options.root_markers,
     init_options = object(M.options.settings),
     settings = { tunacode = object(M.options.settings) },
+    capabilities = { experimental = { tunacode = { approve = true, saveDocuments = true, diagnostics = true } } },
+    -- a `tunacode.request` Command from a code action (`TunaCode: Fix` / `Explain`) goes through
+    -- :TunaAsk's path, so its answer streams into the answer buffer
+    commands = {
+      ['tunacode.request'] = function(cmd)
+        local arg = cmd.arguments and cmd.arguments[1] or {}
+        M.ask(arg.prompt, { context = arg.context })
+      end,
+    },
     handlers = {
+      ['tunacode/diagnostics'] = diagnostics.handler,
+      ['tunacode/approve'] = approve.handler,
+      ['tunacode/saveDocuments'] = save.handler,
+      ['$/cancelRequest'] = function()
+        approve.on_cancel_request()
+      end,
       ['tunacode/event'] = function(err, event, ctx)
         M.on_event(err, event, ctx)
+      end,
+      ['window/showMessage'] = function(_, params, ctx)
+        M.on_show_message(params, ctx)
       end,
     },
   }
@@ -83,6 +108,26 @@ end
 function M.setup(opts)
   M.options = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   vim.lsp.config('tunacode', M.lsp_config())
+end
+
+local shown = {} ---@type table<integer, table<string, true>> per client: the messages shown
+
+--- window/showMessage: through vim.notify (no hit-enter prompt), each message once per server.
+--- The server warns about a bad setting after initialize and again when it reads the
+--- same settings through workspace/configuration.
+function M.on_show_message(params, ctx)
+  if type(params) ~= 'table' or type(params.message) ~= 'string' then
+    return vim.NIL
+  end
+  local seen = shown[ctx.client_id] or {}
+  shown[ctx.client_id] = seen
+  local key = tostring(params.type) .. '\0' .. params.message
+  if not seen[key] then
+    seen[key] = true
+    local levels = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+    notify(params.message, levels[params.type] or vim.log.levels.INFO)
+  end
+  return vim.NIL
 end
 
 --- Call fn(client) with the running TunaCode client for this workspace, starting it if needed;
@@ -98,6 +143,7 @@ function M.with_client(fn, on_fail)
   end
   local config = vim.tbl_extend('force', M.lsp_config(), { name = 'tunacode', root_dir = M.root() })
   config.root_markers = nil
+  local log_start = M.log_size()
   local id = vim.lsp.start(config, { attach = false, silent = true })
   local client = id and vim.lsp.get_client_by_id(id)
   if not client then
@@ -108,17 +154,102 @@ function M.with_client(fn, on_fail)
     fn(client)
     return
   end
-  local waited, timer = 0, assert(vim.uv.new_timer())
+  -- Poll until initialized. The timer's callbacks are scheduled; while Neovim shows a
+  -- hit-enter prompt (the server's warnings arrive right then) they queue up, so only the
+  -- first one that sees the end may act: `done` guards the timer's single close.
+  local waited, done, timer = 0, false, assert(vim.uv.new_timer())
+  local function stop()
+    done = true
+    timer:stop()
+    if not timer:is_closing() then
+      timer:close()
+    end
+  end
   timer:start(20, 20, vim.schedule_wrap(function()
+    if done then
+      return
+    end
     waited = waited + 20
     if client.initialized then
-      timer:close()
+      stop()
       fn(client)
     elseif client:is_stopped() or waited >= M.options.start_timeout then
-      timer:close()
-      fail('the server did not start; see :checkhealth vim.lsp and :LspLog')
+      stop()
+      fail(M.start_failure(config.cmd, log_start, client:is_stopped()))
     end
   end))
+end
+
+---@return integer bytes in the LSP log now (where a new server's stderr will start)
+function M.log_size()
+  local stat = vim.uv.fs_stat(vim.lsp.log.get_filename())
+  return stat and stat.size or 0
+end
+
+local ESCAPES = { n = '\n', t = '\t', r = '\r', ['\\'] = '\\', ['"'] = '"', a = '\a', b = '\b', f = '\f', v = '\v' }
+
+--- The text of a string literal as vim.inspect writes it (without its quotes), read
+--- without running it as code.
+---@param quoted string
+---@return string
+function M.unescape(quoted)
+  local out, i = {}, 1
+  while i <= #quoted do
+    local c = quoted:sub(i, i)
+    if c ~= '\\' then
+      out[#out + 1], i = c, i + 1
+    else
+      local digits = quoted:match('^%d%d?%d?', i + 1)
+      if digits then
+        out[#out + 1], i = string.char(math.min(tonumber(digits), 255)), i + 1 + #digits
+      else
+        local e = quoted:sub(i + 1, i + 1)
+        out[#out + 1], i = ESCAPES[e] or e, i + 2
+      end
+    end
+  end
+  return table.concat(out)
+end
+
+--- The last line the server printed to stderr since `from` (Neovim logs stderr into the LSP
+--- log as `[ERROR] ... "rpc" "<cmd>" "stderr" "<chunk>"`), e.g. `No module named tunacode_lsp`.
+---@param from integer byte offset in the LSP log
+---@return string?
+function M.stderr_tail(from)
+  local file = io.open(vim.lsp.log.get_filename(), 'r')
+  if not file then
+    return nil
+  end
+  local size = file:seek('end')
+  file:seek('set', math.max(from, size - 65536))
+  local text = file:read('*a') or ''
+  file:close()
+  local last
+  for quoted in text:gmatch('"stderr"\t"([^\n]*)"') do
+    for _, line in ipairs(vim.split(M.unescape(quoted), '\n', { plain = true })) do
+      if vim.trim(line) ~= '' then
+        last = vim.trim(line)
+      end
+    end
+  end
+  return last
+end
+
+--- Why the server did not start, for the error message: its last stderr line when it exited.
+---@param cmd string[]
+---@param log_start integer
+---@param exited boolean
+---@return string
+function M.start_failure(cmd, log_start, exited)
+  local what = table.concat(cmd, ' ')
+  if not exited then
+    return ('the server (%s) did not initialize within %d ms; see :checkhealth tunacode'):format(what, M.options.start_timeout)
+  end
+  local cause = M.stderr_tail(log_start)
+  if cause then
+    return ('the server (%s) exited: %s'):format(what, cause)
+  end
+  return ('the server (%s) exited; see :checkhealth tunacode and %s'):format(what, vim.lsp.log.get_filename())
 end
 
 ---@param client vim.lsp.Client
@@ -147,6 +278,7 @@ function M.on_event(_, event, ctx)
   end
   if event.type == 'request_start' and M.state.busy and not M.state.request_id then
     M.state.request_id = event.requestId
+    M.state.last_request_id = event.requestId
     M.state.session_id = event.sessionId
     if M.state.stop_requested then
       local client = vim.lsp.get_client_by_id(ctx.client_id)
@@ -155,15 +287,45 @@ function M.on_event(_, event, ctx)
       end
     end
   end
+  approve.on_event(event)
   if event.requestId == M.state.request_id then
+    status.event(event)
     view.event(event)
   end
   vim.api.nvim_exec_autocmds('User', { pattern = 'TunaCodeEvent', modeline = false, data = event })
 end
 
+--- The `context` of a question about lines line1..line2 (1-based) of a buffer: the whole
+--- buffer (`:%TunaAsk`) is a `file` item, a part of it a `selection` with its text; the
+--- diagnostics on those lines follow as `diagnostic` items.
+---@param buf integer
+---@param line1 integer
+---@param line2 integer
+---@return table[]
+function M.range_context(buf, line1, line2)
+  local uri = vim.uri_from_bufnr(buf)
+  local found = diagnostics.context(buf, line1, line2)
+  if line1 == 1 and line2 == vim.api.nvim_buf_line_count(buf) then
+    return { { type = 'file', uri = uri }, unpack(found) }
+  end
+  local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
+  local last = lines[#lines] or ''
+  return { {
+    type = 'selection',
+    uri = uri,
+    range = {
+      start = { line = line1 - 1, character = 0 },
+      ['end'] = { line = line2 - 1, character = vim.str_utfindex(last, 'utf-16') },
+    },
+    text = table.concat(lines, '\n'),
+  }, unpack(found) }
+end
+
 --- Send a prompt; the answer streams into the scratch buffer. Continues the current session.
+--- opts.context: ContextItem[] sent with it (only when given).
 ---@param prompt string
-function M.ask(prompt)
+---@param opts? {context?: table[]}
+function M.ask(prompt, opts)
   if not prompt or vim.trim(prompt) == '' then
     notify('empty prompt', vim.log.levels.WARN)
     return
@@ -177,6 +339,9 @@ function M.ask(prompt)
   view.start_request(prompt)
   M.with_client(function(client)
     local args = { prompt = prompt, sessionId = M.state.session_id }
+    if opts and opts.context and #opts.context > 0 then
+      args.context = opts.context
+    end
     command(client, 'tunacode.request', args, function(err, result)
       M.state.busy, M.state.request_id = false, nil
       if err then
@@ -261,6 +426,86 @@ function M.sessions()
   end)
 end
 
+--- The statusline component: state, tokens, cost and context meter of the current or last
+--- request ('' before the first); `vim.o.statusline = '%f %= %{v:lua.require"tunacode".statusline()} '`.
+---@return string
+function M.statusline()
+  return status.render()
+end
+
+--- :TunaChanges: the files this session changed (tunacode.changes), as diffs in a scratch
+--- buffer with filetype=diff.
+function M.changes()
+  if not M.state.session_id then
+    notify('no session yet: ask something first')
+    return
+  end
+  M.with_client(function(client)
+    command(client, 'tunacode.changes', { sessionId = M.state.session_id }, function(err, result)
+      if err then
+        notify('changes: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        return
+      end
+      local buf = view.changes(result)
+      vim.cmd('tab sbuffer ' .. buf)
+    end)
+  end)
+end
+
+--- The answer to tunacode.session.rewind: done, a conflict (-32004, files changed since the
+--- agent's edit: offer to overwrite them), or another error.
+---@param err table?
+---@param result table?
+---@param retry fun(force: boolean)
+function M.on_rewind(err, result, retry)
+  if err and err.code == -32004 then
+    local choices = { 'Rewind anyway (overwrite them)', 'Keep everything' }
+    vim.ui.select(choices, { prompt = 'TunaCode: ' .. (err.message or 'files changed since') .. ' ' }, function(choice)
+      if choice == choices[1] then
+        retry(true)
+      end
+    end)
+    return
+  elseif err then
+    notify('rewind: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    return
+  end
+  local restored = result and result.restored
+  local count = type(restored) == 'table' and #restored or tonumber(restored) or 0
+  M.state.last_request_id = nil
+  vim.cmd('checktime') -- reload the restored files that are open
+  notify(('rewound the last request; %d file%s restored'):format(count, count == 1 and '' or 's'))
+end
+
+--- :TunaRewind: undo the last request of this Neovim (its messages and its file changes,
+--- tunacode.session.rewind) after a confirmation.
+function M.rewind()
+  local session_id, request_id = M.state.session_id, M.state.last_request_id
+  if M.state.busy then
+    notify('a request is running; :TunaStop it first', vim.log.levels.WARN)
+    return
+  elseif not (session_id and request_id) then
+    notify('nothing to rewind')
+    return
+  end
+  local choices = { 'Rewind', 'Cancel' }
+  local prompt = 'TunaCode: rewind the last request? Its messages go and the files it changed return: '
+  vim.ui.select(choices, { prompt = prompt }, function(choice)
+    if choice ~= 'Rewind' then
+      return
+    end
+    local function send(force)
+      M.with_client(function(client)
+        local args = { sessionId = session_id, requestId = request_id, files = true, force = force }
+        command(client, 'tunacode.session.rewind', args, function(err, result)
+          M.on_rewind(err, result, send)
+        end)
+      end)
+    end
+    send(false)
+  end)
+end
+
 --- LspProgress of our client -> a short line in the command line (no hit-enter prompt).
 function M.on_progress(ev)
   if not M.options.progress then
@@ -271,7 +516,9 @@ function M.on_progress(ev)
   if not client or client.name ~= 'tunacode' or type(value) ~= 'table' then
     return
   end
-  local text = ('TunaCode: %s %s'):format(value.title or '', value.message or ''):gsub('%s+', ' ')
+  -- the request's own progress is titled TunaCode: `TunaCode: end_turn`, not `TunaCode: TunaCode end_turn`
+  local title = value.title ~= 'TunaCode' and value.title or ''
+  local text = vim.trim(('TunaCode: %s %s'):format(title, value.message or ''):gsub('%s+', ' '))
   local width = math.max(vim.o.columns - 15, 20)
   if #text > width then
     text = text:sub(1, width - 3) .. '...'

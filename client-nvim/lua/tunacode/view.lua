@@ -1,12 +1,20 @@
 --- The answer buffer: one scratch buffer (`tunacode://answer`) that requests stream into.
 ---
 --- Text deltas are appended at the end as they arrive; each tool call gets one line that
---- is rewritten in place when the call ends (an extmark keeps its place).
+--- is rewritten in place when the call ends (an extmark keeps its place). A finished bash
+--- call gets its exit code on that line and its output below it, in a bounded ```output
+--- block that folds (zc / zo; the window's foldexpr is V.foldexpr).
 
 local V = {}
 
 local NAME = 'tunacode://answer'
 local ns = vim.api.nvim_create_namespace('tunacode')
+local ns_output = vim.api.nvim_create_namespace('tunacode.output')
+local ns_plan = vim.api.nvim_create_namespace('tunacode.plan')
+local plan_mark = nil ---@type integer? the current request's plan section
+
+--- At most this many lines of a command's output are shown (the server sends a preview).
+V.output_lines = 20
 
 V.buf = nil ---@type integer?
 local tool_marks = {} ---@type table<string, {mark: integer, label: string}>
@@ -20,6 +28,13 @@ function V.buffer()
   if buf == -1 then
     buf = vim.api.nvim_create_buf(false, true)
     vim.api.nvim_buf_set_name(buf, NAME)
+    -- output blocks fold in any window that shows the buffer, however it was opened
+    vim.api.nvim_create_autocmd('BufWinEnter', {
+      buffer = buf,
+      callback = function()
+        V.set_folding(0)
+      end,
+    })
   end
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
@@ -36,8 +51,38 @@ function V.show()
     local current = vim.api.nvim_get_current_win()
     vim.cmd('botright split')
     vim.api.nvim_win_set_buf(0, buf)
+    V.set_folding(0) -- BufWinEnter does not fire inside an autocommand; set it here too
     vim.api.nvim_set_current_win(current)
   end
+end
+
+--- Output blocks fold in this window; they start open.
+---@param win integer
+function V.set_folding(win)
+  vim.wo[win][0].foldmethod = 'expr'
+  vim.wo[win][0].foldexpr = "v:lua.require'tunacode.view'.foldexpr(v:lnum)"
+  vim.wo[win][0].foldlevel = 99
+end
+
+--- Fold level of a line of the answer buffer: an output block (from its ```output line to
+--- the closing fence that its extmark names) is a fold; the agent's own code blocks are not.
+---@param lnum integer 1-based
+---@return string
+function V.foldexpr(lnum)
+  local buf = vim.api.nvim_get_current_buf()
+  local line = vim.api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1] or ''
+  if line == '```output' then
+    return '>1'
+  elseif line == '```' then
+    local marks = vim.api.nvim_buf_get_extmarks(buf, ns_output, { lnum - 1, 0 }, { lnum - 1, -1 },
+      { details = true, overlap = true })
+    for _, mark in ipairs(marks) do
+      if mark[4].end_row == lnum - 1 then
+        return '<1'
+      end
+    end
+  end
+  return '='
 end
 
 ---@return string[]
@@ -97,6 +142,43 @@ function V.start_request(prompt)
   end
   V.line('')
   tool_marks = {}
+  plan_mark = nil
+end
+
+local PLAN_BOXES = { completed = '[x]', in_progress = '[>]', pending = '[ ]' }
+
+--- The lines of a plan: a checklist; the step in progress shows its activeForm.
+---@param items table[]
+---@return string[]
+function V.plan_lines(items)
+  local lines = { 'Plan:' }
+  for _, item in ipairs(items or {}) do
+    local text = item.content or ''
+    if item.status == 'in_progress' and type(item.activeForm) == 'string' and item.activeForm ~= '' then
+      text = item.activeForm
+    end
+    table.insert(lines, ('- %s %s'):format(PLAN_BOXES[item.status] or '[ ]', text))
+  end
+  return lines
+end
+
+--- Show a `plan` event: the request's first plan is added at the end, later ones replace it.
+---@param items table[]
+function V.plan(items)
+  local buf = V.buffer()
+  local lines = V.plan_lines(items)
+  local mark = plan_mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns_plan, plan_mark, { details = true })
+  if mark and mark[1] then
+    local first, last = mark[1], mark[3].end_row
+    vim.api.nvim_buf_set_lines(buf, first, last + 1, false, lines)
+    vim.api.nvim_buf_set_extmark(buf, ns_plan, first, 0, { id = plan_mark, end_row = first + #lines - 1 })
+    return
+  end
+  local row = V.line(lines[1])
+  for i = 2, #lines do
+    V.line(lines[i])
+  end
+  plan_mark = vim.api.nvim_buf_set_extmark(buf, ns_plan, row, 0, { end_row = row + #lines - 1, right_gravity = false })
 end
 
 local function tool_summary(args)
@@ -127,6 +209,52 @@ local function tool_outcome(event)
   return event.status
 end
 
+--- A command's result text -> its output lines (bounded) and exit code (nil if the preview
+--- was cut before the server's `[exit code N]` line).
+---@param result string
+---@return string[] lines, integer? exit_code, boolean cut
+function V.command_output(result)
+  local text = tostring(result or '')
+  local cut = false
+  local exit_code
+  local body, code = text:match('^(.-)\n?%[exit code (%-?%d+)%][^\n]*$')
+  if body then
+    text, exit_code = body, tonumber(code)
+  elseif text:sub(-3) == '…' then
+    cut = true
+    text = text:sub(1, -4)
+  end
+  local lines = vim.split(vim.trim(text) ~= '' and text or '', '\n', { plain = true, trimempty = true })
+  if #lines > V.output_lines then
+    local more = #lines - V.output_lines
+    lines = vim.list_slice(lines, 1, V.output_lines)
+    table.insert(lines, ('… %d more line%s'):format(more, more == 1 and '' or 's'))
+  elseif cut then
+    table.insert(lines, '… (cut)')
+  end
+  for i, line in ipairs(lines) do
+    if line:sub(1, 3) == '```' then
+      lines[i] = ' ' .. line -- a fence in the output must not end the block
+    end
+  end
+  return lines, exit_code, cut
+end
+
+--- Put a command's output block below its tool line.
+---@param row integer the tool line (0-based)
+---@param lines string[]
+local function output_block(row, lines)
+  if #lines == 0 then
+    return
+  end
+  local buf = V.buffer()
+  local block = { '```output' }
+  vim.list_extend(block, lines)
+  table.insert(block, '```')
+  vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, block)
+  vim.api.nvim_buf_set_extmark(buf, ns_output, row + 1, 0, { end_row = row + #block, end_col = 0 })
+end
+
 local function set_line(row, text)
   local buf = V.buffer()
   local old = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
@@ -140,7 +268,9 @@ function V.event(event)
   if kind == 'text_delta' then
     V.append(event.text or '')
   elseif kind == 'tool_call' then
-    local label = ('[tool] %s %s'):format(event.name, tool_summary(event.args))
+    -- the server's summary (`bash: npm test`, `edit calc.py: 1 change (-1 +1 lines)`) when it sends one
+    local label = type(event.summary) == 'string' and event.summary ~= '' and '[tool] ' .. event.summary
+      or ('[tool] %s %s'):format(event.name, tool_summary(event.args))
     local row = V.line(vim.trim(label))
     -- left gravity: rewriting the line keeps the mark on it
     local mark = vim.api.nvim_buf_set_extmark(V.buffer(), ns, row, 0, { right_gravity = false })
@@ -151,12 +281,27 @@ function V.event(event)
       return
     end
     local row = vim.api.nvim_buf_get_extmark_by_id(V.buffer(), ns, entry.mark, {})[1]
-    local text = entry.label .. ': ' .. tool_outcome(event)
-    if row then
-      set_line(row, text)
+    if not row then
+      return
+    end
+    local final = event.status == 'completed' or event.status == 'failed'
+    local lines, exit_code = {}, nil
+    if event.name == 'bash' and final and event.result then
+      lines, exit_code = V.command_output(event.result)
+    end
+    if exit_code or (event.status == 'completed' and #lines > 0) then
+      local code = exit_code and ('exit code %d'):format(exit_code) or event.status
+      set_line(row, ('%s: %s in %d ms'):format(entry.label, code, tonumber(event.durationMs) or 0))
+      output_block(row, lines)
+    else
+      set_line(row, entry.label .. ': ' .. tool_outcome(event))
     end
   elseif kind == 'notice' then
     V.line('[note] ' .. (event.message or ''))
+  elseif kind == 'plan' then
+    V.plan(event.items)
+  elseif kind == 'compaction' then
+    V.line(('[compacted] the conversation: ~%s -> ~%s tokens'):format(tostring(event.before), tostring(event.after)))
   end
 end
 
@@ -168,6 +313,36 @@ function V.finish(result)
   end
   V.line('')
   V.line(tail)
+end
+
+--- Show `tunacode.changes` in the scratch buffer tunacode://changes (filetype diff).
+---@param result table {files: [{path, status, diff}], truncated}
+---@return integer buf
+function V.changes(result)
+  local buf = vim.fn.bufnr('tunacode://changes')
+  if buf == -1 then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, 'tunacode://changes')
+  end
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  local lines = {}
+  for _, file in ipairs(result.files or {}) do
+    table.insert(lines, ('diff --tunacode %s (%s)'):format(file.path, file.status or 'modified'))
+    vim.list_extend(lines, vim.split((file.diff or ''):gsub('\n$', ''), '\n', { plain = true }))
+  end
+  if #lines == 0 then
+    lines = { '# no changes in this session' }
+  end
+  if result.truncated then
+    table.insert(lines, '# … more changes were cut by the server')
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = 'diff'
+  return buf
 end
 
 ---@param message string

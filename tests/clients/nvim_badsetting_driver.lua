@@ -1,0 +1,82 @@
+-- A bad setting (approval = 'sometimes') in a real headless Neovim with the plugin: the
+-- server warns with window/showMessage while the plugin waits for it to initialize.
+-- A person sees that warning behind a hit-enter prompt, during which Neovim runs only fast
+-- events (libuv timers) and queues the rest; the driver stands in for that prompt by
+-- blocking the same way (vim.wait fast_only) in both the built-in showMessage handler and
+-- vim.notify. Writes what it saw as JSON to TUNA_OUT: the warnings shown, how often the
+-- with_client callback ran, and every error message Neovim printed.
+
+local env = vim.env
+local results = { errors = {}, shown = {}, calls = 0 }
+
+local function finish(code)
+  local file = assert(io.open(env.TUNA_OUT, 'w'))
+  file:write(vim.json.encode(results))
+  file:close()
+  vim.cmd(code == 0 and 'qa!' or ('cquit ' .. code))
+end
+
+local watchdog = assert(vim.uv.new_timer())
+watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
+  table.insert(results.errors, 'watchdog fired')
+  finish(3)
+end))
+
+vim.opt.runtimepath:prepend(env.TUNA_RTP)
+vim.cmd.runtime('plugin/tunacode.lua')
+local tunacode = require('tunacode')
+
+local function hit_enter_prompt()
+  vim.wait(300, function()
+    return false
+  end, 10, true)
+end
+
+vim.notify = function(message)
+  table.insert(results.shown, message)
+  hit_enter_prompt()
+end
+local builtin = vim.lsp.handlers['window/showMessage']
+vim.lsp.handlers['window/showMessage'] = function(err, params, ctx)
+  table.insert(results.shown, params.message)
+  hit_enter_prompt()
+  return builtin(err, params, ctx)
+end
+
+local function scenario()
+  tunacode.setup({
+    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
+    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'sometimes' },
+  })
+  tunacode.with_client(function()
+    results.calls = results.calls + 1
+  end)
+  assert(vim.wait(20000, function()
+    return results.calls > 0
+  end, 10), 'the client did not start')
+  -- time for queued callbacks and a second warning (workspace/configuration) to show
+  local client = vim.lsp.get_clients({ name = 'tunacode' })[1]
+  local status
+  client:exec_cmd({ title = 'status', command = 'tunacode.status', arguments = { vim.empty_dict() } }, {}, function(_, r)
+    status = r or {}
+  end)
+  assert(vim.wait(20000, function()
+    return status ~= nil
+  end, 10), 'no tunacode.status answer')
+  vim.wait(300, function()
+    return false
+  end, 10)
+  results.messages = vim.fn.execute('messages')
+  results.errmsg = vim.v.errmsg
+end
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    local ok, err = pcall(scenario)
+    if not ok then
+      table.insert(results.errors, tostring(err))
+    end
+    finish(0)
+  end,
+})
