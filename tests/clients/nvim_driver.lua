@@ -51,6 +51,28 @@ vim.ui.select = function(items, opts, on_choice)
   on_choice(items[1])
 end
 
+-- The server asks this plugin with tunacode/approve (advertised): its float opens; the driver
+-- reads what it shows and presses `a` (the float's own mapping), as a user would.
+local approve = require('tunacode.approve')
+local float_timer = assert(vim.uv.new_timer())
+float_timer:start(20, 20, vim.schedule_wrap(function()
+  local current = approve.current
+  if current and current.buf and not current.recorded and vim.api.nvim_buf_is_valid(current.buf) then
+    current.recorded = true
+    local p = current.params
+    local shown = table.concat(vim.api.nvim_buf_get_lines(current.buf, 0, -1, false), '\n')
+    table.insert(results.approvals, {
+      prompt = (p.summary or '') .. ' (' .. (p.tool or '') .. ')\n' .. shown,
+      actions = { 'Allow', 'Allow for this session', 'Deny' },
+    })
+    for _, map in ipairs(vim.api.nvim_buf_get_keymap(current.buf, 'n')) do
+      if map.lhs == 'a' and map.callback then
+        map.callback()
+      end
+    end
+  end
+end))
+
 vim.api.nvim_create_autocmd('LspProgress', {
   callback = function(ev)
     table.insert(results.progress, ev.data.params.value)

@@ -203,7 +203,7 @@ local function scenario()
   } })
   event({ type = 'text_delta', text = 'Looking at it.' })
   event({ type = 'tool_call', toolCallId = 'c1', name = 'bash', args = { command = 'pytest' }, status = 'pending',
-    summary = 'bash: pytest -q' })
+    summary = 'pytest -q' })
   results.statusline_tool = tunacode.statusline()
   event({ type = 'tool_call_update', toolCallId = 'c1', name = 'bash', status = 'completed', durationMs = 12,
     result = '1 passed\n[exit code 0]' })

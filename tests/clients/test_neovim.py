@@ -323,7 +323,7 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     assert lines[plan:plan + 4] == ["Plan:", "- [x] Read calc.py", "- [>] Fixing add", "- [ ] Run the tests"]
     assert lines.count("Plan:") == 1 and lines[plan + 4] == "Looking at it."
     assert "[compacted] the conversation: ~90000 -> ~30000 tokens" in lines
-    tool = lines.index("[tool] bash: pytest -q: exit code 0 in 12 ms")  # the server's summary
+    tool = lines.index("[tool] bash pytest -q: exit code 0 in 12 ms")  # the name and the server's summary
     assert lines[tool + 1:tool + 4] == ["```output", "1 passed", "```"]
     assert seen["unescaped"] == [True, True, True]
     assert seen["hand_opened"] == {"foldmethod": "expr", "fold": 1}

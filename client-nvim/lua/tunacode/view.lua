@@ -268,8 +268,8 @@ function V.event(event)
   if kind == 'text_delta' then
     V.append(event.text or '')
   elseif kind == 'tool_call' then
-    -- the server's summary (`bash: npm test`, `edit calc.py: 1 change (-1 +1 lines)`) when it sends one
-    local label = type(event.summary) == 'string' and event.summary ~= '' and '[tool] ' .. event.summary
+    -- the tool's name and the server's one-line summary (`npm test`, `calc.py`) when it sends one
+    local label = type(event.summary) == 'string' and event.summary ~= '' and ('[tool] %s %s'):format(event.name, event.summary)
       or ('[tool] %s %s'):format(event.name, tool_summary(event.args))
     local row = V.line(vim.trim(label))
     -- left gravity: rewriting the line keeps the mark on it
