@@ -37,7 +37,7 @@ export interface Usage {
 
 export type StopReason = "end_turn" | "cancelled" | "max_turns" | "timeout" | "error";
 
-export type ToolStatus = "pending" | "in_progress" | "completed" | "failed" | "cancelled";
+export type ToolStatus = "pending" | "awaiting_approval" | "in_progress" | "completed" | "failed" | "cancelled";
 
 export interface Session {
   sessionId: string;
@@ -112,7 +112,15 @@ export type TunaEvent = EventBase &
     | { type: "request_start"; prompt: string; model?: string }
     | { type: "text_delta"; text: string }
     | { type: "thinking_delta"; text: string }
-    | { type: "tool_call"; toolCallId: string; name: string; args?: Record<string, unknown>; status: "pending" }
+    | {
+        type: "tool_call";
+        toolCallId: string;
+        name: string;
+        args?: Record<string, unknown>;
+        status: "pending";
+        /** one line computed by the server (no tool name), shown as is */
+        summary?: string;
+      }
     | {
         type: "tool_call_update";
         toolCallId: string;
@@ -120,6 +128,10 @@ export type TunaEvent = EventBase &
         status: ToolStatus;
         result?: unknown;
         durationMs?: number;
+        /** the user (or read-only mode) declined the call */
+        denied?: boolean;
+        /** bash's exit code */
+        exitCode?: number;
       }
     | { type: "turn_end"; turn: number; usage?: Partial<Usage> }
     | { type: "notice"; message: string }

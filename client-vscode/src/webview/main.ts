@@ -302,6 +302,7 @@ function createItem(item: Item): HTMLElement {
 
 const TOOL_STATE_TEXT = {
   pending: "pending",
+  awaiting_approval: "waiting for approval",
   in_progress: "running",
   completed: "completed",
   failed: "failed",

@@ -427,6 +427,7 @@ function appendText(turn: Turn, kind: "text" | "thinking", text: string): Turn {
 
 const TOOL_STATUS_RANK: Record<ToolStatus, number> = {
   pending: 0,
+  awaiting_approval: 0.5,
   in_progress: 1,
   completed: 2,
   failed: 2,

@@ -40,7 +40,9 @@ StopReason = Literal["end_turn", "cancelled", "max_turns", "timeout", "error"]
 ToolStatus = Literal[
     "pending", "awaiting_approval", "in_progress", "completed", "failed", "cancelled"
 ]
+TOOL_STATUSES = ("pending", "awaiting_approval", "in_progress", "completed", "failed", "cancelled")
 FINAL_TOOL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+STOP_REASONS = ("end_turn", "cancelled", "max_turns", "timeout", "error")
 
 
 def _camel(name: str) -> str:
