@@ -11,8 +11,8 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
-from tunacode_lsp.tools.atomic import replace_file
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.beneath import replace_beneath
 from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
@@ -21,7 +21,7 @@ from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspa
 from tunacode_lsp.tools.previews import digest_of
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.snapshot import Snapshot
-from tunacode_lsp.tools.textfile import cut_middle, encode, line_body, split_lines
+from tunacode_lsp.tools.textfile import cut_middle, encode, line_body, read_text_file, split_lines
 
 EDIT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -136,14 +136,14 @@ def create_edit_file_tool(
     locks: dict[str, asyncio.Lock] = {}
 
     def _load(real: Path, shown: str) -> Snapshot:
-        snapshot = Snapshot.load(real, shown)
+        snapshot = Snapshot.load(real, shown, real_root)
         _ = snapshot.hashes  # computed here, off the event loop
         return snapshot
 
     def _write_if_unchanged(real: Path, shown: str, snapshot: Snapshot, data: bytes) -> None:
-        if real.read_bytes() != snapshot.data:
+        if read_text_file(real, shown, real_root) != snapshot.data:
             raise ToolError(f"'{shown}' changed on disk during the edit. Nothing was written; read it again.")
-        replace_file(real, data)
+        replace_beneath(real_root, real, data, shown)
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
         real = resolve_in_workspace(real_root, args["filepath"])

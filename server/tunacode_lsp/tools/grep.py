@@ -1,21 +1,19 @@
-"""grep: search file contents with a Python regular expression, honouring .gitignore."""
+"""grep: search file contents with ripgrep (Rust regex syntax), honouring .gitignore."""
 
 from __future__ import annotations
 
-import asyncio
-import re
 from pathlib import Path
 from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
-from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS, MAX_PATTERN_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.ripgrep import glob_matcher, run_rg
 from tunacode_lsp.tools.settings import ToolSettings
-from tunacode_lsp.tools.textfile import MAX_FILE_BYTES, is_binary
-from tunacode_lsp.tools.walk import glob_matcher, walk_files
 
 MAX_MATCHES = 200
 MAX_LINE_CHARS = 300
@@ -28,7 +26,7 @@ PARAMETERS: dict[str, Any] = {
             "maxLength": MAX_PATTERN_CHARS,
             "minLength": 1,
             "description": (
-                "A Python `re` regular expression, searched in each line (re.search). Escape regex "
+                "A Rust regular expression (ripgrep), searched in each line. Escape regex "
                 "characters for a literal search; use (?i) for case-insensitive."
             ),
         },
@@ -48,59 +46,22 @@ PARAMETERS: dict[str, Any] = {
 }
 
 DESCRIPTION = (
-    "Search the contents of the workspace's text files for a Python regular expression (`re`, not "
-    "ripgrep syntax). Prints `path:LINE:text` for each matching line. Honours .gitignore and skips "
-    ".git, node_modules, .venv, __pycache__ and the like, binary files and files over 10 MB. "
-    f"Stops after {MAX_MATCHES} matches and says so; narrow with `path` or `glob`. Use read_file "
-    "to see a match in context."
+    "Search the contents of the workspace's text files with ripgrep. The pattern is a Rust "
+    "regular expression (like Python's `re`, but without look-around or backreferences; "
+    "matching is linear time); use (?i) for case-insensitive, escape \\. \\( \\[ for literal "
+    "characters. Prints `path:LINE:text` for each matching line. Honours .gitignore and skips "
+    ".git, node_modules, .venv, __pycache__ and the like, binary files, symlinks and files over "
+    f"10 MB. Stops after {MAX_MATCHES} matches and says so; narrow with `path` or `glob`. Use "
+    "read_file to see a match in context."
 )
 
 
-def _search(
-    real_root: Path,
-    start: Path,
-    regex: re.Pattern[str],
-    glob: str | None,
-    call: ToolCall,
-    max_chars: int,
-) -> tuple[list[str], int, bool]:
-    """(result lines, files searched, stopped early); raises ToolCancelled when aborted."""
-    wanted = glob_matcher(glob)
-    if start.is_file():
-        candidates = iter([(start, display_path(real_root, start))])
-    else:
-        candidates = walk_files(real_root, start, lambda: call.aborted)
-    results: list[str] = []
-    size = 0
-    searched = 0
-    for real, rel in candidates:
-        if call.aborted:
-            raise ToolCancelled()
-        if not wanted(rel):
-            continue
-        try:
-            if real.stat().st_size > MAX_FILE_BYTES:
-                continue
-            data = real.read_bytes()
-        except OSError:
-            continue
-        if is_binary(data):
-            continue
-        searched += 1
-        for number, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
-            if not regex.search(line):
-                continue
-            line = line.rstrip("\r")
-            if len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + " [...]"
-            entry = f"{rel}:{number}:{line}"
-            if len(results) >= MAX_MATCHES or size + len(entry) > max_chars:
-                return results, searched, True
-            results.append(entry)
-            size += len(entry) + 1
-    if call.aborted:
-        raise ToolCancelled()
-    return results, searched, False
+def _order(line: str) -> tuple[str, int]:
+    """By path, then line number (ripgrep searches files in parallel)."""
+
+    path, _, rest = line.partition(":")
+    number = rest.partition(":")[0]
+    return path, int(number) if number.isdigit() else 0
 
 
 def create_grep_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
@@ -108,29 +69,33 @@ def create_grep_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
     real_root = workspace_real_root(root)
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
-        try:
-            regex = re.compile(args["pattern"])
-        except re.error as exc:
-            raise ToolError(
-                f"Invalid regular expression {args['pattern']!r}: {exc}. The pattern is Python `re` "
-                "syntax; escape special characters (\\. \\( \\[) for a literal search."
-            ) from None
         start = resolve_in_workspace(real_root, args.get("path", "."), field="path")
         shown = display_path(real_root, start)
         if not start.exists():
-            raise ToolError(f"Path '{args.get('path')}' does not exist. Use list_files to find it.")
-        results, searched, stopped = await asyncio.to_thread(
-            _search, real_root, start, regex, args.get("glob"), call, settings.max_output_chars
+            raise ToolError(f"Path '{clip(str(args.get('path')), 200)}' does not exist. Use list_files to find it.")
+        rg_args = ["--no-heading", "--with-filename", "--line-number", "--max-filesize", "10M",
+                   "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview"]
+        wanted = glob_matcher(args.get("glob"))
+        rg_args += ["-e", args["pattern"], "--", shown]
+        found = await run_rg(
+            rg_args, real_root, call, max_lines=MAX_MATCHES, max_chars=settings.max_output_chars,
+            keep=(lambda line: wanted(line.partition(":")[0])) if args.get("glob") else None,
         )
+        if found.code == 2 and found.error and not found.lines and not found.stopped:  # a pattern error, not a file's
+            raise ToolError(
+                f"ripgrep refused the search: {clip(found.error, 400) or 'exit code 2'}. The pattern is a Rust "
+                "regular expression: escape special characters (\\. \\( \\[) for a literal search."
+            )
+        results = sorted(found.lines, key=_order)
         if not results:
-            text = f"No matches for {args['pattern']!r} in {shown} ({searched} files searched)."
+            text = f"No matches for {clip(args['pattern'], 200)!r} in {shown}."
         else:
             text = "\n".join(results)
-            if stopped:
+            if found.stopped:
                 text += (
                     f"\n[Stopped after {len(results)} matches; there are more. Narrow the pattern, "
                     "path or glob.]"
                 )
-        return text_result(text, matches=len(results), files_searched=searched, truncated=stopped, path=shown)
+        return text_result(text, matches=len(results), truncated=found.stopped, path=shown)
 
     return make_tool(name="grep", label="Search", description=DESCRIPTION, parameters=PARAMETERS, run=run)

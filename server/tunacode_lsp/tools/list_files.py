@@ -1,19 +1,19 @@
-"""list_files: the files under a folder of the workspace, honouring .gitignore."""
+"""list_files: the files under a folder of the workspace (ripgrep --files), honouring .gitignore."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
-from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.ripgrep import glob_matcher, run_rg
 from tunacode_lsp.tools.settings import ToolSettings
-from tunacode_lsp.tools.walk import glob_matcher, walk_files
 
 MAX_ENTRIES = 1000
 MAX_COUNTED = 50_000
@@ -38,32 +38,9 @@ PARAMETERS: dict[str, Any] = {
 DESCRIPTION = (
     "List the files under a folder of the workspace (recursively), one path per line relative to "
     "the workspace root, sorted. Honours .gitignore and skips .git, node_modules, .venv, "
-    f"__pycache__ and the like. Lists at most {MAX_ENTRIES} files and says when there are more; "
+    f"__pycache__ and the like (symlinks are not listed). Lists at most {MAX_ENTRIES} files and says when there are more; "
     "narrow with `path` or `glob`."
 )
-
-
-def _list(
-    real_root: Path, start: Path, glob: str | None, call: ToolCall, max_chars: int
-) -> tuple[list[str], int]:
-    wanted = glob_matcher(glob)
-    listed: list[str] = []
-    size = 0
-    total = 0
-    for _, rel in walk_files(real_root, start, lambda: call.aborted):
-        if call.aborted:
-            raise ToolCancelled()
-        if not wanted(rel):
-            continue
-        total += 1
-        if len(listed) < MAX_ENTRIES and size + len(rel) < max_chars:
-            listed.append(rel)
-            size += len(rel) + 1
-        elif total >= MAX_COUNTED:
-            break
-    if call.aborted:
-        raise ToolCancelled()
-    return listed, total
 
 
 def create_list_files_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
@@ -74,18 +51,29 @@ def create_list_files_tool(root: Path, settings: ToolSettings | None = None) -> 
         start = resolve_in_workspace(real_root, args.get("path", "."), field="path")
         shown = display_path(real_root, start)
         if not start.exists():
-            raise ToolError(f"Folder '{args.get('path')}' does not exist.")
+            raise ToolError(f"Folder '{clip(str(args.get('path')), 200)}' does not exist.")
         if not start.is_dir():
             raise ToolError(f"'{shown}' is a file, not a folder: use read_file to read it.")
-        listed, total = await asyncio.to_thread(
-            _list, real_root, start, args.get("glob"), call, settings.max_output_chars
+        wanted = glob_matcher(args.get("glob"))
+        found = await run_rg(
+            ["--files", "--", shown], real_root, call, max_lines=MAX_COUNTED, max_chars=64 * 1024 * 1024,
+            keep=wanted if args.get("glob") else None,
         )
+        paths = sorted(found.lines)
+        listed: list[str] = []
+        size = 0
+        for rel in paths:
+            if len(listed) >= MAX_ENTRIES or size + len(rel) >= settings.max_output_chars:
+                break
+            listed.append(rel)
+            size += len(rel) + 1
+        total = len(paths)
         if not listed:
-            text = f"No files under {shown}" + (f" matching {args['glob']!r}." if args.get("glob") else ".")
+            text = f"No files under {shown}" + (f" matching {clip(args['glob'], 200)!r}." if args.get("glob") else ".")
         else:
             text = "\n".join(listed)
             if total > len(listed):
-                more = f"at least {total:,}" if total >= MAX_COUNTED else f"{total:,}"
+                more = f"at least {total:,}" if found.stopped else f"{total:,}"
                 text += f"\n[Listed {len(listed)} of {more} files. Narrow with path or glob.]"
         return text_result(text, path=shown, files=len(listed), total=total, truncated=total > len(listed))
 

@@ -75,7 +75,7 @@ def preview_edit(root: Path, args: dict[str, Any], ledger: LineRefLedger) -> Cha
     real = resolve_in_workspace(real_root, args["filepath"])
     shown = display_path(real_root, real)
     edits = edit_list(args)
-    snapshot = Snapshot.load(real, shown)
+    snapshot = Snapshot.load(real, shown, real_root)
     replacements = EditPlanner(snapshot, shown, ledger).plan(edits)
     new_text, _ = apply_replacements(snapshot.lines, replacements)
     if new_text == snapshot.text:

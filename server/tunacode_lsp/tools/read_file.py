@@ -89,7 +89,7 @@ def create_read_file_tool(
         shown = display_path(real_root, real)
         offset = args.get("offset", 0)
         limit = args.get("limit", settings.read_default_limit)
-        snapshot = await asyncio.to_thread(Snapshot.load, real, shown)
+        snapshot = await asyncio.to_thread(Snapshot.load, real, shown, real_root)
         call.check_abort()
         total = len(snapshot.lines)
         if total == 0:

@@ -16,8 +16,9 @@ class Snapshot:
     data: bytes
 
     @classmethod
-    def load(cls, real_path: Path, shown: str) -> Snapshot:
-        return cls(real_path, read_text_file(real_path, shown))
+    def load(cls, real_path: Path, shown: str, real_root: Path | None = None) -> Snapshot:
+        """Read it (beneath `real_root`, never through a link out, when given)."""
+        return cls(real_path, read_text_file(real_path, shown, real_root))
 
     @cached_property
     def digest(self) -> str:

