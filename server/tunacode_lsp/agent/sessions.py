@@ -108,7 +108,8 @@ class SessionService:
     async def history(self, session_id: str) -> builtins.list[dict[str, Any]]:
         """The stored messages, cleaned so every invariant holds before a model sees them."""
 
-        return clean_history(await self.messages(session_id))
+        messages = await self.messages(session_id)
+        return await asyncio.to_thread(clean_history, messages)  # long sessions: never on the event loop
 
     async def export(self, session_id: str) -> dict[str, Any]:
         return await self._call("export_document", session_id)
