@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tunacode_lsp.tools.bash import command_problem
+from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.previews import preview_edit, preview_write
@@ -40,7 +41,9 @@ def visible_blanks(text: str) -> str:
     return _BLANKS.sub(lambda m: f"[{len(m.group(0))} blanks]", text)
 
 
-def approval_view(name: str, args: dict[str, Any], root: Path, ledger: LineRefLedger) -> ApprovalView:
+def approval_view(
+    name: str, args: dict[str, Any], root: Path, ledger: LineRefLedger, documents: DocumentOverlay | None = None
+) -> ApprovalView:
     """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked)."""
 
     if name == "bash":
@@ -58,7 +61,7 @@ def approval_view(name: str, args: dict[str, Any], root: Path, ledger: LineRefLe
             f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest
         )
     if name == "edit_file":
-        preview = preview_edit(root, _prepared_edit_args(args), ledger)
+        preview = preview_edit(root, _prepared_edit_args(args), ledger, documents)
         changes = f"{preview.edits} change{'s' if preview.edits != 1 else ''}"
         return ApprovalView(
             f"edit {preview.path}: {changes} (-{preview.removed} +{preview.added} lines)",

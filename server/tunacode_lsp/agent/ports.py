@@ -17,6 +17,7 @@ from tunacode_lsp.agent.models import ResolvedModel
 from tunacode_lsp.contract.protocol import Event, Usage
 from tunacode_lsp.tools import LineRefLedger, ToolSettings
 from tunacode_lsp.tools.diagnostics import DiagnosticsSource
+from tunacode_lsp.tools.documents import DocumentOverlay
 
 ApprovalDecision = Literal["allow", "allow_session", "deny"]
 
@@ -68,3 +69,4 @@ class RequestSpec:
     extra_tools: list[AgentTool] = field(default_factory=list)  # MCP servers' tools
     extra_changing_tools: frozenset[str] = frozenset()  # those of them that need approval
     start_notices: list[str] = field(default_factory=list)  # said right after request_start
+    documents: DocumentOverlay | None = None  # the editor's open documents (edits go through it)

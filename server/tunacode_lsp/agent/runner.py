@@ -173,7 +173,7 @@ class RequestRun:
         )
         agent.set_model(spec.model.model)
         agent.set_system_prompt(build_system_prompt(spec.workspace_root))
-        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved)
+        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved, documents=spec.documents)
         agent.set_tools([self._wrap_tool(t) for t in [*tools, *spec.extra_tools]])
         agent.replace_messages([load_message(m) for m in spec.history])
         self._agent = agent
@@ -278,7 +278,9 @@ class RequestRun:
         if approval == "auto" or name in self.spec.session_allowed_tools:
             return None
         try:  # the same parsing and planning the tool will run, off the event loop
-            view = await asyncio.to_thread(approval_view, name, args, self.spec.workspace_root, self.spec.line_refs)
+            view = await asyncio.to_thread(
+                approval_view, name, args, self.spec.workspace_root, self.spec.line_refs, self.spec.documents
+            )
         except ToolError as exc:
             return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
         summary = view.summary

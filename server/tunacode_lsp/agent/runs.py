@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
     from tunacode_lsp.agent.runner import RequestRun
     from tunacode_lsp.tools import LineRefLedger
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
+    from tunacode_lsp.tools.documents import DocumentOverlay
 
     class ClosableSink(AgentSink, Protocol):
         async def close(self) -> None: ...
@@ -236,6 +237,7 @@ class RunService:
         text_of: TextOf | None = None,
         diagnostics: DiagnosticsSource | None = None,
         extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
+        documents: DocumentOverlay | None = None,
     ) -> RequestResult:
         """Resolve the model and session, hold the lease, run the agent, release everything.
 
@@ -312,6 +314,7 @@ class RunService:
                 extra_tools=extra_tools[0],
                 extra_changing_tools=extra_tools[1],
                 start_notices=notices,
+                documents=documents,
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink

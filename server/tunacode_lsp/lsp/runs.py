@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pygls import uris
@@ -101,6 +102,7 @@ class LspRuns(RunService):
     async def serve(self, pending: PendingRun, params: RequestParams, *, work_done_token: Any) -> RequestResult:
         """Run a registered request to its answer (the caller registered it with `begin`)."""
 
+        from tunacode_lsp.lsp.documents import LspDocuments  # the tools load with the first request
         from tunacode_lsp.lsp.sink import LspSink
 
         def make_sink(session_id: str, request_id: str, prompt: str) -> LspSink:
@@ -111,6 +113,7 @@ class LspRuns(RunService):
             result = await self.run(
                 pending, params, make_sink,
                 text_of=self.open_documents(), diagnostics=diagnostics_source(self._ls), extra_tools=mcp_tools,
+                documents=LspDocuments(self._ls, Path(os.path.realpath(self._ls.workspace_root))),
             )
         except SessionUnreadable as exc:
             raise JsonRpcInternalError(message=str(exc)) from None

@@ -11,6 +11,7 @@ from tinyagent.agent_types import AgentTool
 
 from tunacode_lsp.tools.bash import create_bash_tool
 from tunacode_lsp.tools.diagnostics import DiagnosticsSource, create_diagnostics_tool
+from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.edit_file import create_edit_file_tool
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.grep import create_grep_tool
@@ -48,6 +49,7 @@ def build_tools(
     ledger: LineRefLedger | None = None,
     diagnostics: DiagnosticsSource | None = None,
     approved: dict[str, str] | None = None,
+    documents: DocumentOverlay | None = None,
 ) -> list[AgentTool]:
     """All tools for one workspace. read_file and edit_file share `ledger`, the record of the line
     references the model has seen; pass one ledger per session so that references from an earlier
@@ -55,9 +57,9 @@ def build_tools(
     root = Path(workspace_root)
     ledger = ledger if ledger is not None else LineRefLedger()
     tools = [
-        create_read_file_tool(root, settings, ledger=ledger),
+        create_read_file_tool(root, settings, ledger=ledger, documents=documents),
         create_write_file_tool(root, settings, approved=approved),
-        create_edit_file_tool(root, settings, ledger=ledger, approved=approved),
+        create_edit_file_tool(root, settings, ledger=ledger, approved=approved, documents=documents),
         create_bash_tool(root, settings),
         create_grep_tool(root, settings),
         create_list_files_tool(root, settings),

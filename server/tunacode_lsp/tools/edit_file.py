@@ -13,6 +13,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.beneath import replace_beneath
+from tunacode_lsp.tools.documents import DocumentOverlay, StaleDocument
 from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
@@ -128,6 +129,7 @@ def create_edit_file_tool(
     *,
     ledger: LineRefLedger | None = None,
     approved: dict[str, str] | None = None,
+    documents: DocumentOverlay | None = None,
 ) -> AgentTool:
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
@@ -136,7 +138,8 @@ def create_edit_file_tool(
     locks: dict[str, asyncio.Lock] = {}
 
     def _load(real: Path, shown: str) -> Snapshot:
-        snapshot = Snapshot.load(real, shown, real_root)
+        open_text = documents.text(real) if documents is not None else None
+        snapshot = Snapshot(real, encode(open_text)) if open_text is not None else Snapshot.load(real, shown, real_root)
         _ = snapshot.hashes  # computed here, off the event loop
         return snapshot
 
@@ -150,20 +153,33 @@ def create_edit_file_tool(
         shown = display_path(real_root, real)
         edits = edit_list(args)
         lock = locks.setdefault(str(real), asyncio.Lock())
+        note = ""
+        expected = (approved or {}).pop(call.tool_call_id, None)
         async with lock:
-            snapshot = await asyncio.to_thread(_load, real, shown)
-            replacements = EditPlanner(snapshot, shown, refs).plan(edits)
-            new_text, spans = apply_replacements(snapshot.lines, replacements)
-            if new_text == snapshot.text:
-                raise ToolError(f"The edits leave '{shown}' unchanged: nothing was written.")
-            expected = (approved or {}).pop(call.tool_call_id, None)
-            if expected is not None and digest_of(encode(new_text)) != expected:
-                raise ToolError(
-                    f"'{shown}' changed while the user was deciding, so this edit would now write something "
-                    "other than what the user approved. Nothing was written; read the file again."
-                )
-            call.check_abort()
-            await asyncio.to_thread(_write_if_unchanged, real, shown, snapshot, encode(new_text))
+            for attempt in range(2):  # a document the user typed in meanwhile: read and plan again, once
+                snapshot = await asyncio.to_thread(_load, real, shown)
+                replacements = EditPlanner(snapshot, shown, refs).plan(edits)
+                new_text, spans = apply_replacements(snapshot.lines, replacements)
+                if new_text == snapshot.text:
+                    raise ToolError(f"The edits leave '{shown}' unchanged: nothing was written.")
+                if expected is not None and digest_of(encode(new_text)) != expected:
+                    raise ToolError(
+                        f"'{shown}' changed while the user was deciding, so this edit would now write something "
+                        "other than what the user approved. Nothing was written; read the file again."
+                    )
+                call.check_abort()
+                if documents is not None and documents.text(real) is not None:
+                    try:  # open in the editor: the change goes through it (one undo step)
+                        note = await documents.apply(real, snapshot.text, new_text)
+                        break
+                    except StaleDocument:
+                        if attempt == 1:
+                            raise ToolError(
+                                f"'{shown}' keeps changing in the editor; nothing was changed. Read it again."
+                            ) from None
+                        continue
+                await asyncio.to_thread(_write_if_unchanged, real, shown, snapshot, encode(new_text))
+                break
         after = Snapshot(real, encode(new_text))
         refs.record_edit(str(real), snapshot.digest, after.digest, after.hashes, spans)
         diff = unified_diff(shown, snapshot.lines, split_lines(new_text))
@@ -171,7 +187,7 @@ def create_edit_file_tool(
         added = sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
         removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
         count = len(edits)
-        summary = f"Edited {shown}: {count} edit{'s' if count != 1 else ''} applied (+{added} -{removed})."
+        summary = f"Edited {shown}: {count} edit{'s' if count != 1 else ''} applied (+{added} -{removed}).{note}"
         return text_result(
             f"{summary}\n{shown_diff}",
             path=shown,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
@@ -65,7 +66,9 @@ def preview_write(root: Path, args: dict[str, Any]) -> ChangePreview:
     return ChangePreview(shown, diff, cut, digest_of(data), added, removed)
 
 
-def preview_edit(root: Path, args: dict[str, Any], ledger: LineRefLedger) -> ChangePreview:
+def preview_edit(
+    root: Path, args: dict[str, Any], ledger: LineRefLedger, documents: DocumentOverlay | None = None
+) -> ChangePreview:
     """The diff edit_file would apply now (raises ToolError as the tool would)."""
 
     from tunacode_lsp.tools.edit_file import edit_list
@@ -75,7 +78,8 @@ def preview_edit(root: Path, args: dict[str, Any], ledger: LineRefLedger) -> Cha
     real = resolve_in_workspace(real_root, args["filepath"])
     shown = display_path(real_root, real)
     edits = edit_list(args)
-    snapshot = Snapshot.load(real, shown, real_root)
+    open_text = documents.text(real) if documents is not None else None  # what the editor shows
+    snapshot = Snapshot(real, encode(open_text)) if open_text is not None else Snapshot.load(real, shown, real_root)
     replacements = EditPlanner(snapshot, shown, ledger).plan(edits)
     new_text, _ = apply_replacements(snapshot.lines, replacements)
     if new_text == snapshot.text:

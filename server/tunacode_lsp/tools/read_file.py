@@ -9,13 +9,14 @@ from typing import Any
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.snapshot import Snapshot
-from tunacode_lsp.tools.textfile import HASH_CHARS, line_body, printable
+from tunacode_lsp.tools.textfile import HASH_CHARS, encode, line_body, printable
 
 MAX_LINE_CHARS = 2000
 MAX_OUTPUT_CHARS = 100_000
@@ -78,7 +79,11 @@ def render_lines(snapshot: Snapshot, offset: int, limit: int) -> tuple[list[str]
 
 
 def create_read_file_tool(
-    root: Path, settings: ToolSettings | None = None, *, ledger: LineRefLedger | None = None
+    root: Path,
+    settings: ToolSettings | None = None,
+    *,
+    ledger: LineRefLedger | None = None,
+    documents: DocumentOverlay | None = None,
 ) -> AgentTool:
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
@@ -89,7 +94,11 @@ def create_read_file_tool(
         shown = display_path(real_root, real)
         offset = args.get("offset", 0)
         limit = args.get("limit", settings.read_default_limit)
-        snapshot = await asyncio.to_thread(Snapshot.load, real, shown, real_root)
+        open_text = documents.text(real) if documents is not None else None
+        if open_text is not None:  # open in the editor: its text, unsaved changes included
+            snapshot = Snapshot(real, encode(open_text))
+        else:
+            snapshot = await asyncio.to_thread(Snapshot.load, real, shown, real_root)
         call.check_abort()
         total = len(snapshot.lines)
         if total == 0:
