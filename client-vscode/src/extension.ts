@@ -3,17 +3,25 @@
  * status bar, wires them together, and registers the palette commands.
  */
 
+import * as path from "node:path";
 import * as vscode from "vscode";
+import { ANSWER_COMMAND, Approvals } from "./approvals";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
 import { needsRestart } from "./settings";
+import type { ApprovalDecision, ChangesResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
 
 let server: TunaServer | undefined;
+
+/** workspaceState key of the session shown last in this workspace (restored after a reload). */
+const LAST_SESSION = "tunacode.lastSession";
+/** Context key set while a request runs (the Stop keybinding's when-clause). */
+const RUNNING_CONTEXT = "tunacode.requestRunning";
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel("TunaCode", { log: true });
@@ -33,6 +41,26 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   conversation = new Conversation(tuna, panel, log);
   const convo = conversation;
+  convo.restore(context.workspaceState.get<string>(LAST_SESSION));
+  const approvals = new Approvals(panel, log);
+  tuna.setRequestHandlers({
+    approve: (params, token) => approvals.ask(params, token),
+    saveDocuments: async ({ uris }) => {
+      const saved: string[] = [];
+      for (const uri of Array.isArray(uris) ? uris : []) {
+        const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+        if (!doc) continue;
+        if (!doc.isDirty || (await doc.save())) saved.push(uri);
+      }
+      return { saved };
+    },
+    diagnostics: async ({ uris }) => ({
+      items: (Array.isArray(uris) ? uris : []).map((uri) => ({
+        uri,
+        diagnostics: vscode.languages.getDiagnostics(vscode.Uri.parse(uri)).map(toLspDiagnostic),
+      })),
+    }),
+  });
 
   async function handleWebviewMessage(message: WebviewMessage): Promise<void> {
     switch (message.type) {
@@ -55,10 +83,137 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "banner_action":
         if (message.action === "openSettings") await vscode.commands.executeCommand("workbench.action.openSettings", "tunacode");
         if (message.action === "showLogs") log.show();
-        if (message.action === "restart") await tuna.restart();
+        if (message.action === "restart" || message.action === "retry") await tuna.restart();
         return;
+      case "approve":
+        approvals.answer(message.requestId, message.toolCallId, message.decision);
+        return;
+      case "open_file":
+        return openFile(message.path, message.line);
+      case "show_output":
+        return showOutput(message.toolCallId, message.name);
+      case "insert":
+        return insertAtCursor(message.text);
+      case "pick_model":
+        return pickModel();
+      case "show_changes":
+        return showChanges();
       case "ready":
         return;
+    }
+  }
+
+  async function openFile(file: string, line?: number): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const uri = path.isAbsolute(file) || !folder ? vscode.Uri.file(file) : vscode.Uri.joinPath(folder, file);
+    try {
+      await vscode.workspace.fs.stat(uri);
+    } catch {
+      void vscode.window.showWarningMessage(`TunaCode: ${file} does not exist in this workspace.`);
+      return;
+    }
+    const position = line ? new vscode.Position(Math.max(0, line - 1), 0) : undefined;
+    await vscode.window.showTextDocument(uri, {
+      preview: true,
+      selection: position ? new vscode.Range(position, position) : undefined,
+    });
+  }
+
+  async function showOutput(toolCallId: string, name: string): Promise<void> {
+    try {
+      const output = await convo.toolOutput(toolCallId);
+      if (output === undefined) {
+        void vscode.window.showInformationMessage("TunaCode: the full output of this tool call is not stored (yet).");
+        return;
+      }
+      const doc = await vscode.workspace.openTextDocument({ content: output, language: name === "bash" ? "shellscript" : "plaintext" });
+      await vscode.window.showTextDocument(doc, { preview: true });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not fetch the tool's output: ${errorMessage(err)}`);
+    }
+  }
+
+  async function insertAtCursor(text: string): Promise<void> {
+    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+    if (!editor) {
+      void vscode.window.showInformationMessage("TunaCode: open an editor to insert the code into.");
+      return;
+    }
+    await editor.edit((edit) => {
+      for (const selection of editor.selections) edit.replace(selection, text);
+    });
+    await vscode.window.showTextDocument(editor.document, editor.viewColumn);
+  }
+
+  async function pickModel(): Promise<void> {
+    try {
+      const result = await tuna.executeCommand<{ models?: { id: string; provider?: string; configured?: boolean }[]; default?: string }>(
+        Commands.modelsList,
+        {},
+      );
+      const current = vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
+      const items: (vscode.QuickPickItem & { value: string })[] = [
+        { label: "Server default", description: result.default, value: "" },
+        ...(result.models ?? []).map((m) => ({
+          label: m.id,
+          description: [m.provider, m.configured === false ? "not configured" : undefined].filter(Boolean).join(" · "),
+          value: m.id,
+          picked: m.id === current,
+        })),
+      ];
+      const picked = await vscode.window.showQuickPick(items, { title: "TunaCode model", placeHolder: current || result.default });
+      if (!picked) return;
+      // Applied live: the server re-reads its settings on workspace/didChangeConfiguration.
+      const target = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+      await vscode.workspace.getConfiguration("tunacode").update("model", picked.value || undefined, target);
+      panel.dispatch({ type: "model", model: picked.value || result.default });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not list models: ${errorMessage(err)}`);
+    }
+  }
+
+  async function showChanges(): Promise<void> {
+    const sessionId = convo.currentSessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("TunaCode: no session yet.");
+      return;
+    }
+    let result: ChangesResult;
+    try {
+      result = await tuna.executeCommand<ChangesResult>(Commands.changes, { sessionId });
+    } catch (err) {
+      void vscode.window.showInformationMessage(`TunaCode: this server cannot list changes yet (${errorMessage(err)}).`);
+      return;
+    }
+    if (result.files.length === 0) {
+      void vscode.window.showInformationMessage("TunaCode: no changes in this session.");
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      result.files.map((f) => ({ label: f.path, description: f.status, file: f })),
+      { title: `Changes of this session${result.truncated ? " (cut)" : ""}` },
+    );
+    if (!picked) return;
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const right = folder && !path.isAbsolute(picked.file.path) ? vscode.Uri.joinPath(folder, picked.file.path) : vscode.Uri.file(picked.file.path);
+    const left = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: right.path, query: encodeURIComponent(picked.file.diff) });
+    await vscode.commands.executeCommand("vscode.diff", left, right, `${picked.file.path} (before ↔ now)`);
+  }
+
+  async function rewind(requestId?: unknown): Promise<void> {
+    const sessionId = convo.currentSessionId;
+    if (!sessionId || typeof requestId !== "string") return;
+    const choice = await vscode.window.showWarningMessage(
+      "Rewind the session to before this request, restoring the files it changed?",
+      { modal: true },
+      "Rewind",
+    );
+    if (choice !== "Rewind") return;
+    try {
+      await tuna.executeCommand(Commands.sessionRewind, { sessionId, requestId, files: true });
+      await convo.resume(sessionId);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: rewind failed: ${errorMessage(err)}`);
     }
   }
 
@@ -78,6 +233,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   }
 
   let restartTimer: NodeJS.Timeout | undefined;
+  let restartWhenIdle = false;
+  const restartForSettings = (): void => {
+    if (convo.isRunning) {
+      if (!restartWhenIdle) {
+        restartWhenIdle = true;
+        log.info("A server setting changed: the server restarts when the running request ends");
+        void vscode.window.showInformationMessage(
+          "TunaCode: the server command changed; the server restarts when the running request ends.",
+        );
+      }
+      return;
+    }
+    restartWhenIdle = false;
+    log.info("A TunaCode server setting changed (command, Python or environment): restarting the server");
+    void tuna.restart();
+  };
   context.subscriptions.push(
     log,
     tuna,
@@ -89,16 +260,40 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       panel.dispatch({ type: "server_state", ...status });
       if (status.state === "running") void refreshModel();
     }),
-    convo.onRunning(({ running, message }) => statusBar.update(running, message)),
+    approvals,
+    convo.onRunning(({ running, message }) => {
+      statusBar.update(running, message);
+      void vscode.commands.executeCommand("setContext", RUNNING_CONTEXT, running);
+      if (!running && restartWhenIdle) restartForSettings();
+    }),
+    approvals.onDidChange((waiting) => statusBar.setWaiting(waiting > 0)),
+    convo.onSession((sessionId) => void context.workspaceState.update(LAST_SESSION, sessionId)),
+    tuna.onStatus((status) => {
+      if (status.state !== "running") approvals.cancelAll();
+    }),
+    vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, { provideTextDocumentContent: beforeContent }),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (!needsRestart(event)) return;
+      // Agent settings apply live (the server re-reads them on didChangeConfiguration);
+      // only how the server starts needs a new process.
+      if (!needsRestart(event)) {
+        if (event.affectsConfiguration("tunacode.model")) void refreshModel();
+        return;
+      }
       // Several settings often change at once (a settings.json save): restart once.
       clearTimeout(restartTimer);
-      restartTimer = setTimeout(() => {
-        log.info("A TunaCode server setting changed");
-        void tuna.restart();
-      }, 300);
+      restartTimer = setTimeout(restartForSettings, 300);
     }),
+    vscode.commands.registerCommand(ANSWER_COMMAND, (arg?: { requestId?: string; toolCallId?: string; decision?: ApprovalDecision }) => {
+      if (arg?.requestId && arg.toolCallId && arg.decision) approvals.answer(arg.requestId, arg.toolCallId, arg.decision);
+    }),
+    vscode.commands.registerCommand("tunacode.focusApproval", async () => {
+      await panel.reveal(false);
+      panel.post({ type: "focus_approval", toolCallId: approvals.waiting[0]?.toolCallId });
+    }),
+    vscode.commands.registerCommand("tunacode.focusPrompt", () => panel.reveal(true)),
+    vscode.commands.registerCommand("tunacode.showChanges", () => showChanges()),
+    vscode.commands.registerCommand("tunacode.rewind", (requestId?: unknown) => rewind(requestId)),
+    vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
     { dispose: () => clearTimeout(restartTimer) },
     vscode.commands.registerCommand("tunacode.newSession", async () => {
       convo.newSession();
@@ -148,7 +343,79 @@ function sessionPickItem(session: Session): vscode.QuickPickItem & { session: Se
   return {
     label: session.title || "(untitled)",
     description: session.modifiedAt ? new Date(session.modifiedAt).toLocaleString() : undefined,
-    detail: `${session.messageCount} messages${session.model ? ` · ${session.model}` : ""}`,
+    detail: `${session.messageCount} message${session.messageCount === 1 ? "" : "s"}${session.model ? ` · ${session.model}` : ""}`,
     session,
+  };
+}
+
+/** The "before" side of a change's diff: the diff reversed onto the current file. */
+const BEFORE_SCHEME = "tunacode-before";
+
+async function beforeContent(uri: vscode.Uri): Promise<string> {
+  const diff = decodeURIComponent(uri.query);
+  let current = "";
+  try {
+    current = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(uri.path)));
+  } catch {
+    current = "";
+  }
+  return reverseUnifiedDiff(current, diff) ?? current;
+}
+
+/** Applies a unified diff backwards (new -> old); undefined if a hunk does not match. */
+export function reverseUnifiedDiff(current: string, diff: string): string | undefined {
+  const lines = current.split("\n");
+  const hunks = [...diff.matchAll(/^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@.*$/gm)];
+  if (hunks.length === 0) return undefined;
+  const body = diff.split("\n");
+  let offset = 0;
+  let out = lines.slice();
+  let i = 0;
+  while (i < body.length && !body[i].startsWith("@@")) i++;
+  while (i < body.length) {
+    const header = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(body[i]);
+    if (!header) {
+      i++;
+      continue;
+    }
+    i++;
+    const oldLines: string[] = [];
+    const newLines: string[] = [];
+    while (i < body.length && !body[i].startsWith("@@")) {
+      const l = body[i];
+      if (l.startsWith("+")) newLines.push(l.slice(1));
+      else if (l.startsWith("-")) oldLines.push(l.slice(1));
+      else if (l.startsWith(" ")) {
+        oldLines.push(l.slice(1));
+        newLines.push(l.slice(1));
+      } else if (l === "" && i === body.length - 1) {
+        /* trailing newline of the diff */
+      } else if (!l.startsWith("\\")) {
+        oldLines.push(l);
+        newLines.push(l);
+      }
+      i++;
+    }
+    const start = Math.max(0, Number(header[2]) - 1 + offset);
+    const actual = out.slice(start, start + newLines.length);
+    if (actual.join("\n") !== newLines.join("\n")) return undefined;
+    out = [...out.slice(0, start), ...oldLines, ...out.slice(start + newLines.length)];
+    offset += oldLines.length - newLines.length;
+  }
+  return out.join("\n");
+}
+
+function toLspDiagnostic(d: vscode.Diagnostic): object {
+  const severity = { 0: 1, 1: 2, 2: 3, 3: 4 }[d.severity] ?? 1;
+  const code = typeof d.code === "object" && d.code !== null ? d.code.value : d.code;
+  return {
+    range: {
+      start: { line: d.range.start.line, character: d.range.start.character },
+      end: { line: d.range.end.line, character: d.range.end.character },
+    },
+    severity,
+    ...(code !== undefined ? { code } : {}),
+    ...(d.source ? { source: d.source } : {}),
+    message: d.message,
   };
 }
