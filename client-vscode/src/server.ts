@@ -80,6 +80,11 @@ class TunaLanguageClient extends LanguageClient {
     if (method === ExecuteCommandRequest.method) return;
     super.registerFeature(feature);
   }
+
+  /** Logged only: TunaServer shows one message with the cause, not the client's toasts. */
+  override error(message: string, data?: unknown): void {
+    super.error(message, data, false);
+  }
 }
 
 /** Lines of the server's stderr kept to explain a failed start. */
@@ -186,11 +191,8 @@ export class TunaServer implements vscode.Disposable {
     const resolved = resolveServerCommand(settings.server, systemProbes(env));
     if (!resolved.ok) {
       this.log.error(`${resolved.message} (tried: ${resolved.tried.join(", ")})`);
-      this.setStatus({ state: "failed", message: resolved.message, action: "openSettings" });
-      void vscode.window.showErrorMessage(resolved.message, "Open Settings", "Show Logs").then((choice) => {
-        if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "tunacode.server");
-        if (choice === "Show Logs") this.log.show();
-      });
+      this.setStatus({ state: "failed", message: resolved.message, action: "retry" });
+      this.showFailure(resolved.message);
       return;
     }
 
@@ -288,6 +290,8 @@ export class TunaServer implements vscode.Disposable {
     this.setStatus({ state: "starting" });
     try {
       await client.start();
+      // start() can resolve although the connection closed during initialize.
+      if (!client.isRunning()) throw new Error("the server closed the connection while starting");
       running = true;
       const info = client.initializeResult?.serverInfo;
       this.log.info(`Server running: ${info?.name ?? "tunacode-lsp"} ${info?.version ?? ""}`.trim());

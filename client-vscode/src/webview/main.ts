@@ -197,7 +197,10 @@ function render(): void {
   conversation.setAttribute("aria-busy", String(running));
   document.body.dataset.server = state.server;
   $<HTMLElement>("title").textContent = state.title || (state.sessionId ? "Session" : "New session");
-  $<HTMLElement>("title").title = state.title ? `${state.title}${state.sessionId ? ` (session ${state.sessionId})` : ""}` : (state.sessionId ?? "");
+  const title = $<HTMLElement>("title");
+  title.title = state.title ? `${state.title}${state.sessionId ? ` (session ${state.sessionId})` : ""}` : (state.sessionId ?? "");
+  if (state.sessionId) title.dataset.sessionId = state.sessionId;
+  else delete title.dataset.sessionId;
   sendButton.disabled = running || state.server !== "running";
   stopButton.hidden = !running;
   sendButton.hidden = running;
