@@ -232,6 +232,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   }
 
+  const awaitingV1 = new Set<string>();
   let restartTimer: NodeJS.Timeout | undefined;
   let restartWhenIdle = false;
   const restartForSettings = (): void => {
@@ -266,7 +267,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void vscode.commands.executeCommand("setContext", RUNNING_CONTEXT, running);
       if (!running && restartWhenIdle) restartForSettings();
     }),
-    approvals.onDidChange((waiting) => statusBar.setWaiting(waiting > 0)),
+    approvals.onDidChange(() => statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0)),
+    // A v1 server asks with a notification; the card and status bar still say it waits.
+    tuna.onEvent((event) => {
+      if (event.type === "tool_call_update") {
+        if (event.status === "awaiting_approval") awaitingV1.add(event.toolCallId);
+        else awaitingV1.delete(event.toolCallId);
+      } else if (event.type === "request_end") {
+        awaitingV1.clear();
+      } else {
+        return;
+      }
+      statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0);
+    }),
     convo.onSession((sessionId) => void context.workspaceState.update(LAST_SESSION, sessionId)),
     tuna.onStatus((status) => {
       if (status.state !== "running") approvals.cancelAll();
@@ -288,7 +301,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand("tunacode.focusApproval", async () => {
       await panel.reveal(false);
-      panel.post({ type: "focus_approval", toolCallId: approvals.waiting[0]?.toolCallId });
+      panel.post({ type: "focus_approval", toolCallId: approvals.waiting[0]?.toolCallId ?? [...awaitingV1][0] });
     }),
     vscode.commands.registerCommand("tunacode.focusPrompt", () => panel.reveal(true)),
     vscode.commands.registerCommand("tunacode.showChanges", () => showChanges()),

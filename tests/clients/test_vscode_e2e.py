@@ -101,6 +101,7 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
         "show a tool's full output in an editor tab",
         "Up in the prompt recalls the last prompt",
         "a setting changed mid-request applies live; stop with the keybinding from the editor",
+        "an approval waits in the card; the status bar shows it; deny shows denied",
         "after a window reload the panel restores the last session",
         "stop a slow answer: cancelled within a second",
         "resume the earlier session and see its history",

@@ -183,7 +183,7 @@ function focusApproval(toolCallId?: string): void {
     if (!card) return;
     card.open = true;
     card.scrollIntoView({ block: "nearest" });
-    (card.querySelector(".approve-allow") as HTMLButtonElement | null)?.focus();
+    ((card.querySelector(".approve-allow") ?? card.querySelector("summary")) as HTMLElement | null)?.focus();
   };
   if (renderScheduled) requestAnimationFrame(focus);
   else focus();

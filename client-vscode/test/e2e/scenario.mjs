@@ -11,6 +11,8 @@ import {
   SLOW_PROMPT,
   STORY_LENGTH,
   UNSAFE_HTML,
+  APPROVAL_PROMPT,
+  approvalThenAnswer,
   slowAnswer,
   toolThenAnswer,
 } from "./scripts.mjs";
@@ -81,6 +83,9 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     const answer = (await turn.locator(".answer").first().innerText()).trim();
     if (!answer.includes(ANSWER_TEXT.replace(/\*\*/g, ""))) throw new Error(`unexpected answer: ${answer}`);
     await turn.locator(".code-block .copy-code").first().waitFor();
+    await turn.locator(".code-block .insert-code").first().waitFor();
+    // The sh block is highlighted (highlight.js spans, coloured from the theme).
+    await turn.locator('.code-block code span[class^="hljs-"]').first().waitFor();
     if (!answer.includes(UNSAFE_HTML)) throw new Error("raw HTML in the answer was not shown as text");
     const unsafe = await turn.locator(".answer img, .answer script").count();
     const pwned = await turn.evaluate(() => window.__pwned ?? null);
@@ -214,6 +219,36 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     return { charsBeforeChange: before };
   });
 
+  await step("an approval waits in the card; the status bar shows it; deny shows denied", async () => {
+    await writeSettings({ "tunacode.approval": "ask" });
+    await panel.locator("#new-session").click();
+    await panel.locator("article.turn").first().waitFor({ state: "detached" });
+    await setScript(approvalThenAnswer);
+    const prompt = panel.locator("#prompt");
+    await prompt.fill(APPROVAL_PROMPT);
+    await prompt.press("Enter");
+    const turn = panel.locator("article.turn").last();
+    const card = turn.locator('.tool-card[data-tool="bash"]');
+    await card.locator('xpath=self::*[@data-status="awaiting_approval"]').waitFor();
+    await card.locator(".tool-state", { hasText: "waiting for approval" }).waitFor();
+    // The status bar says it waits; clicking it shows the card and does not stop the request.
+    const statusItem = page.locator(".statusbar-item", { hasText: "waiting for approval" }).first();
+    await statusItem.waitFor();
+    await statusItem.click();
+    await card.locator('xpath=self::*[@open]').waitFor();
+    if ((await turn.getAttribute("data-status")) !== "running") throw new Error("clicking the status bar stopped the request");
+    await shot("10-approval-waiting");
+    // Today's server asks through a notification (v1); answer Deny there.
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "wants to run bash" }).first();
+    await toast.locator(".monaco-button", { hasText: /^Deny$/ }).click();
+    await card.locator('xpath=self::*[@data-status="denied"]').waitFor();
+    await card.locator(".tool-state", { hasText: "denied" }).waitFor();
+    await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor();
+    await statusItem.waitFor({ state: "hidden" });
+    await shot("11-approval-denied");
+    await writeSettings({ "tunacode.approval": "auto" });
+  });
+
   await step("after a window reload the panel restores the last session", async () => {
     await page.reload();
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
@@ -223,7 +258,7 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     if (!back) await openPanel();
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
     const replayed = panel.locator('article.turn[data-replayed="true"]');
-    await replayed.first().locator(".user-prompt-text", { hasText: SLOW_PROMPT }).waitFor();
+    await replayed.first().locator(".user-prompt-text", { hasText: APPROVAL_PROMPT }).waitFor();
     await shot("08-restored-after-reload");
   });
 

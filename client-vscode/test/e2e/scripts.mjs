@@ -37,3 +37,14 @@ export const STORY_LENGTH = STORY.length;
 export const slowAnswer = {
   turns: [{ steps: [{ text: STORY, chunks: 300, delay: 0.1 }, { finish: "stop" }] }],
 };
+
+export const APPROVAL_PROMPT = "Run a command that needs approval.";
+export const APPROVAL_COMMAND = "echo needs-approval";
+
+/** Phase 3: a bash call (asks for approval under approval "ask"), then a short answer. */
+export const approvalThenAnswer = {
+  turns: [
+    { steps: [{ tool_call: { name: "bash", arguments: { command: APPROVAL_COMMAND } } }, { finish: "tool_calls" }] },
+    { steps: [{ text: "Understood, I did not run it.", chunks: 1 }, { finish: "stop" }] },
+  ],
+};
