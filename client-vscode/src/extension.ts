@@ -6,6 +6,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { ANSWER_COMMAND, Approvals } from "./approvals";
+import { applyUnifiedDiff, reverseUnifiedDiff } from "./diff";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
@@ -98,6 +99,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return pickModel();
       case "show_changes":
         return showChanges();
+      case "show_diff":
+        return showDiff(message.path, message.diff);
       case "ready":
         return;
     }
@@ -194,10 +197,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       { title: `Changes of this session${result.truncated ? " (cut)" : ""}` },
     );
     if (!picked) return;
+    await showDiff(picked.file.path, picked.file.diff);
+  }
+
+  /**
+   * An edit's unified diff in VS Code's diff editor: the file as it is now against the file
+   * with the diff reversed (after the edit) or applied (before it, while approval asks).
+   */
+  async function showDiff(file: string, diff: string): Promise<void> {
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const right = folder && !path.isAbsolute(picked.file.path) ? vscode.Uri.joinPath(folder, picked.file.path) : vscode.Uri.file(picked.file.path);
-    const left = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: right.path, query: encodeURIComponent(picked.file.diff) });
-    await vscode.commands.executeCommand("vscode.diff", left, right, `${picked.file.path} (before ↔ now)`);
+    const current = folder && !path.isAbsolute(file) ? vscode.Uri.joinPath(folder, file) : vscode.Uri.file(file);
+    const other = (side: string): vscode.Uri =>
+      vscode.Uri.from({ scheme: BEFORE_SCHEME, path: current.path, query: `${side}&${encodeURIComponent(diff)}` });
+    const text = await readText(current);
+    if (text !== undefined && reverseUnifiedDiff(text, diff) !== undefined) {
+      await vscode.commands.executeCommand("vscode.diff", other("before"), current, `${file} (before ↔ after the edit)`);
+    } else {
+      await vscode.commands.executeCommand("vscode.diff", current, other("after"), `${file} (now ↔ with the edit)`);
+    }
   }
 
   async function rewind(requestId?: unknown): Promise<void> {
@@ -364,59 +381,24 @@ function sessionPickItem(session: Session): vscode.QuickPickItem & { session: Se
 /** The "before" side of a change's diff: the diff reversed onto the current file. */
 const BEFORE_SCHEME = "tunacode-before";
 
-async function beforeContent(uri: vscode.Uri): Promise<string> {
-  const diff = decodeURIComponent(uri.query);
-  let current = "";
+async function readText(uri: vscode.Uri): Promise<string | undefined> {
   try {
-    current = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(uri.path)));
+    return new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
   } catch {
-    current = "";
+    return undefined;
   }
+}
+
+/** `before&<diff>`: the file with the diff reversed; `after&<diff>`: with it applied. */
+async function beforeContent(uri: vscode.Uri): Promise<string> {
+  const amp = uri.query.indexOf("&");
+  const side = uri.query.slice(0, amp);
+  const diff = decodeURIComponent(uri.query.slice(amp + 1));
+  const current = (await readText(vscode.Uri.file(uri.path))) ?? "";
+  if (side === "after") return applyUnifiedDiff(current, diff) ?? current;
   return reverseUnifiedDiff(current, diff) ?? current;
 }
 
-/** Applies a unified diff backwards (new -> old); undefined if a hunk does not match. */
-export function reverseUnifiedDiff(current: string, diff: string): string | undefined {
-  const lines = current.split("\n");
-  const hunks = [...diff.matchAll(/^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@.*$/gm)];
-  if (hunks.length === 0) return undefined;
-  const body = diff.split("\n");
-  let offset = 0;
-  let out = lines.slice();
-  let i = 0;
-  while (i < body.length && !body[i].startsWith("@@")) i++;
-  while (i < body.length) {
-    const header = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(body[i]);
-    if (!header) {
-      i++;
-      continue;
-    }
-    i++;
-    const oldLines: string[] = [];
-    const newLines: string[] = [];
-    while (i < body.length && !body[i].startsWith("@@")) {
-      const l = body[i];
-      if (l.startsWith("+")) newLines.push(l.slice(1));
-      else if (l.startsWith("-")) oldLines.push(l.slice(1));
-      else if (l.startsWith(" ")) {
-        oldLines.push(l.slice(1));
-        newLines.push(l.slice(1));
-      } else if (l === "" && i === body.length - 1) {
-        /* trailing newline of the diff */
-      } else if (!l.startsWith("\\")) {
-        oldLines.push(l);
-        newLines.push(l);
-      }
-      i++;
-    }
-    const start = Math.max(0, Number(header[2]) - 1 + offset);
-    const actual = out.slice(start, start + newLines.length);
-    if (actual.join("\n") !== newLines.join("\n")) return undefined;
-    out = [...out.slice(0, start), ...oldLines, ...out.slice(start + newLines.length)];
-    offset += oldLines.length - newLines.length;
-  }
-  return out.join("\n");
-}
 
 function toLspDiagnostic(d: vscode.Diagnostic): object {
   const severity = { 0: 1, 1: 2, 2: 3, 3: 4 }[d.severity] ?? 1;

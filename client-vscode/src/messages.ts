@@ -29,4 +29,5 @@ export type WebviewMessage =
   | { type: "show_output"; requestId?: string; toolCallId: string; name: string }
   | { type: "insert"; text: string }
   | { type: "pick_model" }
-  | { type: "show_changes" };
+  | { type: "show_changes" }
+  | { type: "show_diff"; path: string; diff: string };

@@ -472,6 +472,14 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
   result.textContent = item.result ?? (item.status === "awaiting_approval" ? "Waiting for your approval…" : open ? "Running…" : "(no output)");
   const actions = node.querySelector(".tool-actions") as HTMLElement;
   actions.replaceChildren();
+  if (item.approval?.detailKind === "diff" && path && item.approval.detail) {
+    const diff = item.approval.detail;
+    const review = el("button", "tool-show-diff link-button", "Show diff");
+    review.type = "button";
+    review.title = "Open this change in VS Code's diff editor";
+    review.addEventListener("click", () => post({ type: "show_diff", path, diff }));
+    actions.append(review);
+  }
   if (!open && item.result !== undefined) {
     const full = el("button", "tool-full-output link-button", "Show full output");
     full.type = "button";

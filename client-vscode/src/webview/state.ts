@@ -462,8 +462,12 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
       });
     case "turn_end":
       return { ...running(turn), usage: addUsage(turn.usage, event.usage) };
-    case "notice":
+    case "notice": {
+      // A notice repeated back to back (a retry loop) shows once.
+      const last = turn.items[turn.items.length - 1];
+      if (last && last.kind === "notice" && last.message === event.message) return turn;
       return pushItem(turn, { kind: "notice", key: `${turn.key}:${turn.items.length}`, message: event.message });
+    }
     case "plan":
       return running(turn);
     case "compaction":

@@ -189,3 +189,35 @@ describe("server start failures", () => {
     assert.match(explainFailure({ stderr: [], fallback: "the connection closed", commandLine: "/bin/false" }), /\/bin\/false printed nothing/);
   });
 });
+
+describe("edit diffs for the diff editor", async () => {
+  const { applyUnifiedDiff, reverseUnifiedDiff } = await import("../../out/test/diff.mjs");
+  const before = "def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n";
+  const after = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n";
+  const diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n";
+  it("reverses an applied edit (the file before it)", () => {
+    assert.equal(reverseUnifiedDiff(after, diff), before);
+  });
+  it("applies an edit not yet made (the file with it, while approval asks)", () => {
+    assert.equal(applyUnifiedDiff(before, diff), after);
+  });
+  it("says when the file does not match the diff", () => {
+    assert.equal(reverseUnifiedDiff(before, diff), undefined);
+  });
+});
+
+describe("notices", () => {
+  it("a notice repeated back to back shows once", () => {
+    const s = reduceAll(initialState(), [
+      { type: "prompt_sent", prompt: "x" },
+      ev(1, { type: "notice", message: "provider busy, retrying" }),
+      ev(2, { type: "notice", message: "provider busy, retrying" }),
+      ev(3, { type: "text_delta", text: "ok" }),
+      ev(4, { type: "notice", message: "provider busy, retrying" }),
+    ]);
+    assert.deepEqual(
+      s.turns[0].items.map((i) => i.kind),
+      ["notice", "text", "notice"],
+    );
+  });
+});
