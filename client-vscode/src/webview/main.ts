@@ -157,6 +157,11 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       if (message.action.type === "session_loaded" || message.action.type === "session_cleared") {
         sessionsOpen = false;
       }
+      // A request that never started gives its prompt back to edit or send again.
+      if (message.action.type === "request_failed" && !promptBox.value) {
+        const turn = state.turns[state.turns.length - 1];
+        if (turn && turn.status !== "failed" && !turn.ended) promptBox.value = turn.prompt;
+      }
       dispatch(message.action);
       break;
     case "focus_prompt":
