@@ -99,6 +99,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return pickModel();
       case "show_changes":
         return showChanges();
+      case "rewind":
+        return rewind(message.requestId);
       case "show_diff":
         return showDiff(message.path, message.diff);
       case "ready":

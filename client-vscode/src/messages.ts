@@ -30,4 +30,5 @@ export type WebviewMessage =
   | { type: "insert"; text: string }
   | { type: "pick_model" }
   | { type: "show_changes" }
+  | { type: "rewind"; requestId: string }
   | { type: "show_diff"; path: string; diff: string };

@@ -342,6 +342,20 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   status.className = `turn-status status-${turn.status}`;
   const text = STATUS_TEXT[turn.status];
   if (text) status.append(el("span", "turn-status-text", text));
+  if (turn.changedFiles && turn.changedFiles.length > 0 && turn.requestId) {
+    const requestId = turn.requestId;
+    const box = el("div", "turn-changes");
+    box.append(el("span", "turn-changes-text", `${plural(turn.changedFiles.length, "file")} changed`));
+    const review = el("button", "link-button turn-review", "Review");
+    review.type = "button";
+    review.addEventListener("click", () => post({ type: "show_changes" }));
+    const rewind = el("button", "link-button turn-rewind", "Rewind");
+    rewind.type = "button";
+    rewind.title = "Restore the files and the conversation to before this request";
+    rewind.addEventListener("click", () => post({ type: "rewind", requestId }));
+    box.append(" · ", review, " · ", rewind);
+    status.append(box);
+  }
   if (turn.missedEvents > 0) status.append(el("span", "turn-gap", ` (${turn.missedEvents} updates missed; the final answer is shown)`));
   if (turn.error) {
     const box = el("div", "turn-error");

@@ -86,6 +86,8 @@ export interface Turn {
   nextSeq: number;
   early: TunaEvent[];
   ended: boolean;
+  /** v2: the files the request changed (RequestResult.changedFiles). */
+  changedFiles?: string[];
 }
 
 export type ServerState = "starting" | "running" | "stopped" | "failed";
@@ -681,6 +683,9 @@ function onRequestDone(state: ViewState, result: RequestResult): ViewState {
     turn = endTurn(turn, result.stopReason, result.usage, result.error);
   }
   turn = reconcileWithResult(turn, result);
+  if (Array.isArray(result.changedFiles) && result.changedFiles.length > 0) {
+    turn = { ...turn, changedFiles: result.changedFiles.filter((f) => typeof f === "string") };
+  }
   s = replaceTurn(s, idx, turn);
   return s.sessionId === undefined ? { ...s, sessionId: result.sessionId } : s;
 }

@@ -221,3 +221,15 @@ describe("notices", () => {
     );
   });
 });
+
+describe("changed files", () => {
+  it("keeps the request's changedFiles for Review and Rewind", () => {
+    const s = reduceAll(initialState(), [
+      { type: "prompt_sent", prompt: "fix" },
+      ev(1, { type: "request_start", prompt: "fix" }),
+      ev(2, { type: "request_end", stopReason: "end_turn" }),
+      { type: "request_done", result: { sessionId: SID, requestId: RID, stopReason: "end_turn", text: "", changedFiles: ["calc.py"] } },
+    ]);
+    assert.deepEqual(s.turns[0].changedFiles, ["calc.py"]);
+  });
+});
