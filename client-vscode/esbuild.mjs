@@ -40,7 +40,20 @@ builds.push({
   sourcemap: false,
   minify: false,
   logLevel: "warning",
-  entryPoints: { state: "src/webview/state.ts", serverCommand: "src/serverCommand.ts", options: "src/options.ts" },
+  entryPoints: { approvals: "src/approvals.ts" },
+  outdir: "out/test",
+  outExtension: { ".js": ".mjs" },
+  platform: "node",
+  format: "esm",
+  // The real `vscode` module exists only in the extension host.
+  alias: { vscode: "./test/stub/vscode.mjs" },
+});
+builds.push({
+  ...common,
+  sourcemap: false,
+  minify: false,
+  logLevel: "warning",
+  entryPoints: { state: "src/webview/state.ts", serverCommand: "src/serverCommand.ts", options: "src/options.ts", diff: "src/diff.ts" },
   outdir: "out/test",
   outExtension: { ".js": ".mjs" },
   platform: "node",

@@ -32,6 +32,9 @@ export class Conversation implements vscode.Disposable {
   private sessionId: string | undefined;
   private active: ActiveRequest | undefined;
   private readonly runningEmitter = new vscode.EventEmitter<{ running: boolean; message?: string }>();
+  private readonly sessionEmitter = new vscode.EventEmitter<string | undefined>();
+  /** Fires when the current session changes (kept in workspaceState for a reload). */
+  readonly onSession = this.sessionEmitter.event;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   /** Fires when a request starts or ends, and with progress messages while it runs. */
@@ -47,6 +50,17 @@ export class Conversation implements vscode.Disposable {
 
   get currentSessionId(): string | undefined {
     return this.sessionId;
+  }
+
+  private setSession(sessionId: string | undefined): void {
+    if (sessionId === this.sessionId) return;
+    this.sessionId = sessionId;
+    this.sessionEmitter.fire(sessionId);
+  }
+
+  /** The session to show once the panel is ready (the last one of this workspace). */
+  restore(sessionId: string | undefined): void {
+    if (!this.active && !this.sessionId) this.sessionId = sessionId;
   }
 
   get isRunning(): boolean {
@@ -74,7 +88,7 @@ export class Conversation implements vscode.Disposable {
         token: active.cancel.token,
         workDoneToken,
       });
-      this.sessionId = result.sessionId;
+      this.setSession(result.sessionId);
       this.view.dispatch({ type: "request_done", result });
       if (result.stopReason === "error" && result.error) this.log.warn(`Request ended with an error: ${result.error.message}`);
     } catch (err) {
@@ -118,7 +132,7 @@ export class Conversation implements vscode.Disposable {
       void vscode.window.showInformationMessage("Stop the running request before starting a new session.");
       return;
     }
-    this.sessionId = undefined;
+    this.setSession(undefined);
     this.view.dispatch({ type: "session_cleared" });
   }
 
@@ -141,24 +155,44 @@ export class Conversation implements vscode.Disposable {
     }
   }
 
-  async resume(sessionId: string): Promise<void> {
+  async resume(sessionId: string, quiet = false): Promise<void> {
     if (this.active) {
       void vscode.window.showInformationMessage("Stop the running request before switching sessions.");
       return;
     }
     try {
       const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId });
-      this.sessionId = result.session.sessionId;
+      if (this.active) return;
+      this.setSession(result.session.sessionId);
       this.view.dispatch({ type: "session_loaded", session: result.session, messages: result.messages });
     } catch (err) {
       this.log.error(`tunacode.session.get failed: ${errorMessage(err)}`);
+      if (quiet) {
+        // The remembered session is gone (deleted, another store): start fresh.
+        if (this.sessionId === sessionId) this.setSession(undefined);
+        return;
+      }
       void vscode.window.showErrorMessage(`TunaCode: could not open the session: ${errorMessage(err)}`);
     }
   }
 
-  /** Reloads the current session's history (after the panel was rebuilt). */
+  /** Reloads the current session's history (after the panel was rebuilt or a reload). */
   async reload(): Promise<void> {
-    if (this.sessionId && !this.active) await this.resume(this.sessionId);
+    if (this.sessionId && !this.active) await this.resume(this.sessionId, true);
+  }
+
+  /** The full stored result of a tool call (the card shows a cut one). */
+  async toolOutput(toolCallId: string): Promise<string | undefined> {
+    if (!this.sessionId) return undefined;
+    const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId: this.sessionId });
+    for (const message of result.messages) {
+      if (message && message.role === "tool_result" && message.tool_call_id === toolCallId) {
+        return (message.content ?? [])
+          .map((b) => (b && b.type === "text" ? (b.text ?? "") : ""))
+          .join("");
+      }
+    }
+    return undefined;
   }
 
   async delete(sessionId: string): Promise<void> {
@@ -170,7 +204,7 @@ export class Conversation implements vscode.Disposable {
     if (choice !== "Delete") return;
     try {
       await this.server.executeCommand<{ deleted: boolean }>(Commands.sessionDelete, { sessionId });
-      if (this.sessionId === sessionId) this.sessionId = undefined;
+      if (this.sessionId === sessionId) this.setSession(undefined);
       this.view.dispatch({ type: "session_deleted", sessionId });
       await this.listSessions();
     } catch (err) {
@@ -183,6 +217,7 @@ export class Conversation implements vscode.Disposable {
     this.active?.cancel.cancel();
     for (const s of this.subscriptions) s.dispose();
     this.runningEmitter.dispose();
+    this.sessionEmitter.dispose();
   }
 
   private onEvent(event: TunaEvent): void {
@@ -191,7 +226,7 @@ export class Conversation implements vscode.Disposable {
       if (active.sessionId === undefined || active.sessionId === event.sessionId) {
         active.requestId = event.requestId;
         active.sessionId = event.sessionId;
-        this.sessionId = event.sessionId;
+        this.setSession(event.sessionId);
       }
     }
     this.view.dispatch({ type: "event", event });

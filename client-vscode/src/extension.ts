@@ -3,17 +3,26 @@
  * status bar, wires them together, and registers the palette commands.
  */
 
+import * as path from "node:path";
 import * as vscode from "vscode";
+import { ANSWER_COMMAND, Approvals } from "./approvals";
+import { applyUnifiedDiff, reverseUnifiedDiff } from "./diff";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
 import { needsRestart } from "./settings";
+import type { ApprovalDecision, ChangesResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
 
 let server: TunaServer | undefined;
+
+/** workspaceState key of the session shown last in this workspace (restored after a reload). */
+const LAST_SESSION = "tunacode.lastSession";
+/** Context key set while a request runs (the Stop keybinding's when-clause). */
+const RUNNING_CONTEXT = "tunacode.requestRunning";
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel("TunaCode", { log: true });
@@ -33,6 +42,26 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   conversation = new Conversation(tuna, panel, log);
   const convo = conversation;
+  convo.restore(context.workspaceState.get<string>(LAST_SESSION));
+  const approvals = new Approvals(panel, log);
+  tuna.setRequestHandlers({
+    approve: (params, token) => approvals.ask(params, token),
+    saveDocuments: async ({ uris }) => {
+      const saved: string[] = [];
+      for (const uri of Array.isArray(uris) ? uris : []) {
+        const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+        if (!doc) continue;
+        if (!doc.isDirty || (await doc.save())) saved.push(uri);
+      }
+      return { saved };
+    },
+    diagnostics: async ({ uris }) => ({
+      items: (Array.isArray(uris) ? uris : []).map((uri) => ({
+        uri,
+        diagnostics: vscode.languages.getDiagnostics(vscode.Uri.parse(uri)).map(toLspDiagnostic),
+      })),
+    }),
+  });
 
   async function handleWebviewMessage(message: WebviewMessage): Promise<void> {
     switch (message.type) {
@@ -55,10 +84,155 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "banner_action":
         if (message.action === "openSettings") await vscode.commands.executeCommand("workbench.action.openSettings", "tunacode");
         if (message.action === "showLogs") log.show();
-        if (message.action === "restart") await tuna.restart();
+        if (message.action === "restart" || message.action === "retry") await tuna.restart();
         return;
+      case "approve":
+        approvals.answer(message.requestId, message.toolCallId, message.decision);
+        return;
+      case "open_file":
+        return openFile(message.path, message.line);
+      case "show_output":
+        return showOutput(message.toolCallId, message.name);
+      case "insert":
+        return insertAtCursor(message.text);
+      case "pick_model":
+        return pickModel();
+      case "show_changes":
+        return showChanges();
+      case "rewind":
+        return rewind(message.requestId);
+      case "show_diff":
+        return showDiff(message.path, message.diff);
       case "ready":
         return;
+    }
+  }
+
+  async function openFile(file: string, line?: number): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const uri = path.isAbsolute(file) || !folder ? vscode.Uri.file(file) : vscode.Uri.joinPath(folder, file);
+    try {
+      await vscode.workspace.fs.stat(uri);
+    } catch {
+      void vscode.window.showWarningMessage(`TunaCode: ${file} does not exist in this workspace.`);
+      return;
+    }
+    const position = line ? new vscode.Position(Math.max(0, line - 1), 0) : undefined;
+    await vscode.window.showTextDocument(uri, {
+      preview: true,
+      selection: position ? new vscode.Range(position, position) : undefined,
+    });
+  }
+
+  async function showOutput(toolCallId: string, name: string): Promise<void> {
+    try {
+      const output = await convo.toolOutput(toolCallId);
+      if (output === undefined) {
+        void vscode.window.showInformationMessage("TunaCode: the full output of this tool call is not stored (yet).");
+        return;
+      }
+      const doc = await vscode.workspace.openTextDocument({ content: output, language: name === "bash" ? "shellscript" : "plaintext" });
+      await vscode.window.showTextDocument(doc, { preview: true });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not fetch the tool's output: ${errorMessage(err)}`);
+    }
+  }
+
+  async function insertAtCursor(text: string): Promise<void> {
+    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+    if (!editor) {
+      void vscode.window.showInformationMessage("TunaCode: open an editor to insert the code into.");
+      return;
+    }
+    await editor.edit((edit) => {
+      for (const selection of editor.selections) edit.replace(selection, text);
+    });
+    await vscode.window.showTextDocument(editor.document, editor.viewColumn);
+  }
+
+  async function pickModel(): Promise<void> {
+    try {
+      const result = await tuna.executeCommand<{ models?: { id: string; provider?: string; configured?: boolean }[]; default?: string }>(
+        Commands.modelsList,
+        {},
+      );
+      const current = vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
+      const items: (vscode.QuickPickItem & { value: string })[] = [
+        { label: "Server default", description: result.default, value: "" },
+        ...(result.models ?? []).map((m) => ({
+          label: m.id,
+          description: [m.provider, m.configured === false ? "not configured" : undefined].filter(Boolean).join(" · "),
+          value: m.id,
+          picked: m.id === current,
+        })),
+      ];
+      const picked = await vscode.window.showQuickPick(items, { title: "TunaCode model", placeHolder: current || result.default });
+      if (!picked) return;
+      // Applied live: the server re-reads its settings on workspace/didChangeConfiguration.
+      const target = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+      await vscode.workspace.getConfiguration("tunacode").update("model", picked.value || undefined, target);
+      panel.dispatch({ type: "model", model: picked.value || result.default });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not list models: ${errorMessage(err)}`);
+    }
+  }
+
+  async function showChanges(): Promise<void> {
+    const sessionId = convo.currentSessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("TunaCode: no session yet.");
+      return;
+    }
+    let result: ChangesResult;
+    try {
+      result = await tuna.executeCommand<ChangesResult>(Commands.changes, { sessionId });
+    } catch (err) {
+      void vscode.window.showInformationMessage(`TunaCode: this server cannot list changes yet (${errorMessage(err)}).`);
+      return;
+    }
+    if (result.files.length === 0) {
+      void vscode.window.showInformationMessage("TunaCode: no changes in this session.");
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      result.files.map((f) => ({ label: f.path, description: f.status, file: f })),
+      { title: `Changes of this session${result.truncated ? " (cut)" : ""}` },
+    );
+    if (!picked) return;
+    await showDiff(picked.file.path, picked.file.diff);
+  }
+
+  /**
+   * An edit's unified diff in VS Code's diff editor: the file as it is now against the file
+   * with the diff reversed (after the edit) or applied (before it, while approval asks).
+   */
+  async function showDiff(file: string, diff: string): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const current = folder && !path.isAbsolute(file) ? vscode.Uri.joinPath(folder, file) : vscode.Uri.file(file);
+    const other = (side: string): vscode.Uri =>
+      vscode.Uri.from({ scheme: BEFORE_SCHEME, path: current.path, query: `${side}&${encodeURIComponent(diff)}` });
+    const text = await readText(current);
+    if (text !== undefined && reverseUnifiedDiff(text, diff) !== undefined) {
+      await vscode.commands.executeCommand("vscode.diff", other("before"), current, `${file} (before ↔ after the edit)`);
+    } else {
+      await vscode.commands.executeCommand("vscode.diff", current, other("after"), `${file} (now ↔ with the edit)`);
+    }
+  }
+
+  async function rewind(requestId?: unknown): Promise<void> {
+    const sessionId = convo.currentSessionId;
+    if (!sessionId || typeof requestId !== "string") return;
+    const choice = await vscode.window.showWarningMessage(
+      "Rewind the session to before this request, restoring the files it changed?",
+      { modal: true },
+      "Rewind",
+    );
+    if (choice !== "Rewind") return;
+    try {
+      await tuna.executeCommand(Commands.sessionRewind, { sessionId, requestId, files: true });
+      await convo.resume(sessionId);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: rewind failed: ${errorMessage(err)}`);
     }
   }
 
@@ -77,7 +251,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   }
 
+  const awaitingV1 = new Set<string>();
   let restartTimer: NodeJS.Timeout | undefined;
+  let restartWhenIdle = false;
+  const restartForSettings = (): void => {
+    if (convo.isRunning) {
+      if (!restartWhenIdle) {
+        restartWhenIdle = true;
+        log.info("A server setting changed: the server restarts when the running request ends");
+        void vscode.window.showInformationMessage(
+          "TunaCode: the server command changed; the server restarts when the running request ends.",
+        );
+      }
+      return;
+    }
+    restartWhenIdle = false;
+    log.info("A TunaCode server setting changed (command, Python or environment): restarting the server");
+    void tuna.restart();
+  };
   context.subscriptions.push(
     log,
     tuna,
@@ -89,16 +280,52 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       panel.dispatch({ type: "server_state", ...status });
       if (status.state === "running") void refreshModel();
     }),
-    convo.onRunning(({ running, message }) => statusBar.update(running, message)),
+    approvals,
+    convo.onRunning(({ running, message }) => {
+      statusBar.update(running, message);
+      void vscode.commands.executeCommand("setContext", RUNNING_CONTEXT, running);
+      if (!running && restartWhenIdle) restartForSettings();
+    }),
+    approvals.onDidChange(() => statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0)),
+    // A v1 server asks with a notification; the card and status bar still say it waits.
+    tuna.onEvent((event) => {
+      if (event.type === "tool_call_update") {
+        if (event.status === "awaiting_approval") awaitingV1.add(event.toolCallId);
+        else awaitingV1.delete(event.toolCallId);
+      } else if (event.type === "request_end") {
+        awaitingV1.clear();
+      } else {
+        return;
+      }
+      statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0);
+    }),
+    convo.onSession((sessionId) => void context.workspaceState.update(LAST_SESSION, sessionId)),
+    tuna.onStatus((status) => {
+      if (status.state !== "running") approvals.cancelAll();
+    }),
+    vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, { provideTextDocumentContent: beforeContent }),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (!needsRestart(event)) return;
+      // Agent settings apply live (the server re-reads them on didChangeConfiguration);
+      // only how the server starts needs a new process.
+      if (!needsRestart(event)) {
+        if (event.affectsConfiguration("tunacode.model")) void refreshModel();
+        return;
+      }
       // Several settings often change at once (a settings.json save): restart once.
       clearTimeout(restartTimer);
-      restartTimer = setTimeout(() => {
-        log.info("A TunaCode server setting changed");
-        void tuna.restart();
-      }, 300);
+      restartTimer = setTimeout(restartForSettings, 300);
     }),
+    vscode.commands.registerCommand(ANSWER_COMMAND, (arg?: { requestId?: string; toolCallId?: string; decision?: ApprovalDecision }) => {
+      if (arg?.requestId && arg.toolCallId && arg.decision) approvals.answer(arg.requestId, arg.toolCallId, arg.decision);
+    }),
+    vscode.commands.registerCommand("tunacode.focusApproval", async () => {
+      await panel.reveal(false);
+      panel.post({ type: "focus_approval", toolCallId: approvals.waiting[0]?.toolCallId ?? [...awaitingV1][0] });
+    }),
+    vscode.commands.registerCommand("tunacode.focusPrompt", () => panel.reveal(true)),
+    vscode.commands.registerCommand("tunacode.showChanges", () => showChanges()),
+    vscode.commands.registerCommand("tunacode.rewind", (requestId?: unknown) => rewind(requestId)),
+    vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
     { dispose: () => clearTimeout(restartTimer) },
     vscode.commands.registerCommand("tunacode.newSession", async () => {
       convo.newSession();
@@ -148,7 +375,44 @@ function sessionPickItem(session: Session): vscode.QuickPickItem & { session: Se
   return {
     label: session.title || "(untitled)",
     description: session.modifiedAt ? new Date(session.modifiedAt).toLocaleString() : undefined,
-    detail: `${session.messageCount} messages${session.model ? ` · ${session.model}` : ""}`,
+    detail: `${session.messageCount} message${session.messageCount === 1 ? "" : "s"}${session.model ? ` · ${session.model}` : ""}`,
     session,
+  };
+}
+
+/** The "before" side of a change's diff: the diff reversed onto the current file. */
+const BEFORE_SCHEME = "tunacode-before";
+
+async function readText(uri: vscode.Uri): Promise<string | undefined> {
+  try {
+    return new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `before&<diff>`: the file with the diff reversed; `after&<diff>`: with it applied. */
+async function beforeContent(uri: vscode.Uri): Promise<string> {
+  const amp = uri.query.indexOf("&");
+  const side = uri.query.slice(0, amp);
+  const diff = decodeURIComponent(uri.query.slice(amp + 1));
+  const current = (await readText(vscode.Uri.file(uri.path))) ?? "";
+  if (side === "after") return applyUnifiedDiff(current, diff) ?? current;
+  return reverseUnifiedDiff(current, diff) ?? current;
+}
+
+
+function toLspDiagnostic(d: vscode.Diagnostic): object {
+  const severity = { 0: 1, 1: 2, 2: 3, 3: 4 }[d.severity] ?? 1;
+  const code = typeof d.code === "object" && d.code !== null ? d.code.value : d.code;
+  return {
+    range: {
+      start: { line: d.range.start.line, character: d.range.start.character },
+      end: { line: d.range.end.line, character: d.range.end.character },
+    },
+    severity,
+    ...(code !== undefined ? { code } : {}),
+    ...(d.source ? { source: d.source } : {}),
+    message: d.message,
   };
 }

@@ -3,13 +3,15 @@
  * The host forwards server traffic as reducer actions; the webview sends what the person did.
  */
 
-import type { Action } from "./webview/state";
+import type { ApprovalDecision } from "./protocol";
+import type { Action, BannerAction } from "./webview/state";
 
 /** Host -> webview. */
 export type HostMessage =
   | { type: "action"; action: Action }
   | { type: "focus_prompt"; text?: string }
-  | { type: "show_sessions" };
+  | { type: "show_sessions" }
+  | { type: "focus_approval"; toolCallId?: string };
 
 /** Webview -> host. */
 export type WebviewMessage =
@@ -21,4 +23,12 @@ export type WebviewMessage =
   | { type: "resume"; sessionId: string }
   | { type: "delete"; sessionId: string }
   | { type: "copy"; text: string }
-  | { type: "banner_action"; action: "openSettings" | "showLogs" | "restart" };
+  | { type: "banner_action"; action: BannerAction }
+  | { type: "approve"; requestId: string; toolCallId: string; decision: ApprovalDecision }
+  | { type: "open_file"; path: string; line?: number }
+  | { type: "show_output"; requestId?: string; toolCallId: string; name: string }
+  | { type: "insert"; text: string }
+  | { type: "pick_model" }
+  | { type: "show_changes" }
+  | { type: "rewind"; requestId: string }
+  | { type: "show_diff"; path: string; diff: string };

@@ -120,7 +120,9 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
     </header>
     <section id="sessions" aria-label="Sessions" hidden></section>
     <div id="banner" class="banner" role="alert" hidden></div>
-    <main id="conversation" aria-live="polite" aria-label="Conversation" tabindex="0"></main>
+    <main id="conversation" aria-label="Conversation" aria-busy="false" tabindex="-1"></main>
+    <div id="announcer" class="sr-only" role="status" aria-live="polite"></div>
+    <section id="plan" class="plan" aria-label="Plan" hidden></section>
     <form id="composer">
       <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Esc stops</label>
       <textarea id="prompt" rows="3" placeholder="Ask TunaCode…" aria-label="Prompt"></textarea>
@@ -129,7 +131,7 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
         <button id="stop" type="button" hidden title="Stop the running request (Esc)">Stop</button>
       </div>
     </form>
-    <footer id="footer"><span id="server-state" role="status"></span><span id="model"></span><span id="usage"></span></footer>
+    <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><span id="usage"></span></footer>
   </div>
   <script nonce="${nonce}" src="${script}"></script>
 </body>

@@ -15,7 +15,66 @@ export const Commands = {
   sessionDelete: "tunacode.session.delete",
   modelsList: "tunacode.models.list",
   status: "tunacode.status",
+  changes: "tunacode.changes",
+  sessionRewind: "tunacode.session.rewind",
+  sessionCompact: "tunacode.session.compact",
 } as const;
+
+/** Server -> client requests of protocol v2 (docs: /notes/v2-client-contract.md). */
+export const ClientRequests = {
+  approve: "tunacode/approve",
+  saveDocuments: "tunacode/saveDocuments",
+  diagnostics: "tunacode/diagnostics",
+} as const;
+
+/** What this client advertises in `capabilities.experimental.tunacode`. */
+export const CLIENT_CAPABILITIES = { approve: true, saveDocuments: true, diagnostics: true } as const;
+
+export type ApprovalDetailKind = "command" | "diff" | "arguments";
+
+export interface ApproveParams {
+  sessionId: string;
+  requestId: string;
+  toolCallId: string;
+  tool: string;
+  summary: string;
+  detail: string;
+  detailKind: ApprovalDetailKind;
+  truncated?: boolean;
+}
+
+export type ApprovalDecision = "allow" | "allow_session" | "deny";
+
+export interface ApproveResult {
+  decision: ApprovalDecision;
+}
+
+export interface SaveDocumentsParams {
+  uris: string[];
+}
+export interface SaveDocumentsResult {
+  saved: string[];
+}
+export interface DiagnosticsParams {
+  uris: string[];
+}
+
+export interface ChangedFile {
+  path: string;
+  status: string;
+  diff: string;
+}
+export interface ChangesResult {
+  files: ChangedFile[];
+  truncated: boolean;
+}
+
+export type PlanStatus = "pending" | "in_progress" | "completed";
+export interface PlanItem {
+  content: string;
+  status: PlanStatus;
+  activeForm?: string;
+}
 
 /** JSON-RPC error codes the server uses for requests that never start. */
 export const ErrorCodes = {
@@ -68,6 +127,8 @@ export interface RequestResult {
   turns?: number;
   toolCalls?: { toolCallId: string; name: string; status: ToolStatus; durationMs?: number }[];
   error?: { message: string };
+  /** v2: files the request changed. */
+  changedFiles?: string[];
 }
 
 export interface SessionGetResult {
@@ -118,7 +179,7 @@ export type TunaEvent = EventBase &
         name: string;
         args?: Record<string, unknown>;
         status: "pending";
-        /** one line computed by the server (no tool name), shown as is */
+        /** v2: the server's one-line summary without the tool name, e.g. `npm test`. */
         summary?: string;
       }
     | {
@@ -133,7 +194,9 @@ export type TunaEvent = EventBase &
         /** bash's exit code */
         exitCode?: number;
       }
-    | { type: "turn_end"; turn: number; usage?: Partial<Usage> }
+    | { type: "turn_end"; turn: number; usage?: Partial<Usage>; contextTokens?: number; contextWindow?: number }
+    | { type: "plan"; items: PlanItem[] }
+    | { type: "compaction"; before: number; after: number }
     | { type: "notice"; message: string }
     | { type: "request_end"; stopReason: StopReason; usage?: Partial<Usage>; error?: { message: string } }
   );

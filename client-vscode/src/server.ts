@@ -4,10 +4,17 @@
  * `tunacode/event` stream, and the server's state.
  */
 
+import { type ChildProcess, spawn } from "node:child_process";
 import * as vscode from "vscode";
 import {
   type CancellationToken,
+  type ClientCapabilities,
+  CloseAction,
+  ErrorAction,
   ExecuteCommandRequest,
+  type FeatureState,
+  RevealOutputChannelOn,
+  type StaticFeature,
   LanguageClient,
   type LanguageClientOptions,
   type ProgressToken,
@@ -18,8 +25,18 @@ import {
   type WorkDoneProgressEnd,
   type WorkDoneProgressReport,
 } from "vscode-languageclient/node";
-import { EVENT_NOTIFICATION, type TunaEvent } from "./protocol";
-import { resolveServerCommand, systemProbes } from "./serverCommand";
+import {
+  type ApproveParams,
+  type ApproveResult,
+  CLIENT_CAPABILITIES,
+  ClientRequests,
+  type DiagnosticsParams,
+  EVENT_NOTIFICATION,
+  type SaveDocumentsParams,
+  type SaveDocumentsResult,
+  type TunaEvent,
+} from "./protocol";
+import { explainFailure, resolveServerCommand, systemProbes } from "./serverCommand";
 import { SECTION, initializationOptions, readSettings } from "./settings";
 import type { BannerAction, ServerState } from "./webview/state";
 
@@ -31,12 +48,59 @@ export interface ServerStatus {
 
 type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
 
+/** What the extension answers to the server's v2 requests. */
+export interface ClientRequestHandlers {
+  approve(params: ApproveParams, token: CancellationToken): Promise<ApproveResult>;
+  saveDocuments(params: SaveDocumentsParams): Promise<SaveDocumentsResult>;
+  diagnostics(params: DiagnosticsParams): Promise<unknown>;
+}
+
+/** Advertises `capabilities.experimental.tunacode` (protocol v2) in `initialize`. */
+class TunaCapabilities implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+    experimental.tunacode = { ...CLIENT_CAPABILITIES };
+    capabilities.experimental = experimental;
+  }
+  initialize(): void {}
+  getState(): FeatureState {
+    return { kind: "static" };
+  }
+  clear(): void {}
+}
+
+/**
+ * The language client without its executeCommand feature: that feature registers every
+ * server command (`tunacode.request`, …) as a VS Code command, which cluttered the palette
+ * and Keyboard Shortcuts. The extension sends `workspace/executeCommand` itself.
+ */
+class TunaLanguageClient extends LanguageClient {
+  override registerFeature(feature: Parameters<LanguageClient["registerFeature"]>[0]): void {
+    const method = (feature as { registrationType?: { method?: string } }).registrationType?.method;
+    if (method === ExecuteCommandRequest.method) return;
+    super.registerFeature(feature);
+  }
+
+  /** Logged only: TunaServer shows one message with the cause, not the client's toasts. */
+  override error(message: string, data?: unknown): void {
+    super.error(message, data, false);
+  }
+}
+
+/** Lines of the server's stderr kept to explain a failed start. */
+const STDERR_TAIL = 40;
+
 export class TunaServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<void> | undefined;
   private readonly eventEmitter = new vscode.EventEmitter<TunaEvent>();
   private readonly statusEmitter = new vscode.EventEmitter<ServerStatus>();
   private currentStatus: ServerStatus = { state: "stopped" };
+  private child: ChildProcess | undefined;
+  private stderrTail: string[] = [];
+  private spawnError: Error | undefined;
+  private exited: Promise<number | null> | undefined;
+  private handlers: ClientRequestHandlers | undefined;
 
   /** Every `tunacode/event` notification from the server. */
   readonly onEvent = this.eventEmitter.event;
@@ -46,6 +110,11 @@ export class TunaServer implements vscode.Disposable {
 
   get status(): ServerStatus {
     return this.currentStatus;
+  }
+
+  /** Set once, before start: the handlers of the server's requests to the client. */
+  setRequestHandlers(handlers: ClientRequestHandlers): void {
+    this.handlers = handlers;
   }
 
   async start(): Promise<void> {
@@ -71,6 +140,7 @@ export class TunaServer implements vscode.Disposable {
       this.log.warn(`Stopping the server: ${errorMessage(err)}`);
     }
     await client.dispose(3000).catch(() => undefined);
+    this.killChild();
     this.setStatus({ state: "stopped" });
   }
 
@@ -121,29 +191,68 @@ export class TunaServer implements vscode.Disposable {
     const resolved = resolveServerCommand(settings.server, systemProbes(env));
     if (!resolved.ok) {
       this.log.error(`${resolved.message} (tried: ${resolved.tried.join(", ")})`);
-      this.setStatus({ state: "failed", message: resolved.message, action: "openSettings" });
-      void vscode.window.showErrorMessage(resolved.message, "Open Settings", "Show Logs").then((choice) => {
-        if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "tunacode.server");
-        if (choice === "Show Logs") this.log.show();
-      });
+      this.setStatus({ state: "failed", message: resolved.message, action: "retry" });
+      this.showFailure(resolved.message);
       return;
     }
 
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     this.log.info(`Starting the server (${resolved.source}): ${[resolved.command, ...resolved.args].join(" ")}`);
-    const serverOptions: ServerOptions = {
-      command: resolved.command,
-      args: resolved.args,
-      // No `transport`: TransportKind.stdio would append `--stdio` to the command line.
-      options: { env, cwd },
+    // The extension spawns the server itself: it keeps the stderr tail to explain a failed
+    // start, and logs stderr at trace level once running (the server's log already arrives
+    // as window/logMessage; both at info showed every line twice).
+    this.stderrTail = [];
+    this.spawnError = undefined;
+    let running = false;
+    const serverOptions: ServerOptions = async () => {
+      const child = spawn(resolved.command, resolved.args, { env, cwd, stdio: ["pipe", "pipe", "pipe"] });
+      this.child = child;
+      this.exited = new Promise((resolve) => {
+        child.once("error", (err) => {
+          this.spawnError = err;
+          resolve(null);
+        });
+        child.once("exit", (code, signal) => {
+          if (code === 0 || signal === "SIGTERM") this.log.info(`Server process exited (${code ?? signal})`);
+          else this.log.warn(`Server process exited with ${code !== null ? `code ${code}` : `signal ${signal}`}`);
+          resolve(code);
+        });
+      });
+      let partial = "";
+      child.stderr?.setEncoding("utf8");
+      child.stderr?.on("data", (chunk: string) => {
+        const lines = (partial + chunk).split(/\r?\n/);
+        partial = lines.pop() ?? "";
+        for (const line of lines) {
+          if (!line.trim()) continue;
+          this.stderrTail.push(line);
+          if (this.stderrTail.length > STDERR_TAIL) this.stderrTail.shift();
+          if (running) this.log.trace(`[server] ${line}`);
+          else this.log.info(`[server] ${line}`);
+        }
+      });
+      child.stderr?.on("end", () => {
+        if (partial.trim()) this.stderrTail.push(partial);
+      });
+      // Ignore EPIPE on a server that died: the cause is reported once, from stderr.
+      child.stdin?.on("error", (err) => this.log.debug(`server stdin: ${err.message}`));
+      return { reader: child.stdout!, writer: child.stdin! };
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
       outputChannel: this.log,
       traceOutputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // Sends workspace/didChangeConfiguration on a change; the server then pulls section
+      // `tunacode` (answered by the middleware below) and applies it live.
+      synchronize: { configurationSection: SECTION },
+      // One message, with the cause, from this class; not the client's stacked toasts.
+      initializationFailedHandler: () => false,
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Shutdown, handled: true }),
+        closed: () => ({ action: CloseAction.DoNotRestart, handled: true }),
+      },
       initializationOptions: initializationOptions(settings.agent),
-      // The server owns its own recovery; a crash loop should not hide behind restarts.
-      connectionOptions: { maxRestartCount: 2 },
       middleware: {
         workspace: {
           // Answer section `tunacode` with the same cleaned options as initializationOptions:
@@ -161,32 +270,85 @@ export class TunaServer implements vscode.Disposable {
         },
       },
     };
-    const client = new LanguageClient("tunacode", "TunaCode", serverOptions, clientOptions);
+    const client = new TunaLanguageClient("tunacode", "TunaCode", serverOptions, clientOptions);
+    client.registerFeature(new TunaCapabilities());
     client.onNotification(EVENT_NOTIFICATION, (event: TunaEvent) => this.eventEmitter.fire(event));
+    const handlers = this.handlers;
+    if (handlers) {
+      client.onRequest(ClientRequests.approve, (params: ApproveParams, token) => handlers.approve(params, token));
+      client.onRequest(ClientRequests.saveDocuments, (params: SaveDocumentsParams) => handlers.saveDocuments(params));
+      client.onRequest(ClientRequests.diagnostics, (params: DiagnosticsParams) => handlers.diagnostics(params));
+    }
     client.onDidChangeState((change) => {
       if (this.client !== client) return;
       if (change.newState === State.Running) this.setStatus({ state: "running" });
-      if (change.newState === State.Stopped) {
-        this.setStatus({
-          state: "stopped",
-          message: "The TunaCode server stopped. Restart it, or look at the logs for why.",
-          action: "restart",
-        });
+      if (change.newState === State.Stopped && this.currentStatus.state === "running") {
+        void this.reportStopped();
       }
     });
     this.client = client;
     this.setStatus({ state: "starting" });
     try {
       await client.start();
+      // start() can resolve although the connection closed during initialize.
+      if (!client.isRunning()) throw new Error("the server closed the connection while starting");
+      running = true;
       const info = client.initializeResult?.serverInfo;
       this.log.info(`Server running: ${info?.name ?? "tunacode-lsp"} ${info?.version ?? ""}`.trim());
       this.setStatus({ state: "running" });
     } catch (err) {
-      const message = `TunaCode: the server failed to start: ${errorMessage(err)}`;
-      this.log.error(message);
       this.client = undefined;
       await client.dispose(2000).catch(() => undefined);
-      this.setStatus({ state: "failed", message: `${message}. See Show Logs.`, action: "showLogs" });
+      const cause = await this.failureCause(errorMessage(err), [resolved.command, ...resolved.args].join(" "));
+      this.killChild();
+      const message = `TunaCode: the server failed to start: ${cause}`;
+      this.log.error(message);
+      this.setStatus({ state: "failed", message, action: "retry" });
+      this.showFailure(message);
+    }
+  }
+
+  private async reportStopped(): Promise<void> {
+    const cause = await this.failureCause("the connection closed", "the server");
+    const message = `TunaCode: the server stopped: ${cause}`;
+    this.log.error(message);
+    if (this.client) {
+      const client = this.client;
+      this.client = undefined;
+      void client.dispose(2000).catch(() => undefined);
+    }
+    this.setStatus({ state: "stopped", message, action: "retry" });
+    this.showFailure(message);
+  }
+
+  private showFailure(message: string): void {
+    void vscode.window.showErrorMessage(message, "Retry", "Open Settings", "Show Logs").then((choice) => {
+      if (choice === "Retry") void this.restart();
+      if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "tunacode.server");
+      if (choice === "Show Logs") this.log.show();
+    });
+  }
+
+  /** The real reason a start failed: the spawn error, else the server's last stderr words. */
+  private async failureCause(fallback: string, commandLine: string): Promise<string> {
+    if (this.exited) {
+      await Promise.race([this.exited, new Promise((r) => setTimeout(r, 1500))]);
+    }
+    return explainFailure({
+      spawnError: this.spawnError,
+      stderr: this.stderrTail,
+      fallback,
+      commandLine,
+    });
+  }
+
+  private killChild(): void {
+    const child = this.child;
+    this.child = undefined;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      setTimeout(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill();
+      }, 2000);
     }
   }
 }

@@ -98,3 +98,23 @@ function isExecutable(file: string): boolean {
     return false;
   }
 }
+
+/** One sentence for a failed start, from what the process said (pure, unit tested). */
+export function explainFailure(input: {
+  spawnError?: { message: string; code?: string };
+  stderr: string[];
+  fallback: string;
+  commandLine: string;
+}): string {
+  const err = input.spawnError as (Error & { code?: string }) | undefined;
+  if (err?.code === "ENOENT") return `${input.commandLine.split(" ")[0]}: program not found (tunacode.server.command / tunacode.server.python)`;
+  if (err?.code === "EACCES") return `${input.commandLine.split(" ")[0]}: permission denied`;
+  if (err) return err.message;
+  const lines = input.stderr.map((l) => l.trim()).filter(Boolean);
+  const telling = [...lines]
+    .reverse()
+    .find((l) => /(Error|Exception|No module named|not found|cannot|can't|denied|Traceback)/i.test(l) && !/^Traceback/.test(l));
+  if (telling) return telling;
+  if (lines.length > 0) return lines[lines.length - 1];
+  return `${input.fallback} (${input.commandLine} printed nothing; it may not be a language server)`;
+}

@@ -1,7 +1,7 @@
 /**
  * The extension's settings, typed and read in one place. Agent settings go to the server as
- * `initializationOptions` (and through `workspace/configuration`); a change to any of them,
- * or to how the server starts, restarts the server.
+ * `initializationOptions` and through `workspace/configuration` (live); a change to how the
+ * server starts restarts it.
  */
 
 import * as vscode from "vscode";
@@ -22,18 +22,11 @@ export interface Settings {
   agent: AgentSettings;
 }
 
-/** Settings whose change needs a new server process. */
-export const RESTART_KEYS = [
-  "server.command",
-  "server.python",
-  "server.env",
-  "model",
-  "baseUrl",
-  "approval",
-  "maxTurns",
-  "requestTimeout",
-  "sessionStore",
-] as const;
+/**
+ * Settings whose change needs a new server process: how it starts. The agent settings
+ * apply live (the server re-reads section `tunacode` on workspace/didChangeConfiguration).
+ */
+export const RESTART_KEYS = ["server.command", "server.python", "server.env"] as const;
 
 export function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration(SECTION);

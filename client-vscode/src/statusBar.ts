@@ -1,4 +1,7 @@
-/** A status-bar item shown while a request runs; clicking it stops the request. */
+/**
+ * A status-bar item shown while a request runs; clicking it stops the request, except
+ * while an approval waits: then it says so and clicking it shows the card to answer.
+ */
 
 import * as vscode from "vscode";
 
@@ -11,12 +14,36 @@ export class RequestStatusBar implements vscode.Disposable {
     this.item.tooltip = "TunaCode is working. Click to stop.";
   }
 
+  private running = false;
+  private waiting = false;
+  private message: string | undefined;
+
   update(running: boolean, message?: string): void {
-    if (!running) {
+    this.running = running;
+    this.message = message;
+    if (!running) this.waiting = false;
+    this.render();
+  }
+
+  setWaiting(waiting: boolean): void {
+    this.waiting = waiting;
+    this.render();
+  }
+
+  private render(): void {
+    if (!this.running && !this.waiting) {
       this.item.hide();
       return;
     }
-    this.item.text = `$(sync~spin) TunaCode${message ? `: ${message}` : ""}`;
+    if (this.waiting) {
+      this.item.text = "$(bell-dot) TunaCode: waiting for approval";
+      this.item.tooltip = "TunaCode waits for your approval. Click to show it.";
+      this.item.command = "tunacode.focusApproval";
+    } else {
+      this.item.text = `$(sync~spin) TunaCode${this.message ? `: ${this.message}` : ""}`;
+      this.item.tooltip = "TunaCode is working. Click to stop.";
+      this.item.command = "tunacode.stop";
+    }
     this.item.show();
   }
 

@@ -97,10 +97,16 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
     assert names == [
         "open the TunaCode panel",
         "ask: streamed answer and a completed tool card",
+        "a file link in the answer opens the file at the line",
+        "show a tool's full output in an editor tab",
+        "Up in the prompt recalls the last prompt",
+        "a setting changed mid-request applies live; stop with the keybinding from the editor",
+        "an approval waits in the card; the status bar shows it; deny shows denied",
+        "after a window reload the panel restores the last session",
         "stop a slow answer: cancelled within a second",
         "resume the earlier session and see its history",
         "restart the server from the command palette",
-        "a changed server setting restarts the server",
+        "a broken server command: one clear message with Retry, the prompt kept",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
     assert 0 <= summary["stopToCancelledMs"] < 1000, report

@@ -10,16 +10,28 @@ import { renderMarkdown } from "./markdown";
 import {
   type Action,
   type Item,
+  type ToolItem,
   type Turn,
   type ViewState,
+  diffLines,
+  fileLink,
   initialState,
+  isDenied,
   isRunning,
+  pendingApprovals,
+  plural,
   reduce,
   sessionUsage,
   summarizeArgs,
+  toolFilePath,
 } from "./state";
+import type { ApprovalDecision } from "../protocol";
 
-declare function acquireVsCodeApi(): { postMessage(message: WebviewMessage): void };
+declare function acquireVsCodeApi(): {
+  postMessage(message: WebviewMessage): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+};
 
 const vscode = acquireVsCodeApi();
 const post = (message: WebviewMessage): void => vscode.postMessage(message);
@@ -53,11 +65,33 @@ function scheduleRender(): void {
 
 // ------------------------------------------------------------------ input
 
+/** Prompts sent, oldest first, kept across reloads (webview state); Up/Down walk them. */
+const saved = (vscode.getState() ?? {}) as { history?: string[] };
+const history: string[] = Array.isArray(saved.history) ? saved.history.filter((h) => typeof h === "string") : [];
+let historyIndex = history.length;
+let draft = "";
+
 function send(): void {
   const prompt = promptBox.value.trim();
-  if (!prompt || isRunning(state)) return;
+  if (!prompt || isRunning(state) || state.server !== "running") return;
   promptBox.value = "";
+  if (history[history.length - 1] !== prompt) history.push(prompt);
+  if (history.length > 100) history.splice(0, history.length - 100);
+  historyIndex = history.length;
+  draft = "";
+  vscode.setState({ history });
   post({ type: "send", prompt });
+}
+
+function walkHistory(step: -1 | 1): boolean {
+  const next = historyIndex + step;
+  if (next < 0 || next > history.length) return false;
+  if (historyIndex === history.length) draft = promptBox.value;
+  historyIndex = next;
+  promptBox.value = next === history.length ? draft : history[next];
+  const end = promptBox.value.length;
+  promptBox.setSelectionRange(end, end);
+  return true;
 }
 
 function stop(): void {
@@ -69,6 +103,30 @@ promptBox.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
     send();
+    return;
+  }
+  if (e.isComposing || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  // Up on the first line / Down on the last line walk the prompt history.
+  const before = promptBox.value.slice(0, promptBox.selectionStart);
+  const after = promptBox.value.slice(promptBox.selectionEnd);
+  if (e.key === "ArrowUp" && !before.includes("\n") && walkHistory(-1)) e.preventDefault();
+  else if (e.key === "ArrowDown" && !after.includes("\n") && walkHistory(1)) e.preventDefault();
+});
+
+// Links in answers and tool cards: files open in the editor at the line; never a browser
+// tab for a relative path.
+conversation.addEventListener("click", (e) => {
+  const target = e.target as HTMLElement | null;
+  const anchor = target?.closest("a[href]") as HTMLAnchorElement | null;
+  if (!anchor) return;
+  const href = anchor.getAttribute("href") ?? "";
+  const file = fileLink(href);
+  if (file) {
+    e.preventDefault();
+    e.stopPropagation();
+    post({ type: "open_file", path: file.path, line: file.line });
+  } else if (!/^(https?|mailto):/i.test(href)) {
+    e.preventDefault();
   }
 });
 document.addEventListener("keydown", (e) => {
@@ -82,6 +140,7 @@ $<HTMLFormElement>("composer").addEventListener("submit", (e) => {
   send();
 });
 stopButton.addEventListener("click", stop);
+$<HTMLButtonElement>("model").addEventListener("click", () => post({ type: "pick_model" }));
 $<HTMLButtonElement>("new-session").addEventListener("click", () => post({ type: "new_session" }));
 sessionsButton.addEventListener("click", () => setSessionsOpen(!sessionsOpen));
 
@@ -98,6 +157,11 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       if (message.action.type === "session_loaded" || message.action.type === "session_cleared") {
         sessionsOpen = false;
       }
+      // A request that never started gives its prompt back to edit or send again.
+      if (message.action.type === "request_failed" && !promptBox.value) {
+        const turn = state.turns[state.turns.length - 1];
+        if (turn && turn.status !== "failed" && !turn.ended) promptBox.value = turn.prompt;
+      }
       dispatch(message.action);
       break;
     case "focus_prompt":
@@ -107,25 +171,49 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "show_sessions":
       setSessionsOpen(true);
       break;
+    case "focus_approval":
+      focusApproval(message.toolCallId);
+      break;
   }
 });
 
 // ------------------------------------------------------------------ render
+
+function focusApproval(toolCallId?: string): void {
+  const id = toolCallId ?? pendingApprovals(state)[0]?.toolCallId;
+  const focus = (): void => {
+    const card = id
+      ? (conversation.querySelector(`.tool-card[data-tool-call-id="${CSS.escape(id)}"]`) as HTMLDetailsElement | null)
+      : null;
+    if (!card) return;
+    card.open = true;
+    card.scrollIntoView({ block: "nearest" });
+    ((card.querySelector(".approve-allow") ?? card.querySelector("summary")) as HTMLElement | null)?.focus();
+  };
+  if (renderScheduled) requestAnimationFrame(focus);
+  else focus();
+}
 
 function render(): void {
   const running = isRunning(state);
   const stickToBottom = conversation.scrollHeight - conversation.scrollTop - conversation.clientHeight < 40;
 
   document.body.dataset.running = String(running);
+  conversation.setAttribute("aria-busy", String(running));
   document.body.dataset.server = state.server;
   $<HTMLElement>("title").textContent = state.title || (state.sessionId ? "Session" : "New session");
-  $<HTMLElement>("title").title = state.sessionId ?? "";
+  const title = $<HTMLElement>("title");
+  title.title = state.title ? `${state.title}${state.sessionId ? ` (session ${state.sessionId})` : ""}` : (state.sessionId ?? "");
+  if (state.sessionId) title.dataset.sessionId = state.sessionId;
+  else delete title.dataset.sessionId;
   sendButton.disabled = running || state.server !== "running";
   stopButton.hidden = !running;
   sendButton.hidden = running;
   renderBanner();
   renderSessions();
   renderConversation();
+  renderPlan();
+  announce();
   renderFooter();
   if (stickToBottom) conversation.scrollTop = conversation.scrollHeight;
 }
@@ -138,7 +226,7 @@ function renderBanner(): void {
   bannerBox.className = `banner banner-${banner.kind}`;
   bannerBox.append(el("span", "banner-text", banner.message));
   if (banner.action) {
-    const labels = { openSettings: "Open Settings", showLogs: "Show Logs", restart: "Restart Server" } as const;
+    const labels = { openSettings: "Open Settings", showLogs: "Show Logs", restart: "Restart Server", retry: "Retry" } as const;
     const action = banner.action;
     const button = el("button", "link-button", labels[action]);
     button.addEventListener("click", () => post({ type: "banner_action", action }));
@@ -168,7 +256,7 @@ function sessionRow(session: Session): HTMLElement {
   const info = el("div", "session-info");
   info.append(el("span", "session-title", session.title || "(untitled)"));
   const when = session.modifiedAt ? new Date(session.modifiedAt).toLocaleString() : "";
-  info.append(el("span", "session-meta", `${when} · ${session.messageCount} messages`));
+  info.append(el("span", "session-meta", `${when} · ${plural(session.messageCount, "message")}`));
   const resume = el("button", "session-resume", "Resume");
   resume.setAttribute("aria-label", `Resume session ${session.title || session.sessionId}`);
   resume.disabled = isRunning(state);
@@ -243,7 +331,7 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   if (promptText.textContent !== turn.prompt) promptText.textContent = turn.prompt;
 
   const itemsBox = article.querySelector(".turn-items") as HTMLElement;
-  const elements = turn.items.map((item) => itemElement(item));
+  const elements = turn.items.map((item) => itemElement(item, turn));
   const current = Array.from(itemsBox.children);
   if (current.length !== elements.length || current.some((c, i) => c !== elements[i])) {
     itemsBox.replaceChildren(...elements);
@@ -254,6 +342,20 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   status.className = `turn-status status-${turn.status}`;
   const text = STATUS_TEXT[turn.status];
   if (text) status.append(el("span", "turn-status-text", text));
+  if (turn.changedFiles && turn.changedFiles.length > 0 && turn.requestId) {
+    const requestId = turn.requestId;
+    const box = el("div", "turn-changes");
+    box.append(el("span", "turn-changes-text", `${plural(turn.changedFiles.length, "file")} changed`));
+    const review = el("button", "link-button turn-review", "Review");
+    review.type = "button";
+    review.addEventListener("click", () => post({ type: "show_changes" }));
+    const rewind = el("button", "link-button turn-rewind", "Rewind");
+    rewind.type = "button";
+    rewind.title = "Restore the files and the conversation to before this request";
+    rewind.addEventListener("click", () => post({ type: "rewind", requestId }));
+    box.append(" · ", review, " · ", rewind);
+    status.append(box);
+  }
   if (turn.missedEvents > 0) status.append(el("span", "turn-gap", ` (${turn.missedEvents} updates missed; the final answer is shown)`));
   if (turn.error) {
     const box = el("div", "turn-error");
@@ -264,11 +366,11 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   }
 }
 
-function itemElement(item: Item): HTMLElement {
+function itemElement(item: Item, turn: Turn): HTMLElement {
   const view = itemViews.get(item.key);
   if (view && view.item === item) return view.el;
   const node = view ? view.el : createItem(item);
-  updateItem(node, item);
+  updateItem(node, item, turn);
   itemViews.set(item.key, { item, el: node });
   return node;
 }
@@ -292,7 +394,9 @@ function createItem(item: Item): HTMLElement {
         el("span", "tool-state"),
         el("span", "tool-duration"),
       );
-      details.append(summary, el("pre", "tool-result"));
+      const body = el("div", "tool-body");
+      body.append(el("div", "tool-approval"), el("pre", "tool-result"), el("div", "tool-actions"));
+      details.append(summary, body);
       return details;
     }
     case "notice":
@@ -309,52 +413,210 @@ const TOOL_STATE_TEXT = {
   cancelled: "cancelled",
 } as const;
 
-function updateItem(node: HTMLElement, item: Item): void {
+function updateItem(node: HTMLElement, item: Item, turn: Turn): void {
   switch (item.kind) {
     case "text":
-      node.innerHTML = renderMarkdown(item.text);
-      addCopyButtons(node);
+      morphMarkdown(node, renderMarkdown(item.text));
       break;
     case "thinking":
       (node.querySelector(".thinking-text") as HTMLElement).textContent = item.text;
       break;
-    case "tool": {
-      node.dataset.status = item.status;
-      node.dataset.tool = item.name;
-      node.dataset.toolCallId = item.toolCallId;
-      const set = (cls: string, text: string): void => {
-        (node.querySelector(`.${cls}`) as HTMLElement).textContent = text;
-      };
-      set("tool-name", item.name);
-      set("tool-args", summarizeArgs(item.name, item.args));
-      set("tool-state", TOOL_STATE_TEXT[item.status]);
-      set("tool-duration", item.durationMs !== undefined ? formatDuration(item.durationMs) : "");
-      (node.querySelector(".tool-args") as HTMLElement).title = JSON.stringify(item.args, null, 2);
-      const result = node.querySelector(".tool-result") as HTMLElement;
-      result.textContent = item.result ?? (item.status === "pending" || item.status === "in_progress" ? "Running…" : "(no output)");
+    case "tool":
+      updateToolCard(node as HTMLDetailsElement, item, turn);
       break;
-    }
     case "notice":
       node.textContent = item.message;
       break;
   }
 }
 
-function addCopyButtons(container: HTMLElement): void {
+function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): void {
+  const denied = isDenied(item);
+  const asking = item.approval?.state === "asking";
+  node.dataset.status = denied ? "denied" : item.status;
+  node.dataset.tool = item.name;
+  node.dataset.toolCallId = item.toolCallId;
+  node.dataset.approval = item.approval?.state ?? "";
+  const set = (cls: string, text: string): void => {
+    (node.querySelector(`.${cls}`) as HTMLElement).textContent = text;
+  };
+  set("tool-name", item.name);
+  const path = toolFilePath(item.args);
+  const argsBox = node.querySelector(".tool-args") as HTMLElement;
+  const summaryText = item.summary ? stripToolPrefix(item.summary, item.name) : summarizeArgs(item.name, item.args);
+  argsBox.replaceChildren();
+  if (path) {
+    const link = el("a", "tool-path", summaryText);
+    link.href = path;
+    link.title = `Open ${path}`;
+    argsBox.append(link);
+  } else {
+    argsBox.textContent = summaryText;
+  }
+  argsBox.title = JSON.stringify(item.args, null, 2);
+  set("tool-state", denied ? "denied" : TOOL_STATE_TEXT[item.status]);
+  set("tool-duration", item.durationMs !== undefined && !denied ? formatDuration(item.durationMs) : "");
+
+  const approvalBox = node.querySelector(".tool-approval") as HTMLElement;
+  approvalBox.replaceChildren();
+  approvalBox.hidden = !asking;
+  if (asking && item.approval && turn.requestId) {
+    node.open = true;
+    approvalBox.setAttribute("role", "group");
+    approvalBox.setAttribute("aria-label", `Approve ${item.name}`);
+    approvalBox.append(el("div", "approval-question", `Allow ${item.approval.summary || item.name}?`));
+    approvalBox.append(approvalDetail(item.approval.detail, item.approval.detailKind));
+    if (item.approval.truncated) approvalBox.append(el("div", "approval-note", "The diff was cut; the full change is larger."));
+    const buttons = el("div", "approval-buttons");
+    const requestId = turn.requestId;
+    const button = (label: string, decision: ApprovalDecision, cls: string): HTMLButtonElement => {
+      const b = el("button", cls, label);
+      b.type = "button";
+      b.addEventListener("click", (e) => {
+        e.preventDefault();
+        post({ type: "approve", requestId, toolCallId: item.toolCallId, decision });
+      });
+      return b;
+    };
+    buttons.append(
+      button("Allow", "allow", "approve-allow"),
+      button("Allow for this session", "allow_session", "approve-session secondary"),
+      button("Deny", "deny", "approve-deny secondary"),
+    );
+    approvalBox.append(buttons);
+  }
+
+  const result = node.querySelector(".tool-result") as HTMLElement;
+  const open = item.status === "pending" || item.status === "in_progress" || item.status === "awaiting_approval";
+  result.textContent = item.result ?? (item.status === "awaiting_approval" ? "Waiting for your approval…" : open ? "Running…" : "(no output)");
+  const actions = node.querySelector(".tool-actions") as HTMLElement;
+  actions.replaceChildren();
+  if (item.approval?.detailKind === "diff" && path && item.approval.detail) {
+    const diff = item.approval.detail;
+    const review = el("button", "tool-show-diff link-button", "Show diff");
+    review.type = "button";
+    review.title = "Open this change in VS Code's diff editor";
+    review.addEventListener("click", () => post({ type: "show_diff", path, diff }));
+    actions.append(review);
+  }
+  if (!open && item.result !== undefined) {
+    const full = el("button", "tool-full-output link-button", "Show full output");
+    full.type = "button";
+    full.addEventListener("click", () => post({ type: "show_output", requestId: turn.requestId, toolCallId: item.toolCallId, name: item.name }));
+    actions.append(full);
+  }
+}
+
+function approvalDetail(detail: string, kind: "command" | "diff" | "arguments"): HTMLElement {
+  const pre = el("pre", `approval-detail approval-${kind}`);
+  if (kind === "diff") {
+    for (const line of diffLines(detail)) {
+      pre.append(el("span", `diff-line diff-${line.kind}`, `${line.text}\n`));
+    }
+  } else {
+    pre.textContent = detail;
+  }
+  return pre;
+}
+
+/** `bash: npm test` -> `npm test` next to the tool's name. */
+function stripToolPrefix(summary: string, name: string): string {
+  return summary.startsWith(`${name}: `) ? summary.slice(name.length + 2) : summary;
+}
+
+/**
+ * Replaces an answer's rendered markdown block by block: blocks that did not change keep
+ * their nodes, so a selection in them survives streaming.
+ */
+function morphMarkdown(container: HTMLElement, html: string): void {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  addCopyButtons(template.content);
+  const fresh = Array.from(template.content.childNodes);
+  const current = Array.from(container.childNodes);
+  let i = 0;
+  for (; i < fresh.length; i++) {
+    const old = current[i];
+    const next = fresh[i];
+    if (old && sameNode(old, next)) continue;
+    if (old) container.replaceChild(next, old);
+    else container.append(next);
+  }
+  for (let j = current.length - 1; j >= i; j--) current[j].remove();
+}
+
+function sameNode(a: Node, b: Node): boolean {
+  if (a.nodeType !== b.nodeType) return false;
+  if (a instanceof Element && b instanceof Element) return a.outerHTML === b.outerHTML;
+  return a.textContent === b.textContent;
+}
+
+function addCopyButtons(container: ParentNode): void {
   for (const pre of Array.from(container.querySelectorAll("pre"))) {
     const code = pre.querySelector("code");
-    const button = el("button", "copy-code secondary", "Copy");
-    button.type = "button";
-    button.setAttribute("aria-label", "Copy code");
-    button.addEventListener("click", () => {
-      post({ type: "copy", text: (code ?? pre).textContent ?? "" });
-      button.textContent = "Copied";
-      setTimeout(() => (button.textContent = "Copy"), 1500);
+    const text = (): string => (code ?? pre).textContent ?? "";
+    // The buttons sit in a bar above the code, so they never cover its first line.
+    const bar = el("div", "code-actions");
+    const copy = el("button", "copy-code secondary", "Copy");
+    copy.type = "button";
+    copy.setAttribute("aria-label", "Copy code");
+    copy.addEventListener("click", () => {
+      post({ type: "copy", text: text() });
+      copy.textContent = "Copied";
+      setTimeout(() => (copy.textContent = "Copy"), 1500);
     });
+    const insert = el("button", "insert-code secondary", "Insert");
+    insert.type = "button";
+    insert.title = "Insert at the cursor in the editor";
+    insert.setAttribute("aria-label", "Insert code at the cursor");
+    insert.addEventListener("click", () => post({ type: "insert", text: text() }));
+    bar.append(copy, insert);
     const wrapper = el("div", "code-block");
     pre.replaceWith(wrapper);
-    wrapper.append(button, pre);
+    wrapper.append(bar, pre);
   }
+}
+
+const announced = new Set<string>();
+
+/** Tells a screen reader, politely and once, that an answer finished (not every delta). */
+function announce(): void {
+  for (const turn of state.turns) {
+    if (turn.replayed || !turn.ended || announced.has(turn.key)) continue;
+    announced.add(turn.key);
+    const text = turn.items
+      .filter((i) => i.kind === "text")
+      .map((i) => (i as { text: string }).text)
+      .join(" ")
+      .replace(/\s+/g, " ")
+      .trim();
+    const status = STATUS_TEXT[turn.status];
+    const message = `${status ? `${status}. ` : ""}${text.length > 300 ? `${text.slice(0, 299)}…` : text}`;
+    $<HTMLElement>("announcer").textContent = message || "TunaCode finished.";
+  }
+}
+
+let renderedPlan: ViewState["plan"];
+
+function renderPlan(): void {
+  if (state.plan === renderedPlan) return;
+  renderedPlan = state.plan;
+  const box = $<HTMLElement>("plan");
+  box.replaceChildren();
+  box.hidden = !state.plan || state.plan.length === 0;
+  if (!state.plan) return;
+  const done = state.plan.filter((p) => p.status === "completed").length;
+  box.append(el("div", "plan-title", `Plan · ${done}/${state.plan.length}`));
+  const list = el("ul", "plan-list");
+  for (const item of state.plan) {
+    const li = el("li", `plan-item plan-${item.status}`);
+    const mark = item.status === "completed" ? "☑" : item.status === "in_progress" ? "▸" : "☐";
+    li.append(el("span", "plan-mark", mark));
+    li.append(el("span", "plan-text", item.status === "in_progress" && item.activeForm ? item.activeForm : item.content));
+    li.setAttribute("aria-label", `${item.content}: ${item.status.replace("_", " ")}`);
+    list.append(li);
+  }
+  box.append(list);
 }
 
 const SERVER_STATE_TEXT = { starting: "Starting server…", running: "", stopped: "Server stopped", failed: "Server not running" } as const;
@@ -363,7 +625,17 @@ function renderFooter(): void {
   const serverState = $<HTMLElement>("server-state");
   serverState.textContent = SERVER_STATE_TEXT[state.server];
   serverState.hidden = state.server === "running";
-  $<HTMLElement>("model").textContent = state.model ? state.model : "model: server default";
+  const model = $<HTMLButtonElement>("model");
+  model.textContent = state.model ? state.model : "model: server default";
+  model.disabled = state.server !== "running";
+  const meter = $<HTMLElement>("context");
+  meter.hidden = !state.context;
+  if (state.context) {
+    const pct = Math.min(100, Math.round((state.context.tokens / state.context.window) * 100));
+    meter.textContent = `context ${pct}%`;
+    meter.title = `${formatTokens(state.context.tokens)} of ${formatTokens(state.context.window)} tokens of the model's context window`;
+    meter.dataset.level = pct >= 90 ? "high" : pct >= 70 ? "medium" : "low";
+  }
   const usage = sessionUsage(state);
   const parts = [`${formatTokens(usage.totalTokens || usage.inputTokens + usage.outputTokens)} tokens`];
   parts.push(`$${usage.cost.toFixed(usage.cost > 0 && usage.cost < 0.01 ? 4 : 2)}`);
@@ -393,3 +665,9 @@ function formatTokens(n: number): string {
 
 render();
 post({ type: "ready" });
+
+// "Focus on Agent View" (and any focus of the view from outside) lands in the prompt.
+window.addEventListener("focus", () => {
+  const active = document.activeElement;
+  if (!active || active === document.body) promptBox.focus();
+});

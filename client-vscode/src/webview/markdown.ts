@@ -5,8 +5,9 @@
 
 import DOMPurify from "dompurify";
 import MarkdownIt from "markdown-it";
+import { highlight } from "./highlight";
 
-const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false });
+const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false, highlight });
 
 // Links open through VS Code (it intercepts anchor clicks); keep them from targeting frames.
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {

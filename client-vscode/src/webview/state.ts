@@ -8,6 +8,9 @@
  */
 
 import type {
+  ApprovalDecision,
+  ApproveParams,
+  PlanItem,
   RequestResult,
   Session,
   StopReason,
@@ -36,6 +39,21 @@ export interface ToolItem {
   status: ToolStatus;
   result?: string;
   durationMs?: number;
+  /** v2: the server's one-line summary of the call. */
+  summary?: string;
+  /** The approval asked for this call (`tunacode/approve`), and how it was settled. */
+  approval?: Approval;
+}
+
+/** `asking`: buttons shown; `cancelled`: the request ended before an answer. */
+export type ApprovalState = "asking" | ApprovalDecision | "cancelled";
+
+export interface Approval {
+  state: ApprovalState;
+  detail: string;
+  detailKind: ApproveParams["detailKind"];
+  truncated: boolean;
+  summary: string;
 }
 export interface NoticeItem {
   kind: "notice";
@@ -68,6 +86,8 @@ export interface Turn {
   nextSeq: number;
   early: TunaEvent[];
   ended: boolean;
+  /** v2: the files the request changed (RequestResult.changedFiles). */
+  changedFiles?: string[];
 }
 
 export type ServerState = "starting" | "running" | "stopped" | "failed";
@@ -77,7 +97,7 @@ export interface Banner {
   message: string;
   action?: BannerAction;
 }
-export type BannerAction = "openSettings" | "showLogs" | "restart";
+export type BannerAction = "openSettings" | "showLogs" | "restart" | "retry";
 
 export interface ViewState {
   sessionId?: string;
@@ -91,6 +111,12 @@ export interface ViewState {
   server: ServerState;
   banner?: Banner;
   nextKey: number;
+  /** The agent's latest plan (`plan` events), for the checklist. */
+  plan?: PlanItem[];
+  /** The context meter, from the last `turn_end` that carried it. */
+  context?: { tokens: number; window: number };
+  /** Models from `tunacode.models.list`, for the picker. */
+  models?: string[];
 }
 
 export type Action =
@@ -105,6 +131,9 @@ export type Action =
   | { type: "session_deleted"; sessionId: string }
   | { type: "server_state"; state: ServerState; message?: string; action?: BannerAction }
   | { type: "model"; model?: string }
+  | { type: "models"; models: string[]; model?: string }
+  | { type: "approval_request"; params: ApproveParams }
+  | { type: "approval_settled"; requestId: string; toolCallId: string; state: Exclude<ApprovalState, "asking"> }
   | { type: "dismiss_banner" };
 
 /** Early events kept while waiting for a gap to fill; past this the gap counts as lost. */
@@ -133,6 +162,29 @@ export function initialState(): ViewState {
 // ------------------------------------------------------------------ selectors
 
 const FINAL_TOOL_STATUSES: ReadonlySet<ToolStatus> = new Set(["completed", "failed", "cancelled"]);
+
+/** The server's wording of a tool call the user (or read-only mode) declined. */
+const DECLINED = /^the user declined\b/i;
+
+/** A tool call that did not run because it was denied: shown as "denied", not "failed". */
+export function isDenied(item: ToolItem): boolean {
+  if (item.approval?.state === "deny") return item.status !== "completed";
+  return item.status === "failed" && DECLINED.test(item.result ?? "");
+}
+
+/** Tool cards waiting for an answer, oldest first. */
+export function pendingApprovals(state: ViewState): ToolItem[] {
+  const out: ToolItem[] = [];
+  for (const turn of state.turns) {
+    for (const item of turn.items) if (item.kind === "tool" && item.approval?.state === "asking") out.push(item);
+  }
+  return out;
+}
+
+/** "1 message", "2 messages". */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
 const OPEN_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["sending", "running", "stopping"]);
 
 export function isTurnOpen(turn: Turn): boolean {
@@ -247,6 +299,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         baseUsage: ZERO_USAGE,
         turns: [],
         banner: undefined,
+        plan: undefined,
+        context: undefined,
       };
     case "sessions":
       return { ...state, sessions: action.sessions, sessionsLoaded: true };
@@ -266,6 +320,12 @@ export function reduce(state: ViewState, action: Action): ViewState {
     }
     case "model":
       return { ...state, model: action.model || undefined };
+    case "models":
+      return { ...state, models: action.models, model: action.model || state.model };
+    case "approval_request":
+      return onApprovalRequest(state, action.params);
+    case "approval_settled":
+      return settleApproval(state, action.requestId, action.toolCallId, action.state);
     case "dismiss_banner":
       return { ...state, banner: undefined };
   }
@@ -343,6 +403,10 @@ function onEvent(state: ViewState, event: TunaEvent): ViewState {
   }
   if (event.type === "request_start" && event.model) sessionModel = event.model;
   s = replaceTurn(s, idx, next);
+  if (event.type === "plan" && Array.isArray(event.items)) s = { ...s, plan: event.items };
+  if (event.type === "turn_end" && num(event.contextWindow) > 0) {
+    s = { ...s, context: { tokens: num(event.contextTokens), window: num(event.contextWindow) } };
+  }
   return sessionModel !== s.model ? { ...s, model: sessionModel } : s;
 }
 
@@ -389,6 +453,7 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
         name: event.name,
         args: event.args ?? {},
         status: "pending",
+        summary: typeof event.summary === "string" && event.summary ? event.summary : undefined,
       });
     case "tool_call_update":
       return upsertTool(running(turn), event.toolCallId, {
@@ -399,10 +464,24 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
       });
     case "turn_end":
       return { ...running(turn), usage: addUsage(turn.usage, event.usage) };
-    case "notice":
+    case "notice": {
+      // A notice repeated back to back (a retry loop) shows once.
+      const last = turn.items[turn.items.length - 1];
+      if (last && last.kind === "notice" && last.message === event.message) return turn;
       return pushItem(turn, { kind: "notice", key: `${turn.key}:${turn.items.length}`, message: event.message });
+    }
+    case "plan":
+      return running(turn);
+    case "compaction":
+      return pushItem(turn, {
+        kind: "notice",
+        key: `${turn.key}:${turn.items.length}`,
+        message: `Context compacted: ~${formatCount(num(event.before))} → ~${formatCount(num(event.after))} tokens`,
+      });
     case "request_end":
       return endTurn(turn, event.stopReason, event.usage, event.error);
+    default:
+      return turn; // an event type from a newer server
   }
 }
 
@@ -427,7 +506,7 @@ function appendText(turn: Turn, kind: "text" | "thinking", text: string): Turn {
 
 const TOOL_STATUS_RANK: Record<ToolStatus, number> = {
   pending: 0,
-  awaiting_approval: 0.5,
+  awaiting_approval: 1,
   in_progress: 1,
   completed: 2,
   failed: 2,
@@ -437,7 +516,15 @@ const TOOL_STATUS_RANK: Record<ToolStatus, number> = {
 function upsertTool(
   turn: Turn,
   toolCallId: string,
-  patch: { name?: string; args?: Record<string, unknown>; status: ToolStatus; result?: string; durationMs?: number },
+  patch: {
+    name?: string;
+    args?: Record<string, unknown>;
+    status: ToolStatus;
+    result?: string;
+    durationMs?: number;
+    summary?: string;
+    approval?: Approval;
+  },
 ): Turn {
   const idx = turn.items.findIndex((i) => i.kind === "tool" && i.toolCallId === toolCallId);
   if (idx < 0) {
@@ -450,6 +537,8 @@ function upsertTool(
       status: patch.status,
       result: patch.result,
       durationMs: patch.durationMs,
+      summary: patch.summary,
+      approval: patch.approval,
     };
     return pushItem(turn, item);
   }
@@ -465,10 +554,72 @@ function upsertTool(
     status,
     result: patch.result ?? current.result,
     durationMs: patch.durationMs ?? current.durationMs,
+    summary: patch.summary ?? current.summary,
+    approval: patch.approval ?? settledByStatus(current.approval, status),
   };
   const items = turn.items.slice();
   items[idx] = updated;
   return { ...turn, items };
+}
+
+/** An approval still asking when its call finished was answered elsewhere, or cancelled. */
+function settledByStatus(approval: Approval | undefined, status: ToolStatus): Approval | undefined {
+  if (!approval || approval.state !== "asking") return approval;
+  if (status === "in_progress" || status === "completed") return { ...approval, state: "allow" };
+  if (FINAL_TOOL_STATUSES.has(status)) return { ...approval, state: "cancelled" };
+  return approval;
+}
+
+function findTool(state: ViewState, requestId: string, toolCallId: string): { turn: number; item: number } | undefined {
+  for (let t = state.turns.length - 1; t >= 0; t--) {
+    const turn = state.turns[t];
+    if (turn.requestId !== undefined && turn.requestId !== requestId) continue;
+    const item = turn.items.findIndex((i) => i.kind === "tool" && i.toolCallId === toolCallId);
+    if (item >= 0) return { turn: t, item };
+  }
+  return undefined;
+}
+
+function onApprovalRequest(state: ViewState, params: ApproveParams): ViewState {
+  const approval: Approval = {
+    state: "asking",
+    detail: typeof params.detail === "string" ? params.detail : "",
+    detailKind: params.detailKind === "diff" || params.detailKind === "command" ? params.detailKind : "arguments",
+    truncated: params.truncated === true,
+    summary: params.summary ?? "",
+  };
+  let s = state;
+  let idx = indexForRequest(s, params.requestId);
+  if (idx < 0) {
+    s = pushTurn(s, "", params.requestId);
+    idx = s.turns.length - 1;
+  }
+  const turn = s.turns[idx];
+  const existing = turn.items.find((i) => i.kind === "tool" && i.toolCallId === params.toolCallId) as ToolItem | undefined;
+  const status: ToolStatus = existing && TOOL_STATUS_RANK[existing.status] > 1 ? existing.status : "awaiting_approval";
+  if (existing && FINAL_TOOL_STATUSES.has(existing.status)) return s; // already over
+  const next = upsertTool(turn.requestId ? turn : { ...turn, requestId: params.requestId }, params.toolCallId, {
+    name: params.tool,
+    status,
+    summary: params.summary || undefined,
+    approval,
+  });
+  return replaceTurn(s, idx, running(next));
+}
+
+function settleApproval(state: ViewState, requestId: string, toolCallId: string, to: Exclude<ApprovalState, "asking">): ViewState {
+  const where = findTool(state, requestId, toolCallId);
+  if (!where) return state;
+  const turn = state.turns[where.turn];
+  const item = turn.items[where.item] as ToolItem;
+  if (!item.approval || item.approval.state !== "asking") return state;
+  const items = turn.items.slice();
+  items[where.item] = { ...item, approval: { ...item.approval, state: to } };
+  return replaceTurn(state, where.turn, { ...turn, items });
+}
+
+function formatCount(n: number): string {
+  return n < 1000 ? String(n) : `${(n / 1000).toFixed(1)}k`;
 }
 
 function stringifyResult(result: unknown): string {
@@ -489,7 +640,9 @@ function endTurn(
 ): Turn {
   const settleAs: ToolStatus = stopReason === "error" ? "failed" : "cancelled";
   const items = turn.items.map((item) =>
-    item.kind === "tool" && !FINAL_TOOL_STATUSES.has(item.status) ? { ...item, status: settleAs } : item,
+    item.kind === "tool" && !FINAL_TOOL_STATUSES.has(item.status)
+      ? { ...item, status: settleAs, approval: settledByStatus(item.approval, settleAs) }
+      : item,
   );
   return {
     ...turn,
@@ -530,6 +683,9 @@ function onRequestDone(state: ViewState, result: RequestResult): ViewState {
     turn = endTurn(turn, result.stopReason, result.usage, result.error);
   }
   turn = reconcileWithResult(turn, result);
+  if (Array.isArray(result.changedFiles) && result.changedFiles.length > 0) {
+    turn = { ...turn, changedFiles: result.changedFiles.filter((f) => typeof f === "string") };
+  }
   s = replaceTurn(s, idx, turn);
   return s.sessionId === undefined ? { ...s, sessionId: result.sessionId } : s;
 }
@@ -684,4 +840,68 @@ function loadSession(state: ViewState, session: Session, messages: StoredMessage
     nextKey: state.nextKey + 1,
     banner: undefined,
   };
+}
+
+// ------------------------------------------------------------------ links
+
+/**
+ * The file a link in an answer or a tool card points at: `calc.py#L6`, `src/a.ts:12`,
+ * `./b.py#L3-L5`, `file:///abs/c.py`. Web links (`http:`, `mailto:`, …) are not files.
+ */
+export function fileLink(href: string): { path: string; line?: number } | undefined {
+  let ref = href.trim();
+  if (!ref || ref.startsWith("#")) return undefined;
+  if (/^file:\/\//i.test(ref)) {
+    ref = ref.replace(/^file:\/\//i, "");
+    try {
+      ref = decodeURIComponent(ref);
+    } catch {
+      /* keep it as written */
+    }
+  } else if (/^[a-z][a-z0-9+.-]*:/i.test(ref) && !/^[a-z]:[\\/]/i.test(ref)) {
+    return undefined; // a scheme: http, https, mailto, vscode, command…
+  }
+  let line: number | undefined;
+  const hash = /#L(\d+)(?:C\d+)?(?:-L?\d+(?:C\d+)?)?$/i.exec(ref);
+  if (hash) {
+    line = Number(hash[1]);
+    ref = ref.slice(0, hash.index);
+  } else {
+    const colon = /:(\d+)(?::\d+)?$/.exec(ref);
+    if (colon) {
+      line = Number(colon[1]);
+      ref = ref.slice(0, colon.index);
+    }
+    const fragment = ref.indexOf("#");
+    if (fragment >= 0) ref = ref.slice(0, fragment);
+  }
+  try {
+    if (!/^file:/i.test(href)) ref = decodeURI(ref);
+  } catch {
+    /* keep it as written */
+  }
+  if (!ref) return undefined;
+  return line !== undefined && line > 0 ? { path: ref, line } : { path: ref };
+}
+
+/** The file a tool call works on, if its arguments name one. */
+export function toolFilePath(args: Record<string, unknown>): string | undefined {
+  for (const key of ["filepath", "file_path", "path"]) {
+    const value = args[key];
+    if (typeof value === "string" && value && value !== ".") return value;
+  }
+  return undefined;
+}
+
+/** The lines of a unified diff, classed for rendering. */
+export function diffLines(diff: string): { kind: "add" | "del" | "hunk" | "meta" | "ctx"; text: string }[] {
+  return diff.split("\n").map((text) => {
+    if (text.startsWith("+++") || text.startsWith("---") || text.startsWith("diff ") || text.startsWith("index ")) {
+      return { kind: "meta" as const, text };
+    }
+    if (text.startsWith("@@")) return { kind: "hunk" as const, text };
+    if (text.startsWith("+")) return { kind: "add" as const, text };
+    if (text.startsWith("-")) return { kind: "del" as const, text };
+    return { kind: "ctx" as const, text };
+  });
 }

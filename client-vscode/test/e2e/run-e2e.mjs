@@ -126,7 +126,8 @@ async function main() {
       "window.restoreWindows": "none",
     };
     fs.mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
-    fs.writeFileSync(path.join(dirs["user-data"], "User/settings.json"), JSON.stringify(settings, null, 2));
+    const settingsFile = path.join(dirs["user-data"], "User/settings.json");
+    fs.writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
 
     // Install the packaged extension, then start code-server in its own process group.
     const csArgs = ["--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions];
@@ -188,6 +189,11 @@ async function main() {
       artifacts,
       summary,
       log,
+      // The user settings as they are on disk (the scenario edits them in VS Code).
+      readSettings: () => JSON.parse(fs.readFileSync(settingsFile, "utf8")),
+      serverCommand,
+      // A Python that does not have the server package (a common broken setup).
+      brokenPython: findBrokenPython(),
     });
     summary.ok = summary.steps.length > 0 && summary.steps.every((s) => s.ok);
   } catch (err) {
@@ -219,6 +225,15 @@ async function main() {
   if (codeServer && groupAlive(codeServer.pgid)) process.kill(-codeServer.pgid, "SIGKILL");
   if (model && groupAlive(model.pgid)) process.kill(-model.pgid, "SIGKILL");
   process.exitCode = summary.ok ? 0 : 1;
+}
+
+function findBrokenPython() {
+  for (const candidate of ["/usr/bin/python3", "/usr/local/bin/python3"]) {
+    if (!fs.existsSync(candidate)) continue;
+    const probe = spawnSync(candidate, ["-c", "import tunacode_lsp"], { encoding: "utf8" });
+    if (probe.status !== 0) return candidate;
+  }
+  throw new Error("no Python without tunacode_lsp found for the broken-server step");
 }
 
 /** Copies the extension's log channel and the extension host's log into the artifacts. */

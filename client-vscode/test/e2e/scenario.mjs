@@ -1,11 +1,25 @@
 // The steps a person takes in the TunaCode panel, each recorded in the summary with a
-// screenshot: ask (streamed answer + completed tool card), stop a slow answer, resume.
+// screenshot: ask (streamed answer + completed tool card), open a file link and a tool's
+// full output, prompt history, a setting changed mid-request (applied live), stop with the
+// keybinding from the editor, restore after a window reload, resume, restart, and a broken
+// server command with a clear message.
 import * as path from "node:path";
-import { ANSWER_TEXT, ASK_PROMPT, SLOW_PROMPT, STORY_LENGTH, UNSAFE_HTML, slowAnswer, toolThenAnswer } from "./scripts.mjs";
+import {
+  ANSWER_TEXT,
+  ASK_PROMPT,
+  FILE_LINK_TEXT,
+  SLOW_PROMPT,
+  STORY_LENGTH,
+  UNSAFE_HTML,
+  APPROVAL_PROMPT,
+  approvalThenAnswer,
+  slowAnswer,
+  toolThenAnswer,
+} from "./scripts.mjs";
 
 const PANEL_TITLE = "TunaCode";
 
-export async function runScenario({ context, url, extensionId, modelRoot, artifacts, summary, log }) {
+export async function runScenario({ context, url, extensionId, modelRoot, artifacts, summary, log, readSettings, serverCommand, brokenPython }) {
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(20_000);
   const shot = async (name) => {
@@ -38,8 +52,7 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
   };
 
   let panel;
-  await step("open the TunaCode panel", async () => {
-    await page.goto(url);
+  const openPanel = async () => {
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
     const entry = page.locator(`.activitybar a.action-label[aria-label^="${PANEL_TITLE}"]`);
     await entry.waitFor({ timeout: 60_000 });
@@ -49,6 +62,10 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await panel.locator("#prompt").waitFor({ timeout: 60_000 });
     // Send is enabled once the language server is running.
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
+  };
+  await step("open the TunaCode panel", async () => {
+    await page.goto(url);
+    await openPanel();
   });
 
   let firstSessionId;
@@ -66,6 +83,9 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     const answer = (await turn.locator(".answer").first().innerText()).trim();
     if (!answer.includes(ANSWER_TEXT.replace(/\*\*/g, ""))) throw new Error(`unexpected answer: ${answer}`);
     await turn.locator(".code-block .copy-code").first().waitFor();
+    await turn.locator(".code-block .insert-code").first().waitFor();
+    // The sh block is highlighted (highlight.js spans, coloured from the theme).
+    await turn.locator('.code-block code span[class^="hljs-"]').first().waitFor();
     if (!answer.includes(UNSAFE_HTML)) throw new Error("raw HTML in the answer was not shown as text");
     const unsafe = await turn.locator(".answer img, .answer script").count();
     const pwned = await turn.evaluate(() => window.__pwned ?? null);
@@ -73,11 +93,173 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await card.locator("summary").click(); // expand the result
     const result = await card.locator(".tool-result").innerText();
     if (!result.includes("hello.txt")) throw new Error(`list_files result does not name hello.txt: ${result}`);
-    firstSessionId = await panel.locator("#title").getAttribute("title");
+    firstSessionId = await panel.locator("#title").getAttribute("data-session-id");
     if (!firstSessionId) throw new Error("the panel shows no session id after the request");
     const footer = await panel.locator("#footer").innerText();
     await shot("01-answer-and-tool-card");
     return { sessionId: firstSessionId, modelRequests: await modelRequests(), footer };
+  });
+
+  const editorTab = (name) => page.locator(".tabs-container .tab", { hasText: name });
+
+  const runCommand = async (title) => {
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget input");
+    await input.fill(`>${title}`);
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+    await row.click();
+  };
+
+  /** Edits the user settings as a person would: settings.json in the editor, saved. */
+  const writeSettings = async (changes) => {
+    const next = JSON.stringify({ ...readSettings(), ...changes }, null, 2);
+    await runCommand("Preferences: Open User Settings (JSON)");
+    // It opens as a tab or, in newer VS Code, a modal editor.
+    const editor = page.locator(".monaco-editor", { hasText: "tunacode.baseUrl" }).first();
+    await editor.waitFor();
+    await editor.locator(".view-lines").click();
+    await page.keyboard.press("Control+A");
+    await page.keyboard.press("Delete");
+    await page.keyboard.insertText(next);
+    // Drop what auto-closing added after the cursor (a closing brace).
+    await page.keyboard.press("Control+Shift+End");
+    await page.keyboard.press("Delete");
+    await page.keyboard.press("Control+S");
+    // Saved: the file on disk has the change (polled, up to 10 s).
+    const deadline = Date.now() + 10_000;
+    const matches = () => {
+      try {
+        const now = readSettings();
+        return Object.entries(changes).every(([k, v]) => JSON.stringify(now[k]) === JSON.stringify(v));
+      } catch {
+        return false; // not valid JSON (yet)
+      }
+    };
+    while (!matches()) {
+      if (Date.now() > deadline) throw new Error("settings.json was not saved");
+      await page.waitForTimeout(100);
+    }
+    // Close the settings editor when it is a modal (it would cover the panel).
+    const modal = page.locator(".monaco-modal-editor-block");
+    if ((await modal.count()) > 0) {
+      await editor.locator(".view-lines").click();
+      await page.keyboard.press("Escape");
+      const closed = await modal.first().waitFor({ state: "detached", timeout: 3_000 }).then(() => true, () => false);
+      if (!closed) await modal.locator('.codicon-close, [aria-label^="Close"]').first().click();
+      await modal.first().waitFor({ state: "detached" });
+    }
+    const saved = readSettings();
+    for (const [key, value] of Object.entries(changes)) {
+      if (JSON.stringify(saved[key]) !== JSON.stringify(value)) throw new Error(`settings.json did not save ${key}: ${JSON.stringify(saved[key])}`);
+    }
+  };
+
+  await step("a file link in the answer opens the file at the line", async () => {
+    const link = panel.locator("article.turn").last().locator(".answer a", { hasText: FILE_LINK_TEXT });
+    await link.click();
+    await editorTab("hello.txt").first().waitFor();
+    await page.locator(".monaco-editor .view-lines", { hasText: "hello from the e2e workspace" }).first().waitFor();
+    const browserTabs = context.pages().length;
+    if (browserTabs !== 1) throw new Error(`the link opened ${browserTabs - 1} browser tab(s)`);
+    await shot("05-file-link-opened");
+  });
+
+  await step("show a tool's full output in an editor tab", async () => {
+    const card = panel.locator("article.turn").last().locator('.tool-card[data-tool="list_files"]');
+    await card.locator(".tool-full-output").click();
+    await page.locator(".monaco-editor .view-lines", { hasText: "hello.txt" }).first().waitFor();
+    await editorTab("Untitled").first().waitFor();
+    await shot("06-full-output");
+  });
+
+  await step("Up in the prompt recalls the last prompt", async () => {
+    const prompt = panel.locator("#prompt");
+    await prompt.click();
+    await prompt.fill("");
+    await prompt.press("ArrowUp");
+    const recalled = await prompt.inputValue();
+    if (recalled !== ASK_PROMPT) throw new Error(`ArrowUp recalled ${JSON.stringify(recalled)}`);
+    await prompt.press("ArrowDown");
+    if ((await prompt.inputValue()) !== "") throw new Error("ArrowDown did not return to the empty draft");
+  });
+
+  await step("a setting changed mid-request applies live; stop with the keybinding from the editor", async () => {
+    await panel.locator("#new-session").click();
+    await panel.locator("article.turn").first().waitFor({ state: "detached" });
+    await setScript(slowAnswer);
+    const prompt = panel.locator("#prompt");
+    await prompt.fill(SLOW_PROMPT);
+    await prompt.press("Enter");
+    const turn = panel.locator("article.turn").last();
+    await turn.locator(".answer").waitFor();
+    // Change agent settings while the request runs: the footer shows the new model...
+    await writeSettings({ "tunacode.model": "openai-compatible:scripted-live", "tunacode.maxTurns": 12 });
+    await panel.locator("#model", { hasText: "scripted-live" }).waitFor();
+    // ...and the request keeps streaming on the same server.
+    const before = (await turn.locator(".answer").innerText()).length;
+    await turn.locator(".answer").evaluate(
+      (el, n) =>
+        new Promise((resolve) => {
+          const check = () => (el.textContent.length > n + 20 ? resolve(true) : setTimeout(check, 50));
+          check();
+        }),
+      before,
+    );
+    const status = await turn.getAttribute("data-status");
+    const server = await panel.locator("body").getAttribute("data-server");
+    if (status !== "running" || server !== "running") throw new Error(`after the change: turn ${status}, server ${server}`);
+    // Stop from the editor with the keybinding (the panel does not have focus).
+    await editorTab("hello.txt").first().click();
+    await page.locator(".monaco-editor textarea").first().focus();
+    await page.keyboard.press("Control+Alt+S");
+    await turn.locator('xpath=self::*[@data-status="cancelled"]').waitFor({ timeout: 5_000 });
+    await shot("07-setting-live-and-keybinding-stop");
+    await writeSettings({ "tunacode.model": "openai-compatible:scripted", "tunacode.maxTurns": 40 });
+    await panel.locator("#model", { hasText: /scripted$/ }).waitFor();
+    return { charsBeforeChange: before };
+  });
+
+  await step("an approval waits in the card; the status bar shows it; deny shows denied", async () => {
+    await writeSettings({ "tunacode.approval": "ask" });
+    await panel.locator("#new-session").click();
+    await panel.locator("article.turn").first().waitFor({ state: "detached" });
+    await setScript(approvalThenAnswer);
+    const prompt = panel.locator("#prompt");
+    await prompt.fill(APPROVAL_PROMPT);
+    await prompt.press("Enter");
+    const turn = panel.locator("article.turn").last();
+    const card = turn.locator('.tool-card[data-tool="bash"]');
+    await card.locator('xpath=self::*[@data-status="awaiting_approval"]').waitFor();
+    await card.locator(".tool-state", { hasText: "waiting for approval" }).waitFor();
+    // The status bar says it waits; clicking it shows the card and does not stop the request.
+    const statusItem = page.locator(".statusbar-item", { hasText: "waiting for approval" }).first();
+    await statusItem.waitFor();
+    await statusItem.click();
+    await card.locator('xpath=self::*[@open]').waitFor();
+    if ((await turn.getAttribute("data-status")) !== "running") throw new Error("clicking the status bar stopped the request");
+    await shot("10-approval-waiting");
+    // Today's server asks through a notification (v1); answer Deny there.
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "wants to run bash" }).first();
+    await toast.locator(".monaco-button", { hasText: /^Deny$/ }).click();
+    await card.locator('xpath=self::*[@data-status="denied"]').waitFor();
+    await card.locator(".tool-state", { hasText: "denied" }).waitFor();
+    await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor();
+    await statusItem.waitFor({ state: "hidden" });
+    await shot("11-approval-denied");
+    await writeSettings({ "tunacode.approval": "auto" });
+  });
+
+  await step("after a window reload the panel restores the last session", async () => {
+    await page.reload();
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    // The panel was open before the reload and comes back by itself; clicking the activity
+    // bar while its state still settles could hide it again. If it does not come back, open it.
+    const back = await panel.locator("#prompt").waitFor({ timeout: 20_000 }).then(() => true, () => false);
+    if (!back) await openPanel();
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
+    const replayed = panel.locator('article.turn[data-replayed="true"]');
+    await replayed.first().locator(".user-prompt-text", { hasText: APPROVAL_PROMPT }).waitFor();
+    await shot("08-restored-after-reload");
   });
 
   await step("stop a slow answer: cancelled within a second", async () => {
@@ -135,7 +317,7 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await replayed.first().locator(".user-prompt-text", { hasText: ASK_PROMPT }).waitFor();
     await replayed.first().locator('.tool-card[data-tool="list_files"][data-status="completed"]').waitFor();
     await replayed.first().locator(".answer strong", { hasText: "hello.txt" }).waitFor();
-    const title = await panel.locator("#title").getAttribute("title");
+    const title = await panel.locator("#title").getAttribute("data-session-id");
     if (title !== firstSessionId) throw new Error(`resumed ${title}, expected ${firstSessionId}`);
     await shot("03-resumed-session");
     return { sessionsListed: sessions, replayedTurns: await replayed.count() };
@@ -150,32 +332,33 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
   };
 
   await step("restart the server from the command palette", async () => {
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget input");
-    await input.fill(">TunaCode: Restart Server");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "TunaCode: Restart Server" }).first().waitFor();
-    await input.press("Enter");
+    await runCommand("TunaCode: Restart Server");
     await serverRestarts();
   });
 
-  await step("a changed server setting restarts the server", async () => {
-    // Through the Settings editor, as a person would.
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget input");
-    await input.fill(">Preferences: Open User Settings");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: /^Preferences: Open User Settings$/ }).first().waitFor();
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: /^Preferences: Open User Settings$/ }).first().click();
-    await page.locator(".settings-editor .settings-header .monaco-editor").first().click(); // the search box
-    await page.keyboard.type("tunacode.maxTurns");
-    const field = page.locator(".settings-editor .setting-item-contents", { hasText: "Max Turns" }).locator("input").first();
-    await field.click();
-    await page.keyboard.press("Control+A");
-    await page.keyboard.type("12");
-    await serverRestarts();
-    await page.keyboard.press("Escape"); // close the Settings dialog
+  await step("a broken server command: one clear message with Retry, the prompt kept", async () => {
+    const prompt = panel.locator("#prompt");
+    await prompt.fill("a prompt typed before the failure");
+    // A Python without the server package: the cause comes from the server's stderr.
+    await writeSettings({ "tunacode.server.command": [brokenPython, "-m", "tunacode_lsp"] });
+    const banner = panel.locator("#banner");
+    await banner.locator(".banner-text", { hasText: "No module named tunacode_lsp" }).waitFor({ timeout: 30_000 });
+    await banner.locator("button", { hasText: "Retry" }).waitFor();
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "No module named tunacode_lsp" });
+    await toast.first().waitFor();
+    const toasts = await page.locator(".notifications-toasts .notification-toast", { hasText: "TunaCode" }).count();
+    if (toasts !== 1) throw new Error(`${toasts} TunaCode toasts, expected one`);
+    await shot("09-broken-server-command");
+    await prompt.press("Enter"); // refused while the server is down: the text stays
+    const kept = await prompt.inputValue();
+    if (kept !== "a prompt typed before the failure") throw new Error(`the prompt was not kept: ${JSON.stringify(kept)}`);
+    await writeSettings({ "tunacode.server.command": [serverCommand] });
+    await panel.locator('body[data-server="running"]').waitFor({ timeout: 30_000 });
+    await panel.locator("#send:not([disabled])").waitFor();
     // The restarted server still serves this workspace's sessions.
     await panel.locator("#toggle-sessions").click();
     await panel.locator(".session-row").nth(1).waitFor();
     await shot("04-after-restarts");
+    return { tunaToasts: toasts };
   });
 }
