@@ -52,6 +52,8 @@ class RequestSpec:
     tool_settings: ToolSettings = field(default_factory=ToolSettings)
     tool_concurrency: int = 3
     history_token_budget: int = 100_000
+    context_window: int = 0  # 0: the model's known window (models.context_window_of)
+    compact_threshold: float = 0.8  # compact automatically past this share of the window
     # shared across the session's requests (in this server process):
     session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     line_refs: LineRefLedger = field(default_factory=LineRefLedger)  # line numberings the model saw

@@ -18,6 +18,7 @@ from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, 
 from tinyagent.agent_types import AssistantMessage, ToolCallContent, ToolLoopControl
 
 from tunacode_lsp.agent.approvals import approval_summary
+from tunacode_lsp.agent.models import context_window_of
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.ports import AgentSink, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.provider.stream import make_stream_fn
@@ -25,7 +26,13 @@ from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt
 from tunacode_lsp.contract.protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
 from tunacode_lsp.core.codec import dump_message, load_message
-from tunacode_lsp.core.history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
+from tunacode_lsp.core.history import (
+    cancelled_results_for,
+    estimate_tokens,
+    plan_pruning,
+    pruned_replacement,
+    unanswered_tool_calls,
+)
 from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
 from tunacode_lsp.tools.errors import ToolCancelled
 
@@ -61,7 +68,10 @@ class RequestRun:
         self.started_at = time.time()
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
-        self.state = RequestState(model_id=spec.model.model_id)
+        self.state = RequestState(
+            model_id=spec.model.model_id,
+            context_window=context_window_of(spec.model.model_id, spec.context_window),
+        )
         self.registry = ToolCallRegistry(sink.emit)
         self.table = EventTable(self.state, sink, log_, self.registry)
         self._model_calls = 0
@@ -69,7 +79,7 @@ class RequestRun:
         self._nudged = False
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
-        self._token_estimates: dict[int, tuple[Any, int]] = {}  # id -> (message, tokens)
+        self._token_estimates: dict[int, tuple[Any, int, tuple[Any, int] | None]] = {}  # id -> facts
 
     # ------------------------------------------------------------ control
 
@@ -170,19 +180,39 @@ class RequestRun:
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
         llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
-        if sum(self._tokens_of(m) for m in llm) <= self.spec.history_token_budget:
-            return llm
-        pruned = prune_tool_outputs([dump_message(m) for m in llm], token_budget=self.spec.history_token_budget)
-        return [load_message(d) for d in pruned]
+        facts = [self._facts_of(m) for m in llm]
+        self.state.context_estimate = sum(f[1] for f in facts)
+        if self.state.context_estimate <= self.spec.history_token_budget:
+            return llm  # no prefix of the history passed the budget: nothing is pruned
+        # Pruning is a pure function of the history, replayed as it grew (plan_pruning): it
+        # happens in rare large steps, so consecutive calls share their input as a prefix.
+        chosen = plan_pruning(
+            [f[1] for f in facts],
+            [None if f[2] is None else f[2][1] for f in facts],
+            token_budget=self.spec.history_token_budget,
+            is_result=[getattr(m, "role", None) == "tool_result" for m in llm],
+        )
+        out: list[Any] = []
+        for position, (message, fact) in enumerate(zip(llm, facts, strict=True)):
+            replacement = fact[2]
+            out.append(replacement[0] if position in chosen and replacement is not None else message)
+        self.state.context_estimate = sum(
+            facts[i][2][1] if i in chosen and facts[i][2] is not None else facts[i][1] for i in range(len(llm))  # type: ignore[index]
+        )
+        return out
 
-    def _tokens_of(self, message: Any) -> int:
-        """Token estimate of one message, computed once: this runs before every model turn."""
+    def _facts_of(self, message: Any) -> tuple[Any, int, tuple[Any, int] | None]:
+        """(message, token estimate, (pruned replacement, its estimate) or None), computed once:
+        this runs before every model turn."""
 
         cached = self._token_estimates.get(id(message))
         if cached is None or cached[0] is not message:
-            cached = (message, estimate_tokens([dump_message(message)]))
+            dump = dump_message(message)
+            replacement = pruned_replacement(dump)
+            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
+            cached = (message, estimate_tokens([dump]), pruned)
             self._token_estimates[id(message)] = cached
-        return cached[1]
+        return cached
 
     # ------------------------------------------------------------ tools
 

@@ -356,6 +356,8 @@ class ToolCallUpdate:
 class TurnEnd:
     turn: int
     usage: Usage
+    context_tokens: int = 0  # what the last call sent: provider usage when given, else the estimate
+    context_window: int = 0  # the model's context window; 0 when unknown
     type: str = "turn_end"
 
 

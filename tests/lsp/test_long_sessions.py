@@ -1,0 +1,73 @@
+"""Long sessions over the real server: cache-stable pruning and the context meter."""
+
+from __future__ import annotations
+
+import json
+from os.path import commonprefix
+from typing import Any
+
+from tests.conftest import scripted_options
+
+FILE_LINES = 400  # about 20 KB
+
+
+def read_turns(turns: int) -> list[dict[str, Any]]:
+    steps = [
+        {"steps": [{"text": f"Reading it again ({n})."}, {"tool_call": {"name": "read_file", "arguments": {"filepath": "big.py"}}}]}
+        for n in range(turns)
+    ]
+    return steps + [{"text": "Done reading."}]
+
+
+def model_input(body: dict[str, Any]) -> str:
+    """What a provider caches: the request's messages, serialised in order."""
+    return json.dumps(body["messages"], ensure_ascii=False)
+
+
+def kept_previous(bodies: list[dict[str, Any]]) -> list[bool]:
+    """Per call after the first: did it start with the whole previous call's input?"""
+    inputs = [model_input(b) for b in bodies]
+    # the previous input ends with "]"; compare it without that closing bracket
+    return [inputs[n].startswith(inputs[n - 1][:-1]) for n in range(1, len(inputs))]
+
+
+async def test_pruning_keeps_the_previous_input_as_a_prefix_between_rare_steps(lsp, model, workspace):
+    (workspace / "big.py").write_text("".join(f"value_{n:04d} = {n} * 2  # some padding text here\n" for n in range(FILE_LINES)))
+    turns = 16
+    model.set_script(read_turns(turns))
+    await lsp.start(init_options=scripted_options(model, historyTokenBudget=20_000, maxTurns=100))
+
+    result = await lsp.command("tunacode.request", {"prompt": "Read big.py many times."})
+
+    assert result["stopReason"] == "end_turn", result
+    bodies = model.requests
+    assert len(bodies) == turns + 1
+    assert any("[output pruned" in model_input(b) for b in bodies)
+    kept = kept_previous(bodies)
+    # Steps are rare: most calls append to the previous input unchanged (the old pruning
+    # changed an early message on every call past the budget).
+    steps = kept.count(False)
+    assert 1 <= steps <= len(kept) // 3, kept
+    # A step keeps what was pruned before byte-identical: the input up to the first newly
+    # pruned output is shared.
+    for n, ok in enumerate(kept, start=1):
+        if not ok:
+            shared = commonprefix([model_input(bodies[n - 1]), model_input(bodies[n])])
+            assert shared.count("[output pruned") == model_input(bodies[n - 1]).count("[output pruned")
+
+
+async def test_turn_end_carries_the_context_meter(lsp, model):
+    model.set_script([{"steps": [{"text": "hi"}, {"usage": {"prompt_tokens": 321, "completion_tokens": 2, "cached_tokens": 21}}]}])
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "hello"})
+    turn_end = next(e for e in lsp.events_of(result["requestId"]) if e["type"] == "turn_end")
+    assert turn_end["contextTokens"] == 321  # the provider's count: uncached 300 + cached 21
+    assert turn_end["contextWindow"] == 128_000  # an unknown local model: the default window
+
+
+async def test_context_meter_falls_back_to_the_estimate(lsp, model):
+    model.set_script([{"text": "hi"}])  # no usage asked for? the scripted model computes one
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "hello " * 400})
+    turn_end = next(e for e in lsp.events_of(result["requestId"]) if e["type"] == "turn_end")
+    assert turn_end["contextTokens"] >= 2400 / 4
