@@ -362,6 +362,26 @@ class TurnEnd:
 
 
 @attrs.define
+class PlanItem:
+    content: str
+    status: str  # pending | in_progress | completed
+    active_form: str
+
+
+@attrs.define
+class Plan:
+    items: list[PlanItem]
+    type: str = "plan"
+
+
+@attrs.define
+class Compaction:
+    before: int  # estimated tokens of what the model was sent before
+    after: int  # ... and after the older turns were replaced by a summary
+    type: str = "compaction"
+
+
+@attrs.define
 class Notice:
     message: str
     type: str = "notice"
@@ -382,6 +402,8 @@ Event = (
     | ToolCallEvent
     | ToolCallUpdate
     | TurnEnd
+    | Plan
+    | Compaction
     | Notice
     | RequestEnd
 )

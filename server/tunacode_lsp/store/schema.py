@@ -55,6 +55,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX sessions_by_project ON sessions(project_id, modified_us)",
     ),
+    # 2 -> 3: the model's plan and the compaction summary (store/session_state.py).
+    (
+        "ALTER TABLE sessions ADD COLUMN plan TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE sessions ADD COLUMN compaction TEXT NOT NULL DEFAULT ''",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -69,7 +69,7 @@ def test_a_version_1_file_migrates_and_keeps_its_sessions(tmp_path: Path) -> Non
         assert [r.session_id for r in store.list_sessions(project_id=project_id_for(tmp_path))] == ["old"]
         assert store.append_messages("old", [{"role": "user", "content": []}]) == 3
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "sessions_by_project" in indexes
     conn.close()
