@@ -71,3 +71,38 @@ async def test_context_meter_falls_back_to_the_estimate(lsp, model):
     result = await lsp.command("tunacode.request", {"prompt": "hello " * 400})
     turn_end = next(e for e in lsp.events_of(result["requestId"]) if e["type"] == "turn_end")
     assert turn_end["contextTokens"] >= 2400 / 4
+
+
+PLAN_1 = [{"content": "Read calc", "status": "in_progress", "activeForm": "Reading calc"},
+          {"content": "Fix add", "status": "pending", "activeForm": "Fixing add"}]
+PLAN_2 = [{"content": "Read calc", "status": "completed", "activeForm": "Reading calc"},
+          {"content": "Fix add", "status": "in_progress", "activeForm": "Fixing add"}]
+
+
+async def test_todo_write_plan_events_storage_and_export_round_trip(lsp, model):
+    model.set_script([
+        {"tool_call": {"name": "todo_write", "arguments": {"todos": PLAN_1}}},
+        {"tool_call": {"name": "todo_write", "arguments": {"todos": PLAN_2}}},
+        {"tool_call": {"name": "todo_write", "arguments": {"todos": [{"content": "x", "status": "doing", "activeForm": "x"}]}}},
+        {"text": "Planned."},
+    ])
+    await lsp.start(init_options=scripted_options(model, approval="ask"))  # no approval needed
+
+    result = await lsp.command("tunacode.request", {"prompt": "Fix calc in steps."})
+
+    assert result["stopReason"] == "end_turn", result
+    events = lsp.events_of(result["requestId"])
+    plans = [e["items"] for e in events if e["type"] == "plan"]
+    assert plans == [PLAN_1, PLAN_2]  # the invalid third list changed nothing
+    assert not lsp.approvals.prompts
+    updates = [e for e in events if e["type"] == "tool_call_update" and e["name"] == "todo_write"]
+    assert [u["status"] for u in updates if u["status"] in ("completed", "failed")] == ["completed", "completed", "failed"]
+    assert "status" in model.requests[3]["messages"][-1]["content"]  # the model was told what was wrong
+
+    got = await lsp.command("tunacode.session.get", {"sessionId": result["sessionId"]})
+    assert got["plan"] == PLAN_2
+    document = await lsp.command("tunacode.session.export", {"sessionId": result["sessionId"]})
+    assert document["plan"] == PLAN_2
+    imported = await lsp.command("tunacode.session.import", {"document": document})
+    again = await lsp.command("tunacode.session.get", {"sessionId": imported["sessionId"]})
+    assert again["plan"] == PLAN_2

@@ -36,6 +36,10 @@ class MessageLog(Protocol):
 
     async def append(self, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None: ...
 
+    async def save_plan(self, items: list[dict[str, str]]) -> None:
+        """The model's plan (todo_write) changed: keep it with the session."""
+        ...
+
 
 @dataclass
 class RequestSpec:

@@ -24,7 +24,15 @@ from tunacode_lsp.agent.ports import AgentSink, ApprovalRequest, MessageLog, Req
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt
-from tunacode_lsp.contract.protocol import ErrorInfo, Notice, RequestEnd, RequestResult, RequestStart
+from tunacode_lsp.contract.protocol import (
+    ErrorInfo,
+    Notice,
+    Plan,
+    PlanItem,
+    RequestEnd,
+    RequestResult,
+    RequestStart,
+)
 from tunacode_lsp.core.codec import dump_message, load_message
 from tunacode_lsp.core.history import (
     cancelled_results_for,
@@ -233,11 +241,25 @@ class RequestRun:
                     self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
                     raise
                 self.registry.finish(tool_call_id, "completed", tool_result_text(result))
+                if tool.name == "todo_write":
+                    await self._publish_plan(result)
                 return result
 
         return AgentTool(
             name=tool.name, description=tool.description, parameters=tool.parameters, label=tool.label, execute=execute
         )
+
+    async def _publish_plan(self, result: AgentToolResult) -> None:
+        """After todo_write: the `plan` event, and the plan stored with the session."""
+
+        items = (result.details or {}).get("items") if isinstance(result.details, dict) else None
+        if not isinstance(items, list):
+            return
+        self.sink.emit(Plan([PlanItem(i["content"], i["status"], i["activeForm"]) for i in items]))
+        try:
+            await self.table.log.save_plan(items)
+        except Exception:  # the plan is shown; failing to keep it must not fail the tool
+            log.exception("could not store the plan of session %s", self.spec.session_id)
 
     async def _until(self, work: Any) -> None:
         """Await `work`, or stop waiting when the request is aborted."""

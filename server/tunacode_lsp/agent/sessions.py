@@ -104,6 +104,12 @@ class SessionService:
 
         return clean_history(await self.messages(session_id))
 
+    async def plan(self, session_id: str) -> builtins.list[dict[str, str]]:
+        return await self._call("get_plan", session_id)
+
+    async def set_plan(self, session_id: str, items: builtins.list[dict[str, str]]) -> None:
+        await self._call("set_plan", session_id, items)
+
     async def export(self, session_id: str) -> dict[str, Any]:
         return await self._call("export_document", session_id)
 
@@ -147,3 +153,6 @@ class StoreMessageLog:
 
     async def append(self, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None:
         await self._service.append(self._session_id, message, usage=usage, thoughts=thoughts, model=self._model)
+
+    async def save_plan(self, items: list[dict[str, str]]) -> None:
+        await self._service.set_plan(self._session_id, items)

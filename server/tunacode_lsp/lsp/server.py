@@ -344,7 +344,11 @@ async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams
     record = await ls.sessions.get(p.session_id)
     if record is None:
         raise SessionNotFound(p.session_id)
-    return {"session": to_wire(session_info(record)), "messages": await ls.sessions.messages(p.session_id)}
+    return {
+        "session": to_wire(session_info(record)),
+        "messages": await ls.sessions.messages(p.session_id),
+        "plan": await ls.sessions.plan(p.session_id),
+    }
 
 
 @command(COMMAND_SESSION_DELETE)
