@@ -39,6 +39,9 @@ class MemoryLog:
     async def save_plan(self, items: list[dict[str, str]]) -> None:
         self.plan = items
 
+    async def save_compaction(self, history: list[dict[str, Any]], cut: int, summary: str, usage: Usage) -> bool:
+        return False  # the bench keeps no sessions
+
 
 async def run_in_process(
     chat_url: str, workspace: Path, prompt: str, log: MemoryLog, *, session_id: str = "bench", max_turns: int = 40

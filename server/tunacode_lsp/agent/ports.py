@@ -40,6 +40,11 @@ class MessageLog(Protocol):
         """The model's plan (todo_write) changed: keep it with the session."""
         ...
 
+    async def save_compaction(self, history: list[dict[str, Any]], cut: int, summary: str, usage: Usage) -> bool:
+        """`history` (the request's, as given) was compacted: `summary` stands for history[:cut].
+        False when it could not be kept (the request goes on with it anyway)."""
+        ...
+
 
 @dataclass
 class RequestSpec:

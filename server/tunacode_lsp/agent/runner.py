@@ -18,13 +18,15 @@ from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, 
 from tinyagent.agent_types import AssistantMessage, ToolCallContent, ToolLoopControl
 
 from tunacode_lsp.agent.approvals import approval_summary
-from tunacode_lsp.agent.models import context_window_of
+from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
+from tunacode_lsp.agent.models import context_window_of
 from tunacode_lsp.agent.ports import AgentSink, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt
 from tunacode_lsp.contract.protocol import (
+    Compaction,
     ErrorInfo,
     Notice,
     Plan,
@@ -38,6 +40,7 @@ from tunacode_lsp.core.history import (
     cancelled_results_for,
     estimate_tokens,
     plan_pruning,
+    prune_tool_outputs,
     pruned_replacement,
     unanswered_tool_calls,
 )
@@ -116,11 +119,45 @@ class RequestRun:
         )
         error: str | None = None
         try:
-            error = await self._drive()
+            await self._compact_if_needed()
+            if self.abort_reason is None:
+                error = await self._drive()
         finally:
             if timer is not None:
                 timer.cancel()
         return await self._finish(error)
+
+    async def _compact_if_needed(self) -> None:
+        """Compact first when the history and the prompt pass compactThreshold of the window.
+
+        A failed summary leaves everything as it was (a notice says so); an abort during it
+        ends the request as cancelled, nothing changed.
+        """
+
+        spec, window = self.spec, self.state.context_window
+        prompt = {"role": "user", "content": [{"type": "text", "text": spec.prompt}]}
+        estimate = estimate_tokens(prune_tool_outputs([*spec.history, prompt], token_budget=spec.history_token_budget))
+        if not spec.history or window <= 0 or estimate <= spec.compact_threshold * window:
+            return
+        try:
+            result = await compact(
+                spec.history,
+                spec.model,
+                context_window=window,
+                signal=self.abort_signal,
+                max_retries=spec.max_retries,
+                notify=lambda text: self.sink.emit(Notice(text)),
+            )
+        except CompactionAborted:
+            return
+        except CompactionFailed as exc:
+            self.sink.emit(Notice(f"Could not compact the conversation ({exc}); going on without it."))
+            return
+        self.state.usage = self.state.usage + result.usage
+        if not await self.table.log.save_compaction(spec.history, result.cut, result.summary, result.usage):
+            log.warning("compaction of session %s used but not stored", spec.session_id)
+        spec.history = result.view
+        self.sink.emit(Compaction(result.before, result.after))
 
     async def _drive(self) -> str | None:
         """Run the tinyagent loop; an unexpected failure comes back as an error text."""
@@ -205,7 +242,7 @@ class RequestRun:
             replacement = fact[2]
             out.append(replacement[0] if position in chosen and replacement is not None else message)
         self.state.context_estimate = sum(
-            facts[i][2][1] if i in chosen and facts[i][2] is not None else facts[i][1] for i in range(len(llm))  # type: ignore[index]
+            pruned[1] if i in chosen and (pruned := facts[i][2]) is not None else facts[i][1] for i in range(len(llm))
         )
         return out
 
@@ -252,9 +289,15 @@ class RequestRun:
     async def _publish_plan(self, result: AgentToolResult) -> None:
         """After todo_write: the `plan` event, and the plan stored with the session."""
 
-        items = (result.details or {}).get("items") if isinstance(result.details, dict) else None
-        if not isinstance(items, list):
+        details: Any = result.details
+        raw = details.get("items") if isinstance(details, dict) else None
+        if not isinstance(raw, list):
             return
+        items: list[dict[str, str]] = [
+            {key: str(item.get(key, "")) for key in ("content", "status", "activeForm")}
+            for item in raw
+            if isinstance(item, dict)
+        ]
         self.sink.emit(Plan([PlanItem(i["content"], i["status"], i["activeForm"]) for i in items]))
         try:
             await self.table.log.save_plan(items)

@@ -21,6 +21,7 @@ PROTOCOL_VERSION = 1
 UNKNOWN_SESSION = -32001
 SESSION_BUSY = -32002
 MODEL_NOT_USABLE = -32003
+COMPACTION_FAILED = -32603  # JSON-RPC internal error: the summary call failed, nothing changed
 
 COMMAND_REQUEST = "tunacode.request"
 COMMAND_ABORT = "tunacode.abort"
@@ -31,6 +32,7 @@ COMMAND_SESSION_DELETE = "tunacode.session.delete"
 COMMAND_SESSION_EXPORT = "tunacode.session.export"
 COMMAND_SESSION_IMPORT = "tunacode.session.import"
 COMMAND_SESSION_FORK = "tunacode.session.fork"
+COMMAND_SESSION_COMPACT = "tunacode.session.compact"
 COMMAND_MODELS_LIST = "tunacode.models.list"
 COMMAND_STATUS = "tunacode.status"
 

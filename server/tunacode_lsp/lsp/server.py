@@ -35,6 +35,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
+    COMMAND_SESSION_COMPACT,
     COMMAND_SESSION_DELETE,
     COMMAND_SESSION_EXPORT,
     COMMAND_SESSION_FORK,
@@ -43,6 +44,8 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_LIST,
     COMMAND_SESSION_NEW,
     COMMAND_STATUS,
+    COMPACTION_FAILED,
+    MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
     SESSION_BUSY,
     UNKNOWN_SESSION,
@@ -379,3 +382,31 @@ async def session_import(ls: TunaLanguageServer, params: types.ExecuteCommandPar
 async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionForkParams, params.arguments)
     return to_wire(session_info(await ls.sessions.fork(p.session_id, p.message_count)))
+
+
+@command(COMMAND_SESSION_COMPACT)
+async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
+    from tunacode_lsp.agent.compaction import CompactionFailed, compact_session
+    from tunacode_lsp.agent.models import ModelNotUsable, context_window_of, resolve_model
+
+    p = parse_params(SessionIdParams, params.arguments)
+    record = await ls.sessions.get(p.session_id)
+    if record is None:
+        raise SessionNotFound(p.session_id)
+    if ls.requests.is_busy(p.session_id):
+        raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request")
+    options = ls.options
+    try:
+        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+    except ModelNotUsable as exc:
+        raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
+    window = context_window_of(model.model_id, options.context_window)
+    try:
+        before, after = await compact_session(
+            ls.sessions, p.session_id, model, context_window=window, max_retries=options.max_retries
+        )
+    except CompactionFailed as exc:
+        raise CommandError(COMPACTION_FAILED, f"compaction failed, the session is unchanged: {exc}") from None
+    updated = await ls.sessions.get(p.session_id)
+    return {"session": to_wire(session_info(updated or record)), "before": before, "after": after}

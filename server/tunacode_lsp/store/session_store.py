@@ -215,18 +215,33 @@ class SessionStore:
         `model` replaces the session's model. An empty title becomes the first line of
         the first user prompt.
         """
+        return self.append_messages_versioned(
+            session_id, messages, usage_delta=usage_delta, thoughts=thoughts, model=model
+        )[1][1]
+
+    def append_messages_versioned(
+        self,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        usage_delta: dict[str, Any] | None = None,
+        thoughts: str | None = None,
+        model: str | None = None,
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """As append_messages; returns (version before, version after), see version_of."""
         messages = [_checked_dump(message) for message in messages]
         delta = check_usage(usage_delta or {}, where="usage_delta")
         with self._write() as conn:
             found = conn.execute(
-                "SELECT message_count, title, thoughts FROM sessions WHERE session_id = ?",
+                "SELECT message_count, title, thoughts, modified_us FROM sessions WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
             if found is None:
                 raise SessionNotFound(session_id)
-            count, title, old_thoughts = found
+            count, title, old_thoughts, old_modified = found
             _insert_messages(conn, session_id, messages, first_seq=count)
             new_count = count + len(messages)
+            stamp = _next_modified_us(conn)
             conn.execute(
                 "UPDATE sessions SET message_count = ?, modified_us = ?, title = ?, thoughts = ?, "
                 "model = COALESCE(?, model), "
@@ -234,7 +249,7 @@ class SessionStore:
                 + " WHERE session_id = ?",
                 (
                     new_count,
-                    _next_modified_us(conn),
+                    stamp,
                     title or _title_from(messages),
                     _join_thoughts(old_thoughts, thoughts),
                     model,
@@ -242,7 +257,7 @@ class SessionStore:
                     session_id,
                 ),
             )
-        return new_count
+        return (int(old_modified), count), (int(stamp), new_count)
 
     def load_messages(self, session_id: str, *, limit: int | None = None) -> list[dict[str, Any]]:
         """The stored dumps in order; with `limit`, only the last `limit` of them.
@@ -281,10 +296,20 @@ class SessionStore:
             raise SessionNotFound(session_id)
         return decode_compaction(row[0])
 
-    def set_compaction(self, session_id: str, compaction: dict[str, Any] | None, *, expect_count: int) -> bool:
-        """Store the summary; False (nothing written) when the session no longer has
-        `expect_count` messages (another writer went on meanwhile)."""
+    def set_compaction(
+        self,
+        session_id: str,
+        compaction: dict[str, Any] | None,
+        *,
+        expect_count: int,
+        usage_delta: dict[str, Any] | None = None,
+    ) -> bool:
+        """Store the summary (and add the summary call's usage); False (nothing written) when
+        the session no longer has `expect_count` messages (another writer went on meanwhile)."""
         checked = check_compaction(compaction)
+        if checked is not None and checked["firstKept"] > expect_count:
+            raise ValueError("compaction.firstKept: beyond the stored messages")
+        delta = check_usage(usage_delta or {}, where="usage_delta")
         with self._write() as conn:
             row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
             if row is None:
@@ -292,8 +317,11 @@ class SessionStore:
             if row[0] != expect_count:
                 return False
             conn.execute(
-                "UPDATE sessions SET compaction = ?, modified_us = ? WHERE session_id = ?",
-                (encode_state(checked) if checked else "", _next_modified_us(conn), session_id),
+                "UPDATE sessions SET compaction = ?, modified_us = ?, "
+                + ", ".join(f"{key} = {key} + ?" for key in (*TOKEN_KEYS, "cost"))
+                + " WHERE session_id = ?",
+                (encode_state(checked) if checked else "", _next_modified_us(conn),
+                 *(delta[key] for key in (*TOKEN_KEYS, "cost")), session_id),
             )
         return True
 
