@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from os.path import commonprefix
 from typing import Any
+
+import pytest
+from lsprotocol import types
 
 from tests.conftest import scripted_options
 
@@ -106,3 +110,83 @@ async def test_todo_write_plan_events_storage_and_export_round_trip(lsp, model):
     imported = await lsp.command("tunacode.session.import", {"document": document})
     again = await lsp.command("tunacode.session.get", {"sessionId": imported["sessionId"]})
     assert again["plan"] == PLAN_2
+
+
+# ---------------------------------------------------------------- compaction by command
+
+
+async def _session_with_turns(lsp, model, turns: int) -> str:
+    session_id = None
+    for n in range(turns):
+        model.set_script([{"text": f"ANSWER-{n} " + "a" * 2000}])
+        args = {"prompt": f"QUESTION-{n} " + "q" * 2000, **({"sessionId": session_id} if session_id else {})}
+        result = await lsp.command("tunacode.request", args)
+        assert result["stopReason"] == "end_turn", result
+        session_id = result["sessionId"]
+    assert session_id is not None
+    return session_id
+
+
+async def test_compact_command_summarises_older_turns_and_keeps_the_stored_messages(lsp, model):
+    await lsp.start(init_options=scripted_options(model, contextWindow=20_000))
+    session_id = await _session_with_turns(lsp, model, 5)  # ~5,000 tokens: below 0.8 of the window
+    stored_before = (await lsp.command("tunacode.session.get", {"sessionId": session_id}))["messages"]
+
+    model.set_script([{"steps": [{"text": "SUMMARY-TEXT"}, {"usage": {"prompt_tokens": 1000, "completion_tokens": 5}}]}])
+    result = await lsp.command("tunacode.session.compact", {"sessionId": session_id})
+
+    assert result["after"] < result["before"]
+    assert result["session"]["sessionId"] == session_id
+    assert result["session"]["usage"]["inputTokens"] >= 1000  # the summary call's cost is the session's
+    summary_call = model.requests[-1]
+    assert "tools" not in summary_call and "QUESTION-0" in json.dumps(summary_call["messages"])
+    got = await lsp.command("tunacode.session.get", {"sessionId": session_id})
+    assert got["messages"] == stored_before  # nothing stored is dropped
+    document = await lsp.command("tunacode.session.export", {"sessionId": session_id})
+    assert document["compaction"]["summary"] == "SUMMARY-TEXT"
+
+    model.set_script([{"text": "NEXT-ANSWER"}])
+    nxt = await lsp.command("tunacode.request", {"prompt": "NEXT-QUESTION", "sessionId": session_id})
+    assert nxt["stopReason"] == "end_turn"
+    sent = json.dumps(model.requests[-1]["messages"])
+    assert "SUMMARY-TEXT" in sent and "NEXT-QUESTION" in sent
+    assert "QUESTION-0" not in sent and "ANSWER-0" not in sent  # older turns replaced
+    assert "QUESTION-4" in sent and "ANSWER-4" in sent  # recent ones kept
+
+    imported = await lsp.command("tunacode.session.import", {"document": document})
+    model.set_script([{"text": "ok"}])
+    await lsp.command("tunacode.request", {"prompt": "again", "sessionId": imported["sessionId"]})
+    assert "SUMMARY-TEXT" in json.dumps(model.requests[-1]["messages"])  # export/import keep it
+
+
+async def test_a_failed_summary_call_leaves_the_session_as_it_was(lsp, model):
+    await lsp.start(init_options=scripted_options(model, contextWindow=20_000, maxRetries=0))
+    session_id = await _session_with_turns(lsp, model, 3)
+    before = await lsp.command("tunacode.session.export", {"sessionId": session_id})
+    model.set_script([{"error": {"status": 500, "body": {"error": {"message": "summary broke"}}}}])
+    with pytest.raises(Exception) as info:
+        await lsp.command("tunacode.session.compact", {"sessionId": session_id})
+    assert getattr(info.value, "code", None) == -32603 and "summary broke" in str(info.value)
+    after = await lsp.command("tunacode.session.export", {"sessionId": session_id})
+    assert after["compaction"] is None and after["messages"] == before["messages"]
+    assert after["session_total_usage"] == before["session_total_usage"]
+
+
+async def test_compact_command_can_be_cancelled_and_stores_nothing(lsp, model):
+    client = await lsp.start(init_options=scripted_options(model, contextWindow=20_000))
+    session_id = await _session_with_turns(lsp, model, 3)
+    calls = len(model.requests)
+    model.set_script([{"steps": [{"text": "partial"}, {"stall": 60}]}])
+    params = types.ExecuteCommandParams(command="tunacode.session.compact", arguments=[{"sessionId": session_id}])
+    future = asyncio.ensure_future(client.protocol.send_request_async("workspace/executeCommand", params, msg_id="compact-1"))
+    await asyncio.to_thread(model.wait_for_requests, calls + 1, 10.0)
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id="compact-1"))
+    with pytest.raises(Exception) as info:
+        await asyncio.wait_for(future, 5.0)
+    assert getattr(info.value, "code", None) == -32800
+    assert await asyncio.to_thread(model.wait_for_closed, 5.0)  # the summary stream was closed
+    document = await lsp.command("tunacode.session.export", {"sessionId": session_id})
+    assert document["compaction"] is None
+    model.set_script([{"text": "ok"}])  # the lease was given back: the session takes requests
+    result = await lsp.command("tunacode.request", {"prompt": "still there?", "sessionId": session_id})
+    assert result["stopReason"] == "end_turn"

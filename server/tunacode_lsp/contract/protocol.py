@@ -21,6 +21,7 @@ PROTOCOL_VERSION = 1
 UNKNOWN_SESSION = -32001
 SESSION_BUSY = -32002
 MODEL_NOT_USABLE = -32003
+REQUEST_CANCELLED = -32800  # LSP: a command stopped by $/cancelRequest or tunacode.abort
 COMPACTION_FAILED = -32603  # JSON-RPC internal error: the summary call failed, nothing changed
 
 COMMAND_REQUEST = "tunacode.request"

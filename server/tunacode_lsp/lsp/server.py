@@ -47,6 +47,7 @@ from tunacode_lsp.contract.protocol import (
     COMPACTION_FAILED,
     MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
+    REQUEST_CANCELLED,
     SESSION_BUSY,
     UNKNOWN_SESSION,
     AbortParams,
@@ -120,6 +121,8 @@ class TunaProtocol(LanguageServerProtocol):
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         if self._server.requests.cancel_by_msg_id(msg_id):
             return
+        if self._server.sessions.abort_compaction(msg_id=msg_id):
+            return  # the compact command answers -32800 itself
         super()._handle_cancel_notification(msg_id)
 
 
@@ -306,7 +309,10 @@ async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) ->
 @command(COMMAND_ABORT)
 async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(AbortParams, params.arguments)
-    return {"aborted": ls.requests.abort(session_id=p.session_id, request_id=p.request_id)}
+    aborted = ls.requests.abort(session_id=p.session_id, request_id=p.request_id)
+    if p.session_id is not None:
+        aborted += ls.sessions.abort_compaction(session_id=p.session_id)
+    return {"aborted": aborted}
 
 
 @command(COMMAND_STATUS)
@@ -387,7 +393,7 @@ async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParam
 @command(COMMAND_SESSION_COMPACT)
 async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
-    from tunacode_lsp.agent.compaction import CompactionFailed, compact_session
+    from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact_session
     from tunacode_lsp.agent.models import ModelNotUsable, context_window_of, resolve_model
 
     p = parse_params(SessionIdParams, params.arguments)
@@ -402,11 +408,16 @@ async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandPa
     except ModelNotUsable as exc:
         raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
     window = context_window_of(model.model_id, options.context_window)
+    signal = ls.sessions.start_compaction(p.session_id, ls.protocol.msg_id)
     try:
         before, after = await compact_session(
-            ls.sessions, p.session_id, model, context_window=window, max_retries=options.max_retries
+            ls.sessions, p.session_id, model, context_window=window, max_retries=options.max_retries, signal=signal
         )
+    except CompactionAborted:
+        raise CommandError(REQUEST_CANCELLED, "compaction cancelled; the session is unchanged") from None
     except CompactionFailed as exc:
         raise CommandError(COMPACTION_FAILED, f"compaction failed, the session is unchanged: {exc}") from None
+    finally:
+        ls.sessions.end_compaction(p.session_id)
     updated = await ls.sessions.get(p.session_id)
     return {"session": to_wire(session_info(updated or record)), "before": before, "after": after}
