@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from . import abort, concurrency, overhead, prefix_reuse, startup, storage
+from . import abort, concurrency, overhead, prefix_reuse, resume, startup, storage
 from .config import BenchConfig
 from .report import load_average, render_markdown, render_text
 from .stats import Row
@@ -22,6 +22,7 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "concurrency": concurrency.run,
     "startup": startup.run,
     "prefix_reuse": prefix_reuse.run,
+    "resume": resume.run,
 }
 
 
