@@ -135,9 +135,18 @@ class RequestRun:
         """
 
         spec, window = self.spec, self.state.context_window
+        if not spec.history or window <= 0:
+            return
         prompt = {"role": "user", "content": [{"type": "text", "text": spec.prompt}]}
-        estimate = estimate_tokens(prune_tool_outputs([*spec.history, prompt], token_budget=spec.history_token_budget))
-        if not spec.history or window <= 0 or estimate <= spec.compact_threshold * window:
+        limit = spec.compact_threshold * window
+
+        def past_threshold() -> bool:  # O(history): in a thread, the raw estimate first
+            with_prompt = [*spec.history, prompt]
+            if estimate_tokens(with_prompt) <= limit:
+                return False  # pruning only lowers it
+            return estimate_tokens(prune_tool_outputs(with_prompt, token_budget=spec.history_token_budget)) > limit
+
+        if not await asyncio.to_thread(past_threshold):
             return
         try:
             result = await compact(

@@ -254,7 +254,7 @@ class PlainOutput(Output):
         elif kind == "plan":
             marks = {"completed": "[x]", "in_progress": "[~]"}
             items = [i for i in event.get("items") or [] if isinstance(i, dict)]
-            self._status("[plan] " + "; ".join(f"{marks.get(i.get('status'), '[ ]')} {i.get('content', '')}" for i in items))
+            self._status("[plan] " + "; ".join(f"{marks.get(str(i.get('status')), '[ ]')} {i.get('content', '')}" for i in items))
         elif kind == "compaction":
             self._status(f"[note] conversation compacted: {event.get('before')} -> {event.get('after')} tokens")
         elif kind == "request_end":
