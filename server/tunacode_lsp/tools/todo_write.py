@@ -33,7 +33,8 @@ PARAMETERS: dict[str, Any] = {
                 "properties": {
                     "content": {"type": "string", "minLength": 1, "maxLength": MAX_ITEM_CHARS,
                                 "description": "What to do, imperative: `Run the tests`."},
-                    "status": {"type": "string", "enum": list(STATUSES)},
+                    "status": {"type": "string", "enum": list(STATUSES),
+                               "description": "pending, in_progress (exactly one while working) or completed."},
                     "activeForm": {"type": "string", "minLength": 1, "maxLength": MAX_ITEM_CHARS,
                                    "description": "The same, present continuous: `Running the tests`."},
                 },
