@@ -367,7 +367,7 @@ class SessionStore:
         """
         parsed = parse_document(document)
         extras = document if isinstance(document, dict) else {}
-        plan = check_plan(extras.get("plan") or [])
+        plan = check_plan(extras.get("plan", []))  # optional; when given, a list
         compaction = check_compaction(extras.get("compaction"))
         messages = clean_history(parsed.messages)
         if compaction is not None and messages != parsed.messages:

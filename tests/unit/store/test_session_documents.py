@@ -256,3 +256,12 @@ def test_plan_and_compaction_round_trip_through_export_and_import(store: Session
     bad = {**document, "plan": [{"content": "x", "status": "doing", "activeForm": "x"}]}
     with pytest.raises(DocumentError, match=r"plan\[0\]\.status"):
         store.import_document(bad)
+
+
+@pytest.mark.parametrize("bad", [None, 0, "", False, {}, "x"])
+def test_an_optional_plan_of_the_wrong_type_is_refused(store: SessionStore, tmp_path: Path, bad: object) -> None:
+    document = store.export_document(stored_session(store, tmp_path))
+    with pytest.raises(DocumentError, match="plan"):
+        store.import_document({**document, "plan": bad})
+    with pytest.raises(DocumentError, match="compaction"):
+        store.import_document({**document, "compaction": bad if bad is not None else []})
