@@ -190,3 +190,18 @@ async def test_compact_command_can_be_cancelled_and_stores_nothing(lsp, model):
     model.set_script([{"text": "ok"}])  # the lease was given back: the session takes requests
     result = await lsp.command("tunacode.request", {"prompt": "still there?", "sessionId": session_id})
     assert result["stopReason"] == "end_turn"
+
+
+async def test_tunacode_abort_with_the_session_stops_a_compaction(lsp, model):
+    await lsp.start(init_options=scripted_options(model, contextWindow=20_000))
+    session_id = await _session_with_turns(lsp, model, 3)
+    calls = len(model.requests)
+    model.set_script([{"steps": [{"text": "partial"}, {"stall": 60}]}])
+    pending = lsp.send_command("tunacode.session.compact", {"sessionId": session_id})
+    await asyncio.to_thread(model.wait_for_requests, calls + 1, 10.0)
+    assert await lsp.command("tunacode.abort", {"sessionId": session_id}) == {"aborted": 1}
+    with pytest.raises(Exception) as info:
+        await asyncio.wait_for(pending, 5.0)
+    assert getattr(info.value, "code", None) == -32800 and "unchanged" in str(info.value)
+    document = await lsp.command("tunacode.session.export", {"sessionId": session_id})
+    assert document["compaction"] is None
