@@ -31,9 +31,16 @@ class NullSink:
 class MemoryLog:
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
+        self.plan: list[dict[str, str]] = []
 
     async def append(self, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None:
         self.messages.append(message)
+
+    async def save_plan(self, items: list[dict[str, str]]) -> None:
+        self.plan = items
+
+    async def save_compaction(self, history: list[dict[str, Any]], cut: int, summary: str, usage: Usage) -> bool:
+        return False  # the bench keeps no sessions
 
 
 async def run_in_process(

@@ -56,6 +56,16 @@ def test_json_lines_are_every_event_then_the_result(model, workspace, home):
     assert "[session]" not in done.stderr  # JSON mode keeps stderr for problems
 
 
+def test_plain_mode_prints_the_plan_briefly(model, workspace, home):
+    todos = [{"content": "Read notes", "status": "completed", "activeForm": "Reading notes"},
+             {"content": "Answer", "status": "in_progress", "activeForm": "Answering"}]
+    model.set_script([{"tool_call": {"name": "todo_write", "arguments": {"todos": todos}}}, {"text": "Done."}])
+    done = run_cli(_args(model, workspace, "Plan it."), home=home)
+    assert done.code == 0, done.stderr
+    assert "[plan] [x] Read notes; [~] Answer\n" in done.stderr
+    assert "[plan]" not in done.stdout
+
+
 def test_json_lines_keep_the_models_order_text_before_its_tool_call(model, workspace, home):
     (workspace / "notes.txt").write_text("tuna\n")
     model.set_script(READ_THEN_ANSWER)

@@ -127,7 +127,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
     assert commands == {
         "tunacode.request", "tunacode.abort", "tunacode.status", "tunacode.models.list",
         "tunacode.session.new", "tunacode.session.list", "tunacode.session.get", "tunacode.session.delete",
-        "tunacode.session.export", "tunacode.session.import", "tunacode.session.fork",
+        "tunacode.session.export", "tunacode.session.import", "tunacode.session.fork", "tunacode.session.compact",
     }
     assert caps.experimental == {"tunacode": {"protocolVersion": 1}}
     assert caps.text_document_sync.change == types.TextDocumentSyncKind.Incremental

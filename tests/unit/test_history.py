@@ -256,24 +256,32 @@ def test_prune_leaves_a_history_under_budget_alone() -> None:
     assert pruned == history and pruned is not history
 
 
-def test_prune_replaces_oldest_large_outputs_until_under_budget() -> None:
+def test_prune_replaces_oldest_large_outputs_down_to_half_the_budget() -> None:
     history = conversation_with_outputs([8000, 8000, 8000, 8000, 8000, 100])
     before = copy.deepcopy(history)
-    budget = estimate_tokens(history) - 3000  # needs two outputs pruned
+    budget = estimate_tokens(history) - 3000  # passed at the fourth output
+    assert estimate_tokens(history[:7]) <= budget < estimate_tokens(history[:9])
     pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=3)
     texts = [m["content"][0]["text"] for m in pruned if m["role"] == "tool_result"]
     marker = "[output pruned: 8000 chars; re-run the tool if needed]"
-    assert texts[:2] == [marker, marker]
-    assert texts[2:] == ["x" * 8000] * 3 + ["x" * 100]
+    # At the fourth output, sparing the three latest would not reach half the budget: all
+    # but the latest go; the next two outputs are appended without another step.
+    assert texts == [marker] * 3 + ["x" * 8000] * 2 + ["x" * 100]
+    assert estimate_tokens(pruned[:9]) <= budget // 2
     assert estimate_tokens(pruned) <= budget
     assert history == before
     assert [m["tool_call_id"] for m in pruned if m["role"] == "tool_result"] == [f"c{n}" for n in range(6)]
 
 
-def test_prune_never_touches_the_most_recent_outputs() -> None:
+def test_prune_spares_the_recent_outputs_when_it_can_and_the_latest_always() -> None:
+    history = conversation_with_outputs([8000] * 8 + [100])
+    budget = estimate_tokens(history) - 100  # passed at the last (small) output
+    pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=3)
+    texts = [m["content"][0]["text"][:7] for m in pruned if m["role"] == "tool_result"]
+    assert texts == ["[output"] * 5 + ["x" * 7] * 4  # half the budget reached before the three latest
     history = conversation_with_outputs([8000, 8000, 8000])
     pruned = prune_tool_outputs(history, token_budget=1, keep_recent=3)
-    assert pruned == history
+    assert pruned[-1] == history[-1]
     pruned = prune_tool_outputs(history, token_budget=1, keep_recent=0)
     assert all(m["content"][0]["text"].startswith("[output pruned") for m in pruned if m["role"] == "tool_result")
 
@@ -406,3 +414,61 @@ def test_pruning_never_mutates_and_keeps_shape(history: list[Any], budget: int, 
     assert cleaned == before
     assert [m["role"] for m in pruned] == [m["role"] for m in cleaned]
     assert violations(pruned) == []
+
+
+# ---------------------------------------------------------------- pruning in rare large steps
+
+
+def growing_views(sizes: list[int], budget: int) -> list[list[dict[str, Any]]]:
+    """What the model is sent before each turn of a session that reads one output per turn."""
+    history: list[dict[str, Any]] = [user("go")]
+    views = []
+    for n, size in enumerate(sizes):
+        history += [assistant(call(f"c{n}")), big_result(f"c{n}", size)]
+        views.append(prune_tool_outputs(history, token_budget=budget))
+    return views
+
+
+def shared_prefix(a: list[Any], b: list[Any]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def test_prune_cuts_back_to_half_the_budget_when_passed() -> None:
+    history = conversation_with_outputs([8000] * 6)  # about 12,000 tokens: passes 11,000 at the last
+    budget = 11_000
+    assert estimate_tokens(history[:-1]) <= budget < estimate_tokens(history)
+    pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=1)
+    assert estimate_tokens(pruned) <= budget // 2
+    # The old rule stopped as soon as the estimate fitted: one output, the next turn another.
+    assert sum(m["content"][0]["text"].startswith("[output pruned") for m in pruned if m["role"] == "tool_result") >= 3
+
+
+def test_pruning_happens_in_rare_steps_and_keeps_earlier_views_as_prefixes() -> None:
+    views = growing_views([20_000] * 40, budget=20_000)
+    breaks = [n for n in range(1, len(views)) if shared_prefix(views[n - 1], views[n]) < len(views[n - 1])]
+    # 40 turns of 5,000 tokens against a 20,000 budget cut back to 10,000: a step every few
+    # turns, not every turn (the old pruning broke the prefix on every turn past the budget).
+    assert 0 < len(breaks) <= 40 // 2
+    reuse = [shared_prefix(views[n - 1], views[n]) / len(views[n]) for n in range(1, len(views))]
+    assert sum(reuse) / len(reuse) >= 0.6
+    for view in views:
+        assert violations(view) == []
+        assert estimate_tokens(view) <= 20_000 + 5_100
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 6000), min_size=1, max_size=30), st.integers(1000, 30_000))
+def test_pruning_decisions_depend_only_on_the_history_so_far(sizes: list[int], budget: int) -> None:
+    views = growing_views(sizes, budget)
+    for n in range(1, len(views)):
+        earlier, later = views[n - 1], views[n]
+        prefix = later[: len(earlier)]
+        # Every message pruned before stays pruned, with the same bytes.
+        for old, new in zip(earlier, prefix, strict=True):
+            if old != new:
+                assert old["content"][0]["text"] != new["content"][0]["text"]
+                assert new["content"][0]["text"].startswith("[output pruned")
+                assert not old["content"][0]["text"].startswith("[output pruned")

@@ -547,3 +547,31 @@ async def test_rust_provider_streams_a_tool_call_from_the_scripted_server(serve)
     assert "tool_call_end" in types
     assert [(c.id, c.name, c.arguments) for c in tool_calls(final)] == [("call_r", "echo", {"text": "hi"})]
     assert final.stop_reason == "tool_calls"
+
+
+# ---------------------------------------------------------------- prompt caching
+
+
+async def test_cache_hints_mark_system_prompt_and_last_message_for_anthropic_on_openrouter(serve) -> None:
+    server = serve([{"text": "ok"}, {"text": "ok"}])
+    context = user_context("the question", system_prompt="You are helpful.")
+    anthropic = OpenAICompatModel(provider="openrouter", id="anthropic/claude-sonnet-4.5", base_url=server.chat_url)
+    await run_stream(anthropic, context)
+    await run_stream(model_for(server), context)  # openai-compatible: caches by itself, no marker
+    marked, plain = server.requests
+    assert marked["messages"][0]["content"] == [
+        {"type": "text", "text": "You are helpful.", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert marked["messages"][-1]["content"] == [
+        {"type": "text", "text": "the question", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert "cache_control" not in json.dumps(plain)
+    assert plain["messages"][0]["content"] == "You are helpful."
+
+
+def test_usage_reports_cache_writes_apart_from_input() -> None:
+    openrouter = convert_usage({"prompt_tokens": 1000, "completion_tokens": 5,
+                                "prompt_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300}})
+    assert (openrouter["input"], openrouter["cache_read"], openrouter["cache_write"]) == (100, 600, 300)
+    anthropic = convert_usage({"prompt_tokens": 1000, "completion_tokens": 5, "cache_creation_input_tokens": 400})
+    assert (anthropic["input"], anthropic["cache_read"], anthropic["cache_write"]) == (600, 0, 400)

@@ -30,6 +30,8 @@ class ServerOptions:
     tool_concurrency: int = 3
     shell_inherit_secrets: bool = False
     history_token_budget: int = 100_000
+    context_window: int = 0  # 0: the model's known window (agent/models.py)
+    compact_threshold: float = 0.8
     log_file: bool = False
     log_level: str = "info"
     image_input: str = "auto"  # auto (known vision models) | on | off
@@ -94,6 +96,8 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "toolConcurrency": ("tool_concurrency", _is_int(1, 32)),
     "shellInheritSecrets": ("shell_inherit_secrets", _is_bool),
     "historyTokenBudget": ("history_token_budget", _is_int(1_000, 10_000_000)),
+    "contextWindow": ("context_window", _is_int(0, 100_000_000)),
+    "compactThreshold": ("compact_threshold", _is_number(0.1, 1.0)),
     "logFile": ("log_file", _is_bool),
     "logLevel": ("log_level", _one_of("debug", "info", "warning", "error")),
     "imageInput": ("image_input", _one_of("auto", "on", "off")),

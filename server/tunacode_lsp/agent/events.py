@@ -35,6 +35,8 @@ class RequestState:
     last_error: str | None = None
     stored: list[dict[str, Any]] = field(default_factory=list)
     skip_store: set[int] = field(default_factory=set)  # id() of messages not to store (the nudge)
+    context_estimate: int = 0  # estimated input tokens of the latest model call
+    context_window: int = 0  # the model's context window (0: unknown)
 
 
 def tool_result_text(result: Any) -> str:
@@ -155,4 +157,6 @@ class EventTable:
         self.state.turns += 1
         message = event.message
         usage = normalize_usage(getattr(message, "usage", None), self.state.model_id)
-        self.sink.emit(TurnEnd(self.state.turns, usage))
+        reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        context_tokens = reported or self.state.context_estimate
+        self.sink.emit(TurnEnd(self.state.turns, usage, context_tokens, self.state.context_window))

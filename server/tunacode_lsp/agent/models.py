@@ -30,6 +30,32 @@ def default_model(env: Mapping[str, str] | None = None) -> str:
     return DEFAULT_MODEL
 LOCAL_PLACEHOLDER_KEY = "sk-local-placeholder"
 
+# model id (without the "vendor/" prefix OpenRouter uses) -> context window in tokens
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+    "kimi-k2.5": 262_144,
+    "claude-sonnet-4.5": 200_000,
+    "qwen2.5-coder": 32_768,
+}
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+def context_window_of(model_id: str, configured: int = 0) -> int:
+    """The `contextWindow` setting when given, else the known window of the model, else 128k."""
+
+    if configured > 0:
+        return configured
+    known = CONTEXT_WINDOWS.get(model_id) or CONTEXT_WINDOWS.get(model_id.rsplit("/", 1)[-1].split(":", 1)[0])
+    return known or DEFAULT_CONTEXT_WINDOW
+
 
 @dataclass(frozen=True)
 class Provider:

@@ -44,6 +44,15 @@ class MessageLog(Protocol):
 
     async def append(self, message: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None: ...
 
+    async def save_plan(self, items: list[dict[str, str]]) -> None:
+        """The model's plan (todo_write) changed: keep it with the session."""
+        ...
+
+    async def save_compaction(self, history: list[dict[str, Any]], cut: int, summary: str, usage: Usage) -> bool:
+        """`history` (the request's, as given) was compacted: `summary` stands for history[:cut].
+        False when it could not be kept (the request goes on with it anyway)."""
+        ...
+
 
 @dataclass
 class RequestSpec:
@@ -60,6 +69,8 @@ class RequestSpec:
     tool_settings: ToolSettings = field(default_factory=ToolSettings)
     tool_concurrency: int = 3
     history_token_budget: int = 100_000
+    context_window: int = 0  # 0: the model's known window (models.context_window_of)
+    compact_threshold: float = 0.8  # compact automatically past this share of the window
     # shared across the session's requests (in this server process):
     session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     session_notices: set[str] = field(default_factory=set)  # notices already given in this session

@@ -19,16 +19,35 @@ from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, 
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
 from tunacode_lsp.agent.approvals import approval_view
+from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
+from tunacode_lsp.agent.models import context_window_of
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt
-from tunacode_lsp.contract.protocol import ErrorInfo, Event, Notice, RequestEnd, RequestResult, RequestStart
+from tunacode_lsp.contract.protocol import (
+    Compaction,
+    ErrorInfo,
+    Event,
+    Notice,
+    Plan,
+    PlanItem,
+    RequestEnd,
+    RequestResult,
+    RequestStart,
+)
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import dump_message, load_message
-from tunacode_lsp.core.history import cancelled_results_for, estimate_tokens, prune_tool_outputs, unanswered_tool_calls
+from tunacode_lsp.core.history import (
+    cancelled_results_for,
+    estimate_tokens,
+    plan_pruning,
+    prune_tool_outputs,
+    pruned_replacement,
+    unanswered_tool_calls,
+)
 from tunacode_lsp.core.redact import Redactor, process_redactor
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
@@ -66,7 +85,10 @@ class RequestRun:
         self.started_at = time.time()
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
-        self.state = RequestState(model_id=spec.model.model_id)
+        self.state = RequestState(
+            model_id=spec.model.model_id,
+            context_window=context_window_of(spec.model.model_id, spec.context_window),
+        )
         self.registry = ToolCallRegistry(sink.emit)
         self.table = EventTable(self.state, sink, log_, self.registry)
         self._model_calls = 0
@@ -74,7 +96,7 @@ class RequestRun:
         self._nudged = False
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
-        self._token_estimates: dict[int, tuple[Any, int]] = {}  # id -> (message, tokens)
+        self._token_estimates: dict[int, tuple[Any, int, tuple[Any, int] | None]] = {}  # id -> facts
         self._approved: dict[str, str] = {}  # tool call id -> digest of the change the user approved
 
     # ------------------------------------------------------------ control
@@ -107,11 +129,54 @@ class RequestRun:
         error: str | None = None
         try:
             if not self.abort_signal.is_set():  # aborted while starting: the model is never called
+                await self._compact_if_needed()
+            if not self.abort_signal.is_set() and self.abort_reason is None:
                 error = await self._drive()
         finally:
             if timer is not None:
                 timer.cancel()
         return await self._finish(error)
+
+    async def _compact_if_needed(self) -> None:
+        """Compact first when the history and the prompt pass compactThreshold of the window.
+
+        A failed summary leaves everything as it was (a notice says so); an abort during it
+        ends the request as cancelled, nothing changed.
+        """
+
+        spec, window = self.spec, self.state.context_window
+        if not spec.history or window <= 0:
+            return
+        prompt = {"role": "user", "content": [{"type": "text", "text": spec.prompt}]}
+        limit = spec.compact_threshold * window
+
+        def past_threshold() -> bool:  # O(history): in a thread, the raw estimate first
+            with_prompt = [*spec.history, prompt]
+            if estimate_tokens(with_prompt) <= limit:
+                return False  # pruning only lowers it
+            return estimate_tokens(prune_tool_outputs(with_prompt, token_budget=spec.history_token_budget)) > limit
+
+        if not await asyncio.to_thread(past_threshold):
+            return
+        try:
+            result = await compact(
+                spec.history,
+                spec.model,
+                context_window=window,
+                signal=self.abort_signal,
+                max_retries=spec.max_retries,
+                notify=lambda text: self.sink.emit(Notice(text)),
+            )
+        except CompactionAborted:
+            return
+        except CompactionFailed as exc:
+            self.sink.emit(Notice(f"Could not compact the conversation ({exc}); going on without it."))
+            return
+        self.state.usage = self.state.usage + result.usage
+        if not await self.table.log.save_compaction(spec.history, result.cut, result.summary, result.usage):
+            log.warning("compaction of session %s used but not stored", spec.session_id)
+        spec.history = result.view
+        self.sink.emit(Compaction(result.before, result.after))
 
     async def _drive(self) -> str | None:
         """Run the tinyagent loop; an unexpected failure comes back as an error text."""
@@ -194,19 +259,39 @@ class RequestRun:
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
         llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
-        if sum(self._tokens_of(m) for m in llm) <= self.spec.history_token_budget:
-            return llm
-        pruned = prune_tool_outputs([dump_message(m) for m in llm], token_budget=self.spec.history_token_budget)
-        return [load_message(d) for d in pruned]
+        facts = [self._facts_of(m) for m in llm]
+        self.state.context_estimate = sum(f[1] for f in facts)
+        if self.state.context_estimate <= self.spec.history_token_budget:
+            return llm  # no prefix of the history passed the budget: nothing is pruned
+        # Pruning is a pure function of the history, replayed as it grew (plan_pruning): it
+        # happens in rare large steps, so consecutive calls share their input as a prefix.
+        chosen = plan_pruning(
+            [f[1] for f in facts],
+            [None if f[2] is None else f[2][1] for f in facts],
+            token_budget=self.spec.history_token_budget,
+            is_result=[getattr(m, "role", None) == "tool_result" for m in llm],
+        )
+        out: list[Any] = []
+        for position, (message, fact) in enumerate(zip(llm, facts, strict=True)):
+            replacement = fact[2]
+            out.append(replacement[0] if position in chosen and replacement is not None else message)
+        self.state.context_estimate = sum(
+            pruned[1] if i in chosen and (pruned := facts[i][2]) is not None else facts[i][1] for i in range(len(llm))
+        )
+        return out
 
-    def _tokens_of(self, message: Any) -> int:
-        """Token estimate of one message, computed once: this runs before every model turn."""
+    def _facts_of(self, message: Any) -> tuple[Any, int, tuple[Any, int] | None]:
+        """(message, token estimate, (pruned replacement, its estimate) or None), computed once:
+        this runs before every model turn."""
 
         cached = self._token_estimates.get(id(message))
         if cached is None or cached[0] is not message:
-            cached = (message, estimate_tokens([dump_message(message)]))
+            dump = dump_message(message)
+            replacement = pruned_replacement(dump)
+            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
+            cached = (message, estimate_tokens([dump]), pruned)
             self._token_estimates[id(message)] = cached
-        return cached[1]
+        return cached
 
     # ------------------------------------------------------------ tools
 
@@ -232,11 +317,31 @@ class RequestRun:
                 self.registry.finish(
                     tool_call_id, "completed", tool_result_text(result), exit_code=exit_code if isinstance(exit_code, int) else None
                 )
+                if tool.name == "todo_write":
+                    await self._publish_plan(result)
                 return result
 
         return AgentTool(
             name=tool.name, description=tool.description, parameters=tool.parameters, label=tool.label, execute=execute
         )
+
+    async def _publish_plan(self, result: AgentToolResult) -> None:
+        """After todo_write: the `plan` event, and the plan stored with the session."""
+
+        details: Any = result.details
+        raw = details.get("items") if isinstance(details, dict) else None
+        if not isinstance(raw, list):
+            return
+        items: list[dict[str, str]] = [
+            {key: str(item.get(key, "")) for key in ("content", "status", "activeForm")}
+            for item in raw
+            if isinstance(item, dict)
+        ]
+        self.sink.emit(Plan([PlanItem(i["content"], i["status"], i["activeForm"]) for i in items]))
+        try:
+            await self.table.log.save_plan(items)
+        except Exception:  # the plan is shown; failing to keep it must not fail the tool
+            log.exception("could not store the plan of session %s", self.spec.session_id)
 
     async def _until(self, work: Any) -> None:
         """Await `work`, or stop waiting when the request is aborted."""

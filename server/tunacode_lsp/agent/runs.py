@@ -306,6 +306,8 @@ class RunService:
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
+                context_window=options.context_window,
+                compact_threshold=options.compact_threshold,
                 session_allowed_tools=state.allowed_tools,
                 session_notices=state.notices,
                 line_refs=state.line_refs,

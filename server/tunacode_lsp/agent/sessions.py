@@ -25,6 +25,7 @@ from tunacode_lsp.store.errors import SessionBusy
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import SessionRecord
+from tunacode_lsp.store.session_state import compacted_view
 
 if TYPE_CHECKING:
     from tunacode_lsp.store.session_store import SessionStore
@@ -67,12 +68,41 @@ def _usable_path(cwd: str) -> str:
     return cwd
 
 
+class CachedHistory:
+    """One session's stored messages as this server last saw them, and the cleaned view.
+
+    `version` is the store's (modified_us, message_count): every write to the session, from
+    any process, changes it, so the entry is current exactly while the store reports the
+    same version. This server's own appends extend the entry (no reload).
+    """
+
+    def __init__(self, version: tuple[int, int], stored: list[dict[str, Any]], compaction: dict[str, Any] | None) -> None:
+        self.version = version
+        self.stored = stored
+        self.compaction = compaction
+        self.view: list[dict[str, Any]] | None = None  # cleaned; None until needed again
+
+    def build_view(self) -> list[dict[str, Any]]:
+        if self.view is None:
+            self.view = clean_history(compacted_view(self.stored, self.compaction))
+        return self.view
+
+    def stored_index_of(self, message: object) -> int | None:
+        """Index in `stored` of a message of the view (by identity), None if it was rebuilt."""
+        return next((i for i in range(len(self.stored) - 1, -1, -1) if self.stored[i] is message), None)
+
+
+MAX_CACHED_SESSIONS = 8
+
+
 class SessionService:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.owner = new_owner()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tunacode-db")
         self._store: SessionStore | None = None
+        self._histories: dict[str, CachedHistory] = {}  # most recently used last
+        self._compacting: dict[str, tuple[Any, asyncio.Event]] = {}  # session id -> (msg id, abort signal)
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -106,10 +136,67 @@ class SessionService:
         return await self._call("load_messages", session_id)
 
     async def history(self, session_id: str) -> builtins.list[dict[str, Any]]:
-        """The stored messages, cleaned so every invariant holds before a model sees them."""
+        """What the model is sent of the session: the stored messages (from the compaction's
+        first kept one, after its summary), cleaned so every invariant holds.
 
-        messages = await self.messages(session_id)
-        return await asyncio.to_thread(clean_history, messages)  # long sessions: never on the event loop
+        Kept in memory between requests (CachedHistory): a request pays a version check,
+        and a re-clean only after appends. Loading, checking and cleaning run on the store's
+        threads, never on the event loop.
+        """
+
+        entry = self._histories.pop(session_id, None)
+        version = await self._call("version_of", session_id)
+        if entry is None or entry.version != version:
+            version, stored, compaction = await self._call("load_state", session_id)
+            entry = CachedHistory(version, stored, compaction)
+        self._histories[session_id] = entry
+        while len(self._histories) > MAX_CACHED_SESSIONS:
+            self._histories.pop(next(iter(self._histories)))
+        if entry.view is None:
+            await asyncio.get_running_loop().run_in_executor(self._pool, entry.build_view)
+        return list(entry.build_view())
+
+    def start_compaction(self, session_id: str, msg_id: Any) -> asyncio.Event:
+        """The abort signal of a `tunacode.session.compact` running for `msg_id`."""
+        signal = asyncio.Event()
+        self._compacting[session_id] = (msg_id, signal)
+        return signal
+
+    def end_compaction(self, session_id: str) -> None:
+        self._compacting.pop(session_id, None)
+
+    def abort_compaction(self, *, msg_id: Any = None, session_id: str | None = None) -> int:
+        """Stop running compactions by JSON-RPC id or session; how many were stopped."""
+        count = 0
+        for sid, (mid, signal) in list(self._compacting.items()):
+            if (msg_id is not None and mid == msg_id) or (session_id is not None and sid == session_id):
+                signal.set()
+                count += 1
+        return count
+
+    async def save_compaction(
+        self, session_id: str, history: builtins.list[dict[str, Any]], cut: int, summary: str, usage: Usage | None
+    ) -> bool:
+        """Store that `summary` stands for `history[:cut]`, `history` being what `history()`
+        returned (its messages are the cached ones, found again by identity). False when
+        the session changed meanwhile or the cut is not a stored message."""
+
+        entry = self._histories.get(session_id)
+        if entry is None:
+            return False
+        first = len(entry.stored) if cut >= len(history) else entry.stored_index_of(history[cut])
+        if first is None:
+            return False
+        return await self.set_compaction(
+            session_id, {"summary": summary, "firstKept": first}, expect_count=entry.version[1], usage=usage
+        )
+
+    async def plan(self, session_id: str) -> builtins.list[dict[str, str]]:
+        return await self._call("get_plan", session_id)
+
+    async def set_plan(self, session_id: str, items: builtins.list[dict[str, str]]) -> None:
+        await self._call("set_plan", session_id, items)
+        self._histories.pop(session_id, None)  # the session's version changed
 
     async def export(self, session_id: str) -> dict[str, Any]:
         return await self._call("export_document", session_id)
@@ -145,14 +232,15 @@ class SessionService:
         delay = 0.1
         while True:
             try:
-                return await self._call(
-                    "append_messages",
+                before, after = await self._call(
+                    "append_messages_versioned",
                     session_id,
                     [message],
                     usage_delta=usage.as_store_dict() if usage else None,
                     thoughts=thoughts,
                     model=model,
                 )
+                break
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise
@@ -161,6 +249,22 @@ class SessionService:
                 log.warning("session database locked; writing again in %.1f s", delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
+        entry = self._histories.get(session_id)
+        if entry is not None:
+            if entry.version == before:  # nobody else wrote in between: extend the entry
+                entry.stored.append(message)
+                entry.version = after
+                entry.view = None
+            else:
+                del self._histories[session_id]
+        return int(after[1])
+
+    async def set_compaction(
+        self, session_id: str, compaction: dict[str, Any], *, expect_count: int, usage: Usage | None
+    ) -> bool:
+        done = await self._call("set_compaction", session_id, compaction, expect_count=expect_count, usage_delta=usage.as_store_dict() if usage else None)
+        self._histories.pop(session_id, None)
+        return bool(done)
 
     def close(self) -> None:
         if self._store is not None:
@@ -182,3 +286,9 @@ class StoreMessageLog:
             self._session_id, redactor.value(message), usage=usage,
             thoughts=redactor.text(thoughts) if thoughts else thoughts, model=self._model,
         )
+
+    async def save_plan(self, items: list[dict[str, str]]) -> None:
+        await self._service.set_plan(self._session_id, items)
+
+    async def save_compaction(self, history: list[dict[str, Any]], cut: int, summary: str, usage: Usage) -> bool:
+        return await self._service.save_compaction(self._session_id, history, cut, summary, usage)

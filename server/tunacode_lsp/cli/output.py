@@ -221,6 +221,13 @@ class PlainOutput(Output):
             self._tool_update(event)
         elif kind == "notice":
             self._status(self._paint(f"[note] {printable(str(event.get('message', '')), one_line=True)}", YELLOW))
+        elif kind == "plan":
+            marks = {"completed": "[x]", "in_progress": "[~]"}
+            items = [i for i in event.get("items") or [] if isinstance(i, dict)]
+            line = "; ".join(f"{marks.get(str(i.get('status')), '[ ]')} {i.get('content', '')}" for i in items)
+            self._status(f"[plan] {printable(line, one_line=True)}")
+        elif kind == "compaction":
+            self._status(f"[note] conversation compacted: {event.get('before')} -> {event.get('after')} tokens")
         elif kind == "request_end":
             self.close()
             self._end_line()

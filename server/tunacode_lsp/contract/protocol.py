@@ -21,6 +21,8 @@ PROTOCOL_VERSION = 1
 UNKNOWN_SESSION = -32001
 SESSION_BUSY = -32002
 MODEL_NOT_USABLE = -32003
+REQUEST_CANCELLED = -32800  # LSP: a command stopped by $/cancelRequest or tunacode.abort
+COMPACTION_FAILED = -32603  # JSON-RPC internal error: the summary call failed, nothing changed
 
 COMMAND_REQUEST = "tunacode.request"
 COMMAND_ABORT = "tunacode.abort"
@@ -31,6 +33,7 @@ COMMAND_SESSION_DELETE = "tunacode.session.delete"
 COMMAND_SESSION_EXPORT = "tunacode.session.export"
 COMMAND_SESSION_IMPORT = "tunacode.session.import"
 COMMAND_SESSION_FORK = "tunacode.session.fork"
+COMMAND_SESSION_COMPACT = "tunacode.session.compact"
 COMMAND_MODELS_LIST = "tunacode.models.list"
 COMMAND_STATUS = "tunacode.status"
 
@@ -475,6 +478,7 @@ class SessionListResult:
 class SessionGetResult:
     session: SessionInfo
     messages: list[dict[str, Any]]
+    plan: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 # ---------------------------------------------------------------- events
@@ -528,7 +532,29 @@ class ToolCallUpdate:
 class TurnEnd:
     turn: int
     usage: Usage
+    context_tokens: int = 0  # what the last call sent: provider usage when given, else the estimate
+    context_window: int = 0  # the model's context window; 0 when unknown
     type: str = "turn_end"
+
+
+@attrs.define
+class PlanItem:
+    content: str
+    status: str  # pending | in_progress | completed
+    active_form: str
+
+
+@attrs.define
+class Plan:
+    items: list[PlanItem]
+    type: str = "plan"
+
+
+@attrs.define
+class Compaction:
+    before: int  # estimated tokens of what the model was sent before
+    after: int  # ... and after the older turns were replaced by a summary
+    type: str = "compaction"
 
 
 @attrs.define
@@ -552,6 +578,8 @@ Event = (
     | ToolCallEvent
     | ToolCallUpdate
     | TurnEnd
+    | Plan
+    | Compaction
     | Notice
     | RequestEnd
 )

@@ -283,43 +283,100 @@ def estimate_tokens(messages: list[Message]) -> int:
     return sum(_message_tokens(message) for message in messages)
 
 
+PRUNE_TARGET_RATIO = 0.5
+
+
+def pruned_marker(chars: int) -> str:
+    """The stable text that replaces a pruned tool output (the same bytes on every turn)."""
+    return f"[output pruned: {chars} chars; re-run the tool if needed]"
+
+
+def plan_pruning(
+    tokens: list[int],
+    pruned_tokens: list[int | None],
+    *,
+    token_budget: int,
+    keep_recent: int = 3,
+    target_ratio: float = PRUNE_TARGET_RATIO,
+    is_result: list[bool] | None = None,
+) -> set[int]:
+    """Positions to prune, chosen in rare large steps (hysteresis) as a pure function of the list.
+
+    `tokens[i]` is message i's estimate, `pruned_tokens[i]` its estimate once pruned (None:
+    not prunable). The history is replayed as it grew, one message at a time: whenever the
+    running estimate passes `token_budget`, the oldest prunable results are pruned until the
+    estimate is at most `target_ratio * token_budget`: first sparing the `keep_recent` most
+    recent tool results of that moment, and when that is not enough, all but the latest
+    (with keep_recent=0, none is spared). Decisions at message i depend only on messages
+    up to i, so a longer list keeps every earlier decision: between two steps the model's
+    input only grows at its end, and the provider's prompt cache stays warm.
+    """
+    results = is_result if is_result is not None else [p is not None for p in pruned_tokens]
+    target = int(token_budget * target_ratio)
+    chosen: set[int] = set()
+    total = 0
+    result_positions: list[int] = []
+    cursor = 0  # index into result_positions: everything before it was considered
+    for index, count in enumerate(tokens):
+        total += count
+        if results[index]:
+            result_positions.append(index)
+        if total <= token_budget:
+            continue
+        # The `keep_recent` latest results are spared when the step reaches the target
+        # without them; else the step goes on into them (sparing the very latest), since a
+        # step too small to reach the target would be followed by another on every turn.
+        for spare in (max(0, keep_recent), min(1, max(0, keep_recent))):
+            limit = max(0, len(result_positions) - spare)
+            while total > target and cursor < limit:
+                position = result_positions[cursor]
+                cursor += 1
+                small = pruned_tokens[position]
+                if small is None or small >= tokens[position]:
+                    continue
+                total += small - tokens[position]
+                chosen.add(position)
+    return chosen
+
+
 def prune_tool_outputs(
     messages: list[Message],
     *,
     token_budget: int,
     keep_recent: int = 3,
     large_output_chars: int = LARGE_OUTPUT_CHARS,
+    target_ratio: float = PRUNE_TARGET_RATIO,
 ) -> list[Message]:
     """A new list for the model, with old large tool outputs replaced by a short marker.
 
-    Only when `estimate_tokens` exceeds `token_budget`: the oldest tool results first,
-    never the `keep_recent` most recent ones, only outputs of at least
-    `large_output_chars` characters, until the estimate fits. The input is not mutated.
+    The choice is `plan_pruning`'s: nothing while the history never passed `token_budget`;
+    past it, the oldest tool results of at least `large_output_chars` characters (sparing
+    the `keep_recent` most recent ones where it can, the latest always) are replaced, in large steps that bring the
+    estimate down to `target_ratio` of the budget. The input is not mutated.
     """
-    pruned = list(messages)
-    total = estimate_tokens(pruned)
-    if total <= token_budget:
-        return pruned
-    result_positions = [
-        i for i, m in enumerate(pruned) if isinstance(m, dict) and m.get("role") == "tool_result"
+    tokens = [_message_tokens(m) for m in messages]
+    replacements: list[Message | None] = [
+        pruned_replacement(m, large_output_chars) for m in messages
     ]
-    older = result_positions[: max(0, len(result_positions) - max(0, keep_recent))]
-    for position in older:
-        if total <= token_budget:
-            break
-        result = pruned[position]
-        chars = sum(len(b.get("text") or "") for b in _blocks(result) if _is_text(b))
-        if chars < large_output_chars:
-            continue
-        replacement = {
-            **result,
-            "content": [
-                {"type": "text", "text": f"[output pruned: {chars} chars; re-run the tool if needed]"}
-            ],
-        }
-        total += _message_tokens(replacement) - _message_tokens(result)
-        pruned[position] = replacement
-    return pruned
+    chosen = plan_pruning(
+        tokens,
+        [None if r is None else _message_tokens(r) for r in replacements],
+        token_budget=token_budget,
+        keep_recent=keep_recent,
+        target_ratio=target_ratio,
+        is_result=[isinstance(m, dict) and m.get("role") == "tool_result" for m in messages],
+    )
+    return [replacements[i] if i in chosen else m for i, m in enumerate(messages)]  # type: ignore[misc]
+
+
+def pruned_replacement(message: object, large_output_chars: int = LARGE_OUTPUT_CHARS) -> Message | None:
+    """The pruned form of a large tool result (a stable marker), or None when not prunable."""
+    if not (isinstance(message, dict) and message.get("role") == "tool_result"):
+        return None
+    chars = sum(len(b.get("text") or "") for b in _blocks(message) if _is_text(b))
+    if chars < large_output_chars:
+        return None
+    return {**message, "content": [{"type": "text", "text": pruned_marker(chars)}]}
 
 
 def _is_text(block: object) -> bool:

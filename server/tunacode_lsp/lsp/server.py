@@ -37,6 +37,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
+    COMMAND_SESSION_COMPACT,
     COMMAND_SESSION_DELETE,
     COMMAND_SESSION_EXPORT,
     COMMAND_SESSION_FORK,
@@ -45,7 +46,10 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_LIST,
     COMMAND_SESSION_NEW,
     COMMAND_STATUS,
+    COMPACTION_FAILED,
+    MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
+    REQUEST_CANCELLED,
     SESSION_BUSY,
     UNKNOWN_SESSION,
     AbortParams,
@@ -186,6 +190,8 @@ class TunaProtocol(LanguageServerProtocol):
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         if self._server.runs.cancel_by_msg_id(msg_id):
             return
+        if self._server.sessions.abort_compaction(msg_id=msg_id):
+            return  # the compact command answers -32800 itself
         # The handler may not have started yet (its task is scheduled, not run): remember
         # the id, so the request is aborted the moment it registers.
         self._server.runs.cancel_before_start(msg_id)
@@ -457,7 +463,10 @@ async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) ->
 @command(COMMAND_ABORT)
 async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(AbortParams, params.arguments)
-    return to_wire(AbortResult(ls.runs.abort(session_id=p.session_id, request_id=p.request_id)))
+    aborted = ls.runs.abort(session_id=p.session_id, request_id=p.request_id)
+    if p.session_id is not None:
+        aborted += ls.sessions.abort_compaction(session_id=p.session_id)
+    return to_wire(AbortResult(aborted))
 
 
 @command(COMMAND_STATUS)
@@ -498,7 +507,8 @@ async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams
     record = await ls.sessions.get(p.session_id)
     if record is None:
         raise SessionNotFound(p.session_id)
-    return to_wire(SessionGetResult(session_info(record), await ls.sessions.messages(p.session_id)))
+    messages = await ls.sessions.messages(p.session_id)
+    return to_wire(SessionGetResult(session_info(record), messages, await ls.sessions.plan(p.session_id)))
 
 
 @command(COMMAND_SESSION_DELETE)
@@ -531,3 +541,36 @@ async def session_import(ls: TunaLanguageServer, params: types.ExecuteCommandPar
 async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionForkParams, params.arguments)
     return to_wire(session_info(await ls.sessions.fork(p.session_id, p.message_count)))
+
+
+@command(COMMAND_SESSION_COMPACT)
+async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
+    from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact_session
+    from tunacode_lsp.agent.models import ModelNotUsable, context_window_of, resolve_model
+
+    p = parse_params(SessionIdParams, params.arguments)
+    record = await ls.sessions.get(p.session_id)
+    if record is None:
+        raise SessionNotFound(p.session_id)
+    if ls.runs.is_busy(p.session_id):
+        raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request")
+    options = ls.options
+    try:
+        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+    except ModelNotUsable as exc:
+        raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
+    window = context_window_of(model.model_id, options.context_window)
+    signal = ls.sessions.start_compaction(p.session_id, ls.protocol.msg_id)
+    try:
+        before, after = await compact_session(
+            ls.sessions, p.session_id, model, context_window=window, max_retries=options.max_retries, signal=signal
+        )
+    except CompactionAborted:
+        raise CommandError(REQUEST_CANCELLED, "compaction cancelled; the session is unchanged") from None
+    except CompactionFailed as exc:
+        raise CommandError(COMPACTION_FAILED, f"compaction failed, the session is unchanged: {exc}") from None
+    finally:
+        ls.sessions.end_compaction(p.session_id)
+    updated = await ls.sessions.get(p.session_id)
+    return {"session": to_wire(session_info(updated or record)), "before": before, "after": after}

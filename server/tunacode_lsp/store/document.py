@@ -2,7 +2,8 @@
 
 Keys, exactly: version, session_id, project_id, created_at, last_modified,
 working_directory, current_model, total_tokens, session_total_usage, thoughts, messages.
-`parse_document` checks a document and names the first bad field, e.g.
+Optional keys (version 1 still): `plan` and `compaction` (store/session_state.py), checked
+by the store on import. `parse_document` checks a document and names the first bad field, e.g.
 "messages[3].role: unknown role 'system' ...". Unknown extra keys are ignored.
 """
 
@@ -31,6 +32,8 @@ DOCUMENT_KEYS: tuple[str, ...] = (
     "thoughts",
     "messages",
 )
+
+OPTIONAL_DOCUMENT_KEYS: tuple[str, ...] = ("plan", "compaction")  # exported always, optional on import
 
 
 @dataclass(frozen=True)

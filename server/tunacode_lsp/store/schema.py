@@ -68,6 +68,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )
         """,
     ),
+    # 3 -> 4: the model's plan and the compaction summary (store/session_state.py).
+    (
+        "ALTER TABLE sessions ADD COLUMN plan TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE sessions ADD COLUMN compaction TEXT NOT NULL DEFAULT ''",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

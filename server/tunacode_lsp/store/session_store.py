@@ -40,6 +40,13 @@ from tunacode_lsp.store.records import (
     zero_usage,
 )
 from tunacode_lsp.store.schema import migrate
+from tunacode_lsp.store.session_state import (
+    check_compaction,
+    check_plan,
+    decode_compaction,
+    decode_plan,
+    encode_state,
+)
 
 BUSY_TIMEOUT_S = 5.0
 SQLITE_MAX_INT = 2**63 - 1
@@ -208,18 +215,33 @@ class SessionStore:
         `model` replaces the session's model. An empty title becomes the first line of
         the first user prompt.
         """
+        return self.append_messages_versioned(
+            session_id, messages, usage_delta=usage_delta, thoughts=thoughts, model=model
+        )[1][1]
+
+    def append_messages_versioned(
+        self,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        usage_delta: dict[str, Any] | None = None,
+        thoughts: str | None = None,
+        model: str | None = None,
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """As append_messages; returns (version before, version after), see version_of."""
         messages = [_checked_dump(message) for message in messages]
         delta = check_usage(usage_delta or {}, where="usage_delta")
         with self._write() as conn:
             found = conn.execute(
-                "SELECT message_count, title, thoughts FROM sessions WHERE session_id = ?",
+                "SELECT message_count, title, thoughts, modified_us FROM sessions WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
             if found is None:
                 raise SessionNotFound(session_id)
-            count, title, old_thoughts = found
+            count, title, old_thoughts, old_modified = found
             _insert_messages(conn, session_id, messages, first_seq=count)
             new_count = count + len(messages)
+            stamp = _next_modified_us(conn)
             conn.execute(
                 "UPDATE sessions SET message_count = ?, modified_us = ?, title = ?, thoughts = ?, "
                 "model = COALESCE(?, model), "
@@ -227,7 +249,7 @@ class SessionStore:
                 + " WHERE session_id = ?",
                 (
                     new_count,
-                    _next_modified_us(conn),
+                    stamp,
                     title or _title_from(messages),
                     _join_thoughts(old_thoughts, thoughts),
                     model,
@@ -235,7 +257,7 @@ class SessionStore:
                     session_id,
                 ),
             )
-        return new_count
+        return (int(old_modified), count), (int(stamp), new_count)
 
     def load_messages(self, session_id: str, *, limit: int | None = None) -> list[dict[str, Any]]:
         """The stored dumps in order; with `limit`, only the last `limit` of them.
@@ -248,17 +270,94 @@ class SessionStore:
         with self._snapshot() as conn:
             return _load_messages(conn, session_id, limit)
 
+    # ------------------------------------------------------------ plan, compaction, versions
+
+    def get_plan(self, session_id: str) -> list[dict[str, str]]:
+        row = self._conn().execute("SELECT plan FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return decode_plan(row[0])
+
+    def set_plan(self, session_id: str, plan: list[dict[str, Any]]) -> None:
+        items = check_plan(plan)
+        with self._write() as conn:
+            done = conn.execute(
+                "UPDATE sessions SET plan = ?, modified_us = ? WHERE session_id = ?",
+                (encode_state(items), _next_modified_us(conn), session_id),
+            )
+            if done.rowcount == 0:
+                raise SessionNotFound(session_id)
+
+    def get_compaction(self, session_id: str) -> dict[str, Any] | None:
+        row = self._conn().execute(
+            "SELECT compaction FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return decode_compaction(row[0])
+
+    def set_compaction(
+        self,
+        session_id: str,
+        compaction: dict[str, Any] | None,
+        *,
+        expect_count: int,
+        usage_delta: dict[str, Any] | None = None,
+    ) -> bool:
+        """Store the summary (and add the summary call's usage); False (nothing written) when
+        the session no longer has `expect_count` messages (another writer went on meanwhile)."""
+        checked = check_compaction(compaction)
+        if checked is not None and checked["firstKept"] > expect_count:
+            raise ValueError("compaction.firstKept: beyond the stored messages")
+        delta = check_usage(usage_delta or {}, where="usage_delta")
+        with self._write() as conn:
+            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            if row[0] != expect_count:
+                return False
+            conn.execute(
+                "UPDATE sessions SET compaction = ?, modified_us = ?, "
+                + ", ".join(f"{key} = {key} + ?" for key in (*TOKEN_KEYS, "cost"))
+                + " WHERE session_id = ?",
+                (encode_state(checked) if checked else "", _next_modified_us(conn),
+                 *(delta[key] for key in (*TOKEN_KEYS, "cost")), session_id),
+            )
+        return True
+
+    def version_of(self, session_id: str) -> tuple[int, int] | None:
+        """(modified_us, message_count) of the session, or None: every write changes
+        modified_us (strictly increasing), so a cached history is current while it matches."""
+        row = self._conn().execute(
+            "SELECT modified_us, message_count FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def load_state(self, session_id: str) -> tuple[tuple[int, int], list[dict[str, Any]], dict[str, Any] | None]:
+        """(version, messages, compaction) read in one snapshot."""
+        with self._snapshot() as conn:
+            row = conn.execute(
+                "SELECT modified_us, message_count, compaction FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            messages = _load_messages(conn, session_id, None)
+        return (int(row[0]), int(row[1])), messages, decode_compaction(row[2])
+
     # ------------------------------------------------------------ documents and forks
 
     def export_document(self, session_id: str) -> dict[str, Any]:
         """The session as a SessionDocument (see document.py)."""
         with self._snapshot() as conn:
             record = self._require(session_id)
-            thoughts = conn.execute(
-                "SELECT thoughts FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
+            thoughts, plan, compaction = conn.execute(
+                "SELECT thoughts, plan, compaction FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
             messages = _load_messages(conn, session_id, None)
-        return build_document(record, thoughts=thoughts, messages=messages)
+        document = build_document(record, thoughts=thoughts, messages=messages)
+        document["plan"] = decode_plan(plan)
+        document["compaction"] = decode_compaction(compaction)
+        return document
 
     def import_document(self, document: object) -> SessionRecord:
         """Store a SessionDocument as a session; raises DocumentError naming a bad field.
@@ -267,16 +366,21 @@ class SessionStore:
         is empty or already stored, the session gets a new id.
         """
         parsed = parse_document(document)
+        extras = document if isinstance(document, dict) else {}
+        plan = check_plan(extras.get("plan", []))  # optional; when given, a list
+        compaction = check_compaction(extras.get("compaction"))
         messages = clean_history(parsed.messages)
+        if compaction is not None and messages != parsed.messages:
+            compaction = None  # cleaning moved the messages: the cut point would be wrong
         with self._write() as conn:
             session_id = parsed.session_id
             if not session_id or _exists(conn, session_id):
                 session_id = str(uuid.uuid4())
             conn.execute(
                 "INSERT INTO sessions (session_id, title, cwd, project_id, model, created_us, "
-                "modified_us, message_count, thoughts, "
+                "modified_us, message_count, thoughts, plan, compaction, "
                 + ", ".join((*TOKEN_KEYS, "cost"))
-                + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session_id,
                     _title_from(messages),
@@ -287,6 +391,8 @@ class SessionStore:
                     parsed.modified_us,
                     len(messages),
                     parsed.thoughts,
+                    encode_state(plan),
+                    encode_state(compaction) if compaction else "",
                     *(parsed.usage[key] for key in (*TOKEN_KEYS, "cost")),
                 ),
             )

@@ -19,6 +19,7 @@ from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.list_files import create_list_files_tool
 from tunacode_lsp.tools.read_file import create_read_file_tool
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.todo_write import create_todo_write_tool
 from tunacode_lsp.tools.write_file import create_write_file_tool
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "create_grep_tool",
     "create_list_files_tool",
     "create_read_file_tool",
+    "create_todo_write_tool",
     "create_write_file_tool",
     "summarize_args",
 ]
@@ -63,6 +65,7 @@ def build_tools(
         create_bash_tool(root, settings),
         create_grep_tool(root, settings),
         create_list_files_tool(root, settings),
+        create_todo_write_tool(root),
     ]
     if diagnostics is not None:  # only when the editor can answer
         tools.append(create_diagnostics_tool(root, diagnostics))
@@ -99,6 +102,10 @@ def summarize_args(name: str, args: dict[str, Any]) -> str:
         return _short(f"/{text('pattern')}/" + (f" in {where}" if where else ""))
     if name == "list_files":
         return _short(" ".join(part for part in (text("path") or ".", text("glob")) if part))
+    if name == "todo_write" and isinstance(args.get("todos"), list):
+        todos = [t for t in args["todos"] if isinstance(t, dict)]
+        done = sum(t.get("status") == "completed" for t in todos)
+        return f"{len(todos)} items, {done} done"
     try:
         return _short(json.dumps(args, ensure_ascii=False, default=str))
     except (TypeError, ValueError):

@@ -20,7 +20,7 @@ from tinyagent.agent_types import (
 from tests.unit.store.session_samples import assistant_calls, conversation, tool_result, user
 from tunacode_lsp.core.codec import dump_message, load_message
 from tunacode_lsp.core.history import violations
-from tunacode_lsp.store.document import DOCUMENT_KEYS
+from tunacode_lsp.store.document import DOCUMENT_KEYS, OPTIONAL_DOCUMENT_KEYS
 from tunacode_lsp.store.errors import DocumentError, MessageFormatError
 from tunacode_lsp.store.locations import default_store_path, project_id_for
 from tunacode_lsp.store.session_store import SessionStore
@@ -42,7 +42,8 @@ def test_export_has_exactly_the_document_keys(store: SessionStore, tmp_path: Pat
     document = store.export_document(session_id)
     record = store.get_session(session_id)
     assert record is not None
-    assert list(document) == list(DOCUMENT_KEYS)
+    assert list(document) == list(DOCUMENT_KEYS) + list(OPTIONAL_DOCUMENT_KEYS)
+    assert document["plan"] == [] and document["compaction"] is None
     assert set(DOCUMENT_KEYS) == {
         "version", "session_id", "project_id", "created_at", "last_modified", "working_directory",
         "current_model", "total_tokens", "session_total_usage", "thoughts", "messages",
@@ -237,3 +238,30 @@ def test_project_id_is_a_stable_hash_of_the_resolved_path(tmp_path: Path) -> Non
     assert project_id_for(tmp_path / "a") != project_id_for(tmp_path)
     assert len(project_id_for(tmp_path)) == 16
     int(project_id_for(tmp_path), 16)
+
+
+def test_plan_and_compaction_round_trip_through_export_and_import(store: SessionStore, tmp_path: Path) -> None:
+    session_id = stored_session(store, tmp_path)
+    plan = [{"content": "Run tests", "status": "in_progress", "activeForm": "Running tests"},
+            {"content": "Fix bug", "status": "pending", "activeForm": "Fixing bug"}]
+    store.set_plan(session_id, plan)
+    count = store.get_session(session_id).message_count  # type: ignore[union-attr]
+    assert store.set_compaction(session_id, {"summary": "we did X", "firstKept": 1}, expect_count=count + 1) is False
+    assert store.set_compaction(session_id, {"summary": "we did X", "firstKept": 1}, expect_count=count) is True
+    document = store.export_document(session_id)
+    assert document["plan"] == plan and document["compaction"] == {"summary": "we did X", "firstKept": 1}
+    copy = store.import_document(document)
+    assert store.get_plan(copy.session_id) == plan
+    assert store.get_compaction(copy.session_id) == {"summary": "we did X", "firstKept": 1}
+    bad = {**document, "plan": [{"content": "x", "status": "doing", "activeForm": "x"}]}
+    with pytest.raises(DocumentError, match=r"plan\[0\]\.status"):
+        store.import_document(bad)
+
+
+@pytest.mark.parametrize("bad", [None, 0, "", False, {}, "x"])
+def test_an_optional_plan_of_the_wrong_type_is_refused(store: SessionStore, tmp_path: Path, bad: object) -> None:
+    document = store.export_document(stored_session(store, tmp_path))
+    with pytest.raises(DocumentError, match="plan"):
+        store.import_document({**document, "plan": bad})
+    with pytest.raises(DocumentError, match="compaction"):
+        store.import_document({**document, "compaction": bad if bad is not None else []})

@@ -132,12 +132,46 @@ def build_request_body(
     }
     if context.tools:
         body["tools"] = [_tool_json(tool) for tool in context.tools]
+    if wants_cache_hints(model):
+        add_cache_hints(body["messages"])
     max_tokens = options.max_tokens if options.max_tokens is not None else model.max_tokens
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     if options.temperature is not None:
         body["temperature"] = options.temperature
     return body
+
+
+# Providers that cache a prompt's prefix only where the request marks it: Anthropic models
+# (and Gemini) through OpenRouter. OpenAI, DeepSeek and most others cache automatically and
+# get no marker (docs/configuration.md, "Prompt caching").
+CACHE_HINT_PREFIXES = ("anthropic/", "google/gemini")
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def wants_cache_hints(model: OpenAICompatModel) -> bool:
+    return model.provider == "openrouter" and model.id.startswith(CACHE_HINT_PREFIXES)
+
+
+def add_cache_hints(messages: list[dict[str, Any]]) -> None:
+    """Mark the system prompt and the last message as cache breakpoints (in place).
+
+    Everything up to a marked block is cached; the next call, which appends to this
+    input, reads it back. Two markers of Anthropic's four: the system prompt (stable for
+    the whole session) and the end of this call's input.
+    """
+
+    for position in {0, len(messages) - 1}:
+        if 0 <= position < len(messages):
+            _mark(messages[position])
+
+
+def _mark(message: dict[str, Any]) -> None:
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": CACHE_CONTROL}]
+    elif isinstance(content, list) and content and isinstance(content[-1], dict):
+        content[-1] = {**content[-1], "cache_control": CACHE_CONTROL}
 
 
 def convert_messages(context: Context, *, reasoning_back: bool = False) -> list[dict[str, Any]]:
@@ -230,14 +264,18 @@ def convert_usage(raw: dict[str, Any] | None) -> dict[str, Any]:
     completion = _int(raw.get("completion_tokens"))
     details = raw.get("prompt_tokens_details")
     cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    # Cache writes: OpenRouter's prompt_tokens_details.cache_write_tokens, or Anthropic's
+    # cache_creation_input_tokens passed through; both are part of prompt_tokens.
+    written = _int(details.get("cache_write_tokens")) if isinstance(details, dict) else 0
+    written = written or _int(raw.get("cache_creation_input_tokens"))
     total = _int(raw.get("total_tokens")) or prompt + completion
     cost = raw.get("cost")
     cost_total = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
     return {
-        "input": max(0, prompt - cached),
+        "input": max(0, prompt - cached - written),
         "output": completion,
         "cache_read": cached,
-        "cache_write": 0,
+        "cache_write": written,
         "total_tokens": total,
         "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": cost_total},
     }
