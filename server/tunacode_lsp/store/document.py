@@ -3,12 +3,15 @@
 Keys, exactly: version, session_id, project_id, created_at, last_modified,
 working_directory, current_model, total_tokens, session_total_usage, thoughts, messages.
 Optional keys (version 1 still): `plan` and `compaction` (store/session_state.py), checked
-by the store on import. `parse_document` checks a document and names the first bad field, e.g.
-"messages[3].role: unknown role 'system' ...". Unknown extra keys are ignored.
+by the store on import. `parse_document` checks a document completely (before anything is
+written) and names the first bad field, e.g. "messages[3].role: unknown role 'system' ...":
+times between 1970 and a day from now, counts that fit SQLite's INTEGER. Unknown extra keys
+are ignored.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +22,8 @@ from tunacode_lsp.store.errors import DocumentError
 from tunacode_lsp.store.records import SessionRecord, check_usage, us_from_iso
 
 DOCUMENT_VERSION = 1
+MAX_STORED_INT = 2**63 - 1  # SQLite INTEGER
+FUTURE_SLACK_SECONDS = 86_400.0  # clocks differ between machines
 DOCUMENT_KEYS: tuple[str, ...] = (
     "version",
     "session_id",
@@ -86,6 +91,11 @@ def parse_document(document: object) -> ParsedDocument:
         usage = check_usage(document["session_total_usage"], where="session_total_usage")
     except ValueError as exc:
         raise DocumentError(str(exc)) from None
+    if total_tokens > MAX_STORED_INT:
+        raise DocumentError(f"total_tokens: too large ({shown(total_tokens)}; at most {MAX_STORED_INT})")
+    for key, value in usage.items():
+        if value > MAX_STORED_INT:
+            raise DocumentError(f"session_total_usage.{key}: too large ({shown(value)}; at most {MAX_STORED_INT})")
     if "total_tokens" not in document["session_total_usage"]:
         usage["total_tokens"] = total_tokens
     return ParsedDocument(
@@ -111,11 +121,18 @@ def _text(document: dict[str, Any], key: str, *, required: bool = False) -> str:
 
 
 def _time(document: dict[str, Any], key: str) -> int:
+    """A time between 1970 and a day from now: a document from year 9999 would make every
+    later write of the session land in year 10000 (and break listing it)."""
+
     value = _text(document, key, required=True)
     try:
-        return us_from_iso(value)
-    except ValueError:
+        us = us_from_iso(value)
+    except (ValueError, OverflowError):  # OverflowError: an offset that leaves the calendar
         raise DocumentError(f"{key}: not an ISO 8601 time: {shown(value)}") from None
+    latest = int((time.time() + FUTURE_SLACK_SECONDS) * 1_000_000)
+    if us < 0 or us > latest:
+        raise DocumentError(f"{key}: out of range (1970 up to now): {shown(value)}")
+    return us
 
 
 def _messages(messages: object) -> list[dict[str, Any]]:
