@@ -181,7 +181,12 @@ class RequestRun:
     async def _drive(self) -> str | None:
         """Run the tinyagent loop; an unexpected failure comes back as an error text."""
 
-        agent = self._build_agent()
+        try:
+            agent = self._build_agent()
+        except Exception as exc:  # a stored history or a tool that cannot be loaded: an error result
+            log.exception("the agent could not be built")
+            self.abort_signal.set()
+            return f"internal error: {exc}"
         prompt = UserMessage(content=prompt_content(self.spec), timestamp=int(time.time() * 1000))
         stream = agent.stream(prompt)
         abort_wait = asyncio.ensure_future(self.abort_signal.wait())

@@ -54,6 +54,8 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
 
 log = logging.getLogger(__name__)
 
+SINK_CLOSE_SECONDS = 2.0  # the answer never waits longer on the client's side of the sink
+
 
 SinkFactory = Callable[[str, str, str], "ClosableSink"]  # (session_id, request_id, prompt) -> sink
 
@@ -329,7 +331,10 @@ class RunService:
                 result = await run.run()
             finally:
                 await sessions.release(session_id, owner)  # never waits on the client
-                await sink.close()
+                try:
+                    await asyncio.wait_for(sink.close(), SINK_CLOSE_SECONDS)
+                except TimeoutError:
+                    log.warning("the sink of %s did not close within %.1f s", spec.request_id, SINK_CLOSE_SECONDS)
             log.info(
                 "request %s in %s ended: %s after %.2f s",
                 spec.request_id, session_id, result.stop_reason, time.monotonic() - started,

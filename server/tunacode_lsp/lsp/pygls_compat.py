@@ -25,6 +25,20 @@ def drop_pending_request(ls: LanguageServer, msg_id: Any) -> None:
     ls.protocol._request_futures.pop(msg_id, None)
 
 
+def send_payload(protocol: Any, payload: dict[str, Any]) -> None:
+    """Write one raw JSON-RPC object (an error response pygls would not build)."""
+
+    protocol._send_data(payload)
+
+
+def resolve_raw_answer(protocol: Any, msg_id: Any, result: Any) -> None:
+    """Complete a pending server->client request with the client's answer as it came."""
+
+    future = protocol._request_futures.pop(msg_id, None)
+    if future is not None and not future.done():
+        future.set_result(result)
+
+
 def workspace_ready(ls: LanguageServer) -> bool:
     """`initialize` has set up the workspace (before it, `ls.workspace` raises)."""
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -75,8 +75,9 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.lsp import mcp
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.code_actions import code_actions
+from tunacode_lsp.lsp.framing import FrameReader, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
-from tunacode_lsp.lsp.pygls_compat import workspace_ready
+from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload, workspace_ready
 from tunacode_lsp.lsp.runs import LspRuns, warm_up
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
 from tunacode_lsp.store.locations import default_store_path
@@ -247,13 +248,15 @@ class TunaLanguageServer(LanguageServer):
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGHUP):  # like shutdown, then exit
                 loop.add_signal_handler(signum, self._on_signal, signum)
-            reader = asyncio.StreamReader(limit=2**26)
+            reader = asyncio.StreamReader()
             await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-            await run_async(
-                stop_event=self._stop_event,  # type: ignore[arg-type]  # set just above
-                reader=reader, protocol=self.protocol,
-                logger=logging.getLogger("pygls.server"), error_handler=self.report_server_error,
-            )
+            frames = FrameReader(reader.read)  # resynchronises after a malformed header; bounded
+            while (body := await frames.next_body()) is not None:
+                data, error = check_message(body)  # -32700 / -32600 per JSON-RPC 2.0
+                if error is not None:
+                    send_payload(self.protocol, error)
+                if data is not None:
+                    self._dispatch(data)
             # stdin closed (the client is gone): settle every request before leaving
             await self.stop_now("the client closed the connection")
 
@@ -265,6 +268,23 @@ class TunaLanguageServer(LanguageServer):
             pass
         finally:
             self.shutdown()
+
+    def _dispatch(self, data: dict[str, Any]) -> None:
+        """One checked message to pygls; a failure answers the request, never with a traceback.
+        An answer pygls cannot structure (a bare "Allow" to showMessageRequest) is handed to the
+        waiting request as it came, and read there (a denial)."""
+
+        try:
+            self.protocol.handle_message(self.protocol.structure_message(data))
+        except Exception as exc:  # noqa: BLE001
+            if "method" not in data and "id" in data:
+                resolve_raw_answer(self.protocol, data.get("id"), data.get("result"))
+                return
+            log.error("could not handle %s: %s", data.get("method"), exc)
+            if "id" in data and "method" in data:
+                code = getattr(exc, "code", None) or INVALID_REQUEST
+                message = getattr(exc, "message", None) or "cannot handle this message"
+                send_payload(self.protocol, error_response(data["id"], code, f"{data['method']}: {message}"))
 
     def _on_signal(self, signum: signal.Signals) -> None:
         self.track(self.stop_now(f"signal {signum.name}"))

@@ -64,7 +64,7 @@ def approval_message(request: ApprovalRequest) -> str:
 def decision_of(answer: Any) -> ApprovalDecision:
     """A showMessageRequest action or a tunacode/approve result; anything else is a denial."""
 
-    title = getattr(answer, "title", None)
+    title = answer.get("title") if isinstance(answer, dict) else getattr(answer, "title", None)
     if isinstance(title, str):
         return APPROVAL_ACTIONS.get(title, "deny")
     decision = answer.get("decision") if isinstance(answer, dict) else getattr(answer, "decision", None)

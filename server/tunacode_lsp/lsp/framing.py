@@ -1,0 +1,150 @@
+"""The LSP base protocol on a byte stream: frames in, JSON-RPC 2.0 checks, never deaf.
+
+`FrameReader` cuts a stream into message bodies. It is lenient where clients differ and
+strict where a mistake would wedge the server:
+
+- header names are case-insensitive, whitespace around the value is ignored, and lines may
+  end in CRLF or a bare LF (the LSP base protocol asks for CRLF; some clients send LF);
+- a header block that cannot be used (`Content-Length: abc`, no Content-Length, a length
+  over MAX_BODY) is skipped, and reading resynchronises on the next `Content-Length`
+  header, wherever it starts (after a body sent a few bytes short, the rest of it is
+  skipped the same way);
+- a header block longer than MAX_HEADER (a 70 MB line without a newline) is dropped as it
+  arrives: memory stays bounded.
+
+`check_message` applies JSON-RPC 2.0 to a body: not JSON is -32700 (ParseError), not an
+object, no `"jsonrpc": "2.0"` or an `id` that is neither string, number nor null is -32600
+(InvalidRequest). Error responses carry no `data` (never a traceback on the wire).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MAX_HEADER = 8 * 1024  # bytes of one header block
+MAX_BODY = 64 * 1024 * 1024  # bytes of one message body
+READ_CHUNK = 256 * 1024
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
+_LENGTH_VALUE = re.compile(rb"(?im)^content-length[ \t]*:[ \t]*([0-9]{1,12})[ \t]*\r?$")
+
+
+class FrameReader:
+    """Message bodies from `read(n)` (an asyncio.StreamReader's, or any async reader)."""
+
+    def __init__(self, read: Callable[[int], Awaitable[bytes]]) -> None:
+        self._read = read
+        self._buf = bytearray()
+        self._eof = False
+        self.skipped = 0  # bytes dropped while resynchronising (for tests and logs)
+
+    async def _fill(self) -> bool:
+        if self._eof:
+            return False
+        chunk = await self._read(READ_CHUNK)
+        if not chunk:
+            self._eof = True
+            return False
+        self._buf += chunk
+        return True
+
+    def _skip(self, n: int) -> None:
+        if n > 0:
+            self.skipped += n
+            del self._buf[:n]
+
+    async def next_body(self) -> bytes | None:
+        """The next message body, or None at the end of the stream."""
+
+        while True:
+            match = _CONTENT_LENGTH.search(self._buf)
+            if match is None:
+                # keep a tail that may be the start of a header split across reads
+                keep = len(b"content-length:") + 16
+                if len(self._buf) > keep:
+                    garbage = bytes(self._buf[:-keep])
+                    if garbage.strip():
+                        log.warning("skipping %d bytes that are not an LSP header", len(garbage))
+                    self._skip(len(self._buf) - keep)
+                if not await self._fill():
+                    return None
+                continue
+            if match.start():
+                if bytes(self._buf[: match.start()]).strip():
+                    log.warning("skipping %d bytes before the next header", match.start())
+                self._skip(match.start())
+            end = _HEADER_END.search(self._buf)
+            if end is None:
+                if len(self._buf) > MAX_HEADER:
+                    log.warning("header block over %d bytes; skipping it", MAX_HEADER)
+                    self._skip(len(b"content-length"))  # resynchronise after this header
+                    continue
+                if not await self._fill():
+                    return None
+                continue
+            header = bytes(self._buf[: end.start()])
+            if len(header) > MAX_HEADER:
+                log.warning("header block over %d bytes; skipping it", MAX_HEADER)
+                self._skip(len(b"content-length"))
+                continue
+            value = _LENGTH_VALUE.search(header)
+            length = int(value.group(1)) if value else -1
+            if length < 0 or length > MAX_BODY:
+                log.warning("unusable header %r; resynchronising", header[:200])
+                self._skip(end.end())
+                continue
+            self._skip(end.end())
+            self.skipped -= end.end()  # a good header is not skipped bytes
+            while len(self._buf) < length:
+                if not await self._fill():
+                    return None
+            body = bytes(self._buf[:length])
+            del self._buf[:length]
+            return body
+
+
+def error_response(msg_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def check_message(body: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(message, None) for a well-formed JSON-RPC 2.0 message, else (None, error response or
+    None when nothing may be answered: a malformed notification or response)."""
+
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None, error_response(None, PARSE_ERROR, "Parse error: the message body is not JSON")
+    if not isinstance(data, dict):
+        return None, error_response(None, INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+    has_id = "id" in data
+    msg_id = data.get("id") if has_id and _valid_id(data.get("id")) else None
+    if has_id and not _valid_id(data["id"]):
+        return None, error_response(None, INVALID_REQUEST, "Invalid Request: id must be a string, a number or null")
+    if data.get("jsonrpc") != "2.0":
+        answer = "method" in data and has_id
+        return None, (error_response(msg_id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"') if answer else None)
+    if "method" in data and not isinstance(data["method"], str):
+        return None, (error_response(msg_id, INVALID_REQUEST, "Invalid Request: method must be a string") if has_id else None)
+    if "method" not in data and not has_id:
+        return None, error_response(None, INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response")
+    return data, None
+
+
+def frame(payload: dict[str, Any]) -> bytes:
+    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

@@ -1,0 +1,133 @@
+"""The runs service (agent/runs.py) in process, with simple fakes for its collaborators
+(the session service, the sink) and the real scripted model on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tunacode_lsp.agent import runs as runs_module
+from tunacode_lsp.agent.config import ServerOptions
+from tunacode_lsp.agent.runs import RunService
+from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.contract.protocol import RequestEnd, RequestParams
+from tunacode_lsp.store.records import SessionRecord
+
+
+class FakeSessions:
+    """An in-memory session service: records, messages, leases."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, list[dict[str, Any]]] = {}
+        self.leases: dict[str, str] = {}
+        self.records: dict[str, SessionRecord] = {}
+
+    def _record(self, session_id: str) -> SessionRecord:
+        return SessionRecord(session_id=session_id, title="", cwd="/", project_id="p", model="",
+                             created_at="2026-01-01T00:00:00.000Z", modified_at="2026-01-01T00:00:00.000Z", message_count=0)
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        return self.records.get(session_id)
+
+    async def create(self, *, cwd: str, model: str, title: str = "") -> SessionRecord:
+        sid = f"s{len(self.records) + 1}"
+        self.records[sid] = self._record(sid)
+        self.messages[sid] = []
+        return self.records[sid]
+
+    async def acquire(self, session_id: str, owner: str) -> bool:
+        if self.leases.get(session_id, owner) != owner:
+            return False
+        self.leases[session_id] = owner
+        return True
+
+    async def release(self, session_id: str, owner: str) -> None:
+        if self.leases.get(session_id) == owner:
+            del self.leases[session_id]
+
+    async def history(self, session_id: str) -> list[dict[str, Any]]:
+        return list(self.messages[session_id])
+
+    async def append(self, session_id: str, message: dict[str, Any], **_: Any) -> int:
+        self.messages[session_id].append(message)
+        return len(self.messages[session_id])
+
+
+class FakeSink:
+    def __init__(self, close_forever: bool = False) -> None:
+        self.events: list[Any] = []
+        self.close_forever = close_forever
+        self.closed = False
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+
+    async def ask_approval(self, request: Any) -> str:
+        return "deny"
+
+    async def close(self) -> None:
+        if self.close_forever:
+            await asyncio.Event().wait()  # a client that never answers
+        self.closed = True
+
+
+def _service(model_url: str | None, sessions: FakeSessions, tmp_path: Path) -> RunService:
+    options = ServerOptions(model="openai-compatible:scripted", base_url=model_url, approval="auto")
+    return RunService(lambda: sessions, lambda: options, lambda: tmp_path)  # type: ignore[arg-type, return-value]
+
+
+async def test_begin_reserves_the_session_synchronously(tmp_path):
+    sessions = FakeSessions()
+    service = _service(None, sessions, tmp_path)
+    first = service.begin(RequestParams(prompt="a", session_id="s1"))
+    with pytest.raises(CommandError) as info:
+        service.begin(RequestParams(prompt="b", session_id="s1"))
+    assert info.value.code == -32002
+    assert service.is_busy("s1")
+    service.end(first)
+    assert not service.is_busy("s1")
+    service.begin(RequestParams(prompt="c", session_id="s1"))  # free again
+
+
+async def test_an_abort_before_the_run_exists_means_no_model_call(serve, tmp_path):
+    model = serve({"turns": [{"steps": [{"text": "never"}]}]})
+    sessions = FakeSessions()
+    service = _service(model.chat_url, sessions, tmp_path)
+    params = RequestParams(prompt="hi")
+    pending = service.begin(params)
+    assert service.abort_all() == 1
+    sink = FakeSink()
+    result = await service.run(pending, params, lambda *_: sink)
+    service.end(pending)
+    assert result.stop_reason == "cancelled"
+    assert model.requests == []
+    assert isinstance(sink.events[-1], RequestEnd)
+    assert sessions.leases == {}
+
+
+async def test_a_sink_that_never_closes_does_not_hold_the_answer_or_the_lease(serve, tmp_path, monkeypatch):
+    monkeypatch.setattr(runs_module, "SINK_CLOSE_SECONDS", 0.2)
+    model = serve({"turns": [{"steps": [{"text": "Done."}]}]})
+    sessions = FakeSessions()
+    service = _service(model.chat_url, sessions, tmp_path)
+    params = RequestParams(prompt="hi")
+    pending = service.begin(params)
+    started = time.monotonic()
+    result = await asyncio.wait_for(service.run(pending, params, lambda *_: FakeSink(close_forever=True)), 10)
+    assert result.stop_reason == "end_turn"
+    assert time.monotonic() - started < 5
+    assert sessions.leases == {}
+
+
+async def test_settled_returns_when_the_last_request_ends(tmp_path):
+    service = _service(None, FakeSessions(), tmp_path)
+    pending = service.begin(RequestParams(prompt="a", session_id="s1"))
+    assert await service.settled(0.05) is False
+    waiter = asyncio.ensure_future(service.settled(5))
+    await asyncio.sleep(0)
+    service.end(pending)
+    assert await waiter is True
