@@ -36,6 +36,7 @@ from tunacode_lsp.tools import summarize_args
 log = logging.getLogger(__name__)
 
 CLIENT_WAIT_SECONDS = 5.0  # for the client's answer to window/workDoneProgress/create
+PROGRESS_CLOSE_SECONDS = 0.8  # the progress worker's end, when the request is over
 
 APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
     "Allow": "allow",
@@ -98,9 +99,10 @@ class ProgressReporter:
 
     async def close(self) -> None:
         self._queue.put_nowait(None)
-        done, _ = await asyncio.wait({self._task}, timeout=CLIENT_WAIT_SECONDS * 2)
-        if not done:  # never hold the request's answer on the client
+        done, _ = await asyncio.wait({self._task}, timeout=PROGRESS_CLOSE_SECONDS)
+        if not done:  # never hold the request's answer on the client: an open create is withdrawn
             self._task.cancel()
+            await asyncio.wait({self._task}, timeout=PROGRESS_CLOSE_SECONDS)
 
     async def _create(self, token: str) -> bool:
         if not self._can_create:
