@@ -238,9 +238,10 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await card.locator('xpath=self::*[@open]').waitFor();
     if ((await turn.getAttribute("data-status")) !== "running") throw new Error("clicking the status bar stopped the request");
     await shot("10-approval-waiting");
-    // Today's server asks through a notification (v1); answer Deny there.
-    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "wants to run bash" }).first();
-    await toast.locator(".monaco-button", { hasText: /^Deny$/ }).click();
+    // The server asks with tunacode/approve (the extension advertises it): Deny in the card,
+    // which shows the whole command.
+    await card.locator(".approve-deny").waitFor();
+    await card.locator(".approve-deny").click();
     await card.locator('xpath=self::*[@data-status="denied"]').waitFor();
     await card.locator(".tool-state", { hasText: "denied" }).waitFor();
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor();
