@@ -3,6 +3,7 @@ oversized arguments, the sandbox as the server runs it."""
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 
@@ -52,8 +53,8 @@ async def test_keys_never_surface(lsp, model, workspace, home, sandbox):
     seen["log file"] = log.read_text() if log.exists() else ""
     for where, text in seen.items():
         assert KEY not in text, where
-    if sandbox == "off":  # unsandboxed the command did read the server's environment: redacted
-        assert "[redacted]" in seen["tool result to the model"]
+    if sandbox == "off":  # unsandboxed the command did read the server's environment, without the key
+        assert "OPENAI_COMPATIBLE_API_KEY=" in seen["tool result to the model"]
 
 
 @pytest.mark.parametrize(
@@ -118,3 +119,23 @@ async def test_tool_call_events_carry_the_servers_summary(lsp, model):
     result = await lsp.command("tunacode.request", {"prompt": "hi"})
     [event] = [e for e in lsp.events_of(result["requestId"]) if e["type"] == "tool_call"]
     assert event["summary"] == "echo hi"
+
+
+async def test_the_servers_environment_shows_no_key_even_to_an_unsandboxed_root_shell(lsp, model):
+    """Bug: unsandboxed (shellSandbox off, or no bwrap) a command running as root read
+    /proc/$PPID/environ whole (non-dumpable does not stop root); redaction hid the plain key,
+    but any encoding of it (base64, rev) went to the model, the store and the export."""
+
+    model.set_script([call("bash", {"command": "base64 -w0 /proc/$PPID/environ; echo; echo END"}), DONE])
+    await lsp.start(
+        init_options=scripted_options(model, shellSandbox="off"),
+        env={"OPENAI_COMPATIBLE_API_KEY": KEY},
+    )
+    result = await lsp.command("tunacode.request", {"prompt": "show env"})
+    assert result["stopReason"] == "end_turn"
+    [output] = _tool_messages(model, 1)
+    environ = base64.b64decode(output.split("\n")[0])
+    names = {item.split(b"=", 1)[0] for item in environ.split(b"\0")}
+    assert b"OPENAI_COMPATIBLE_API_KEY" in names and b"TUNACODE_HOME" in names  # it is the server's environment
+    assert KEY.encode() not in environ
+    assert KEY.encode() not in environ[::-1] and KEY[::-1].encode() not in environ

@@ -12,8 +12,9 @@ the command ends, is killed, or the server dies. The network stays on unless
 unsandboxed (with a notice, and `sandbox.active: false` in `tunacode.status`); `required`
 refuses to run a command without it; `off` never uses it. Unsandboxed, the server is a
 child subreaper (`PR_SET_CHILD_SUBREAPER`), so orphans of a command become its children and
-are killed when the call ends; the server also makes itself non-dumpable so processes of
-the same user cannot read its `/proc/<pid>/environ`.
+are killed when the call ends. The server also clears the keys out of its own initial
+environment block (what `/proc/<pid>/environ` shows, to root too) and makes itself
+non-dumpable; its `os.environ` keeps them for the model requests.
 On macOS there is no sandbox yet: `auto` runs unsandboxed, `required` refuses.
 """
 
@@ -28,6 +29,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tunacode_lsp.core.redact import is_secret_name
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +101,50 @@ def sandbox_argv(bwrap: str, *, shell: str, command: str, cwd: Path, workspace: 
     return [*argv, "--", shell, "-c", command]
 
 
+# /proc/<pid>/stat fields 50 and 51 (1-based): the initial environment block's bounds. Counted
+# from field 3, the first after the command name's closing parenthesis.
+ENV_START_FIELD = 50 - 3
+
+
+def scrub_environment_block() -> list[str]:
+    """Zero the values of secret variables (`*_API_KEY`) in this process's initial environment
+    block, the memory `/proc/<pid>/environ` reads, so no process (root included, which
+    non-dumpable does not stop) can read a key there. `os.environ` is Python's own copy and keeps
+    them; C's environ gets them back as heap copies (setenv), which /proc does not show.
+    Returns the names scrubbed (Linux only; elsewhere nothing)."""
+
+    with open("/proc/self/stat", "rb") as handle:
+        fields = handle.read().rsplit(b")", 1)[1].split()
+    start, end = int(fields[ENV_START_FIELD]), int(fields[ENV_START_FIELD + 1])
+    if not 0 < start < end:
+        return []
+    block = ctypes.string_at(start, end - start)
+    scrubbed: list[str] = []
+    offset = 0
+    for entry in block.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        text_name = name.decode(errors="replace")
+        if sep and value and is_secret_name(text_name):
+            ctypes.memset(start + offset + len(name) + 1, 0, len(value))
+            current = os.environ.get(text_name)
+            if current is not None:
+                os.putenv(text_name, current)  # C getenv sees the value again, from the heap
+            scrubbed.append(text_name)
+        offset += len(entry) + 1
+    return scrubbed
+
+
 @functools.cache
 def harden_process() -> None:
-    """Once per process: become a child subreaper and non-dumpable (Linux; a no-op elsewhere)."""
+    """Once per process: become a child subreaper and non-dumpable, and take the keys out of
+    the environment block /proc shows (Linux; a no-op elsewhere)."""
 
     if not sys.platform.startswith("linux"):
         return
+    try:
+        scrub_environment_block()
+    except (OSError, ValueError, IndexError) as exc:
+        log.warning("cannot clear the keys from the server's environment block: %s", exc)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:

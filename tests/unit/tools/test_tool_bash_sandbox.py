@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +161,29 @@ def _pids_named(tag: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+SCRUB_CHECK = """
+import ctypes, os, subprocess, sys
+from tunacode_lsp.tools.sandbox import harden_process
+harden_process()
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+child = subprocess.run([sys.executable, "-c", "import os; print(os.environ['OPENAI_API_KEY'])"], capture_output=True, text=True)
+print(os.environ["OPENAI_API_KEY"], libc.getenv(b"OPENAI_API_KEY").decode(), child.stdout.strip())
+sys.stdout.flush()
+with open(f"/proc/{os.getpid()}/environ", "rb") as handle:
+    sys.stdout.buffer.write(handle.read())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_the_keys_leave_the_environment_block_but_not_the_process() -> None:
+    """/proc/<server>/environ shows no key (to root too); the server itself still has them."""
+
+    key = "sk-scrub-secret-0123456789"
+    env = {**os.environ, "OPENAI_API_KEY": key, "PYTHONPATH": str(Path(__file__).parents[3] / "server")}
+    done = subprocess.run([sys.executable, "-c", SCRUB_CHECK], capture_output=True, env=env, check=True)
+    first, _, environ = done.stdout.partition(b"\n")
+    assert first.decode().split() == [key, key, key]  # os.environ, C getenv, a child's inherited environment
+    assert b"OPENAI_API_KEY=" in environ and key.encode() not in environ and b"PATH=" in environ
