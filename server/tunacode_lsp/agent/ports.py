@@ -6,6 +6,7 @@ never imports LSP.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -81,3 +82,4 @@ class RequestSpec:
     extra_changing_tools: frozenset[str] = frozenset()  # those of them that need approval
     start_notices: list[str] = field(default_factory=list)  # said right after request_start
     documents: DocumentOverlay | None = None  # the editor's open documents (edits go through it)
+    checkpoint: Callable[[], Awaitable[None]] | None = None  # snapshot the workspace (before a shell command)

@@ -311,6 +311,8 @@ class RequestRun:
                     raise ToolCancelled("cancelled before it started")
                 self.registry.start(tool_call_id, tool.name, args)
                 try:
+                    if self.spec.checkpoint is not None and (tool.name == "bash" or tool.name in self.spec.extra_changing_tools):
+                        await self.spec.checkpoint()  # the workspace before a command (agent/checkpoints.py)
                     result = await self._run_abortable(inner(tool_call_id, args, self.abort_signal, on_update))
                 except BaseException as exc:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()

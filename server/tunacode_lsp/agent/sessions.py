@@ -24,7 +24,7 @@ from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.store.errors import SessionBusy
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import project_id_for
-from tunacode_lsp.store.records import SessionRecord
+from tunacode_lsp.store.records import RequestCheckpointRecord, SessionRecord
 from tunacode_lsp.store.session_state import compacted_view
 
 if TYPE_CHECKING:
@@ -265,6 +265,23 @@ class SessionService:
         done = await self._call("set_compaction", session_id, compaction, expect_count=expect_count, usage_delta=usage.as_store_dict() if usage else None)
         self._histories.pop(session_id, None)
         return bool(done)
+
+    async def record_request(self, session_id: str, request_id: str, *, workspace: str) -> int:
+        """A request starts: where its messages start (see SessionStore.record_request)."""
+        return await self._call("record_request", session_id, request_id, workspace=workspace)
+
+    async def set_request_trees(self, session_id: str, request_id: str, *, before: str | None = None, after: str | None = None) -> None:
+        await self._call("set_request_trees", session_id, request_id, before_tree=before, after_tree=after)
+
+    async def request_checkpoints(self, session_id: str) -> builtins.list[RequestCheckpointRecord]:
+        return await self._call("request_checkpoints", session_id)
+
+    async def rewind(self, session_id: str, request_id: str) -> SessionRecord:
+        """Cut the history back to before the request (KeyError: no such request)."""
+        try:
+            return await self._call("rewind_session", session_id, request_id)
+        finally:
+            self._histories.pop(session_id, None)
 
     def close(self) -> None:
         if self._store is not None:

@@ -83,3 +83,17 @@ def us_from_iso(text: str) -> int:
         parsed = parsed.replace(tzinfo=UTC)
     delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+@dataclass(frozen=True)
+class RequestCheckpointRecord:
+    """One request's checkpoints: where its messages start and the workspace trees before and
+    after it ('' when that checkpoint could not be taken)."""
+
+    session_id: str
+    request_id: str
+    first_seq: int
+    workspace: str
+    before_tree: str
+    after_tree: str
+    started_us: int

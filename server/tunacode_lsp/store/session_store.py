@@ -33,6 +33,7 @@ from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import (
     TOKEN_KEYS,
+    RequestCheckpointRecord,
     SessionRecord,
     check_usage,
     iso_from_us,
@@ -423,6 +424,73 @@ class SessionStore:
             )
             _insert_messages(conn, new_id, forked)
         return self._require(new_id)
+
+    # ------------------------------------------------------------ request checkpoints
+
+    def record_request(self, session_id: str, request_id: str, *, workspace: str, before_tree: str = "") -> int:
+        """Note that a request starts now: its messages start at the session's message_count
+        (returned), which is where a rewind to before it cuts the history."""
+        with self._write() as conn:
+            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            conn.execute(
+                "INSERT INTO request_checkpoints (session_id, request_id, first_seq, workspace, before_tree, "
+                "started_us) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, request_id, int(row[0]), workspace, before_tree, now_us()),
+            )
+        return int(row[0])
+
+    def set_request_trees(
+        self, session_id: str, request_id: str, *, before_tree: str | None = None, after_tree: str | None = None
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE request_checkpoints SET before_tree = COALESCE(?, before_tree), "
+                "after_tree = COALESCE(?, after_tree) WHERE session_id = ? AND request_id = ?",
+                (before_tree, after_tree, session_id, request_id),
+            )
+
+    def request_checkpoints(self, session_id: str) -> list[RequestCheckpointRecord]:
+        """The session's requests that have checkpoint rows, oldest first."""
+        rows = self._conn().execute(
+            "SELECT session_id, request_id, first_seq, workspace, before_tree, after_tree, started_us "
+            "FROM request_checkpoints WHERE session_id = ? ORDER BY first_seq, started_us",
+            (session_id,),
+        ).fetchall()
+        return [RequestCheckpointRecord(*row) for row in rows]
+
+    def rewind_session(self, session_id: str, request_id: str) -> SessionRecord:
+        """Cut the history back to before `request_id`'s first message and forget the
+        checkpoints of that request and every later one, in one transaction. Usage totals
+        stay (the tokens were spent); a compaction summary that reaches past the cut goes."""
+        with self._write() as conn:
+            found = conn.execute(
+                "SELECT first_seq, started_us FROM request_checkpoints WHERE session_id = ? AND request_id = ?",
+                (session_id, request_id),
+            ).fetchone()
+            if found is None:
+                raise KeyError(request_id)
+            first_seq, started_us = int(found[0]), int(found[1])
+            row = conn.execute(
+                "SELECT message_count, compaction FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            count, compaction = int(row[0]), decode_compaction(row[1])
+            cut = min(first_seq, count)
+            conn.execute("DELETE FROM messages WHERE session_id = ? AND seq >= ?", (session_id, cut))
+            if compaction is not None and compaction["firstKept"] > cut:
+                compaction = None
+            conn.execute(
+                "UPDATE sessions SET message_count = ?, compaction = ?, modified_us = ? WHERE session_id = ?",
+                (cut, encode_state(compaction) if compaction else "", _next_modified_us(conn), session_id),
+            )
+            conn.execute(
+                "DELETE FROM request_checkpoints WHERE session_id = ? AND (first_seq, started_us) >= (?, ?)",
+                (session_id, first_seq, started_us),
+            )
+        return self._require(session_id)
 
     # ------------------------------------------------------------ MCP trust
 
