@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tunacode_lsp.agent.sessions import SessionService, session_info
-from tunacode_lsp.agent.shadow_repo import CheckpointError, ShadowRepo, TooManyFiles
+from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, ShadowRepo
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     CHANGED_SINCE,
@@ -124,6 +124,7 @@ class Checkpoints:
         self._folder = folder or (lambda: data_dir() / "checkpoints")
         self._repos: dict[str, ShadowRepo] = {}
         self._off: dict[str, str] = {}  # workspace -> why checkpoints are off in this process
+        self._said: set[str] = set()  # notices given once per process
 
     def repo(self, root: Path) -> ShadowRepo:
         real = os.path.realpath(root)
@@ -140,7 +141,7 @@ class Checkpoints:
             return ""
         try:
             return await asyncio.to_thread(repo.snapshot)
-        except TooManyFiles as exc:
+        except CheckpointsOff as exc:
             self._off[str(repo.root)] = str(exc)
             log.warning("checkpoints off for %s: %s", repo.root, exc)
         except CheckpointError as exc:
@@ -163,12 +164,16 @@ class Checkpoints:
         repo = self.repo(root)
         checkpoint = RequestCheckpoints(self, sessions, session_id, request_id, repo)
         if real in self._off:
+            if "checkpoints_off" not in self._said:
+                self._said.add("checkpoints_off")
+                checkpoint.notices.append(f"Checkpoints are off in this workspace ({self._off[real]}): changes cannot be listed or rewound.")
             return checkpoint
         try:
             checkpoint.before = await asyncio.to_thread(repo.snapshot)
         except CheckpointError as exc:
-            if isinstance(exc, TooManyFiles):
+            if isinstance(exc, CheckpointsOff):
                 self._off[real] = str(exc)
+                self._said.add("checkpoints_off")
             checkpoint.notices.append(
                 f"Checkpoints are off for this request ({exc}): its changes cannot be listed or rewound."
             )

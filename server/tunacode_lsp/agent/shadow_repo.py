@@ -64,7 +64,11 @@ class CheckpointError(Exception):
     """The shadow repository cannot do what was asked (missing, damaged, locked, too large)."""
 
 
-class TooManyFiles(CheckpointError):
+class CheckpointsOff(CheckpointError):
+    """Not worth trying again in this process: no git, or a workspace over the limits."""
+
+
+class TooManyFiles(CheckpointsOff):
     """More files (or bytes) changed at once than the limits: this workspace is not recorded."""
 
 
@@ -172,6 +176,8 @@ class ShadowRepo:
             )
         except subprocess.TimeoutExpired:
             raise CheckpointError(f"git {args[0]} took longer than {self.timeout:g} s") from None
+        except FileNotFoundError:
+            raise CheckpointsOff("git is not installed (checkpoints need it)") from None
         except OSError as exc:
             raise CheckpointError(f"cannot run git: {exc.strerror}") from None
         if done.returncode not in ok:
@@ -201,6 +207,8 @@ class ShadowRepo:
         try:
             subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], env=env, capture_output=True,
                            timeout=self.timeout, check=True)
+        except FileNotFoundError:
+            raise CheckpointsOff("git is not installed (checkpoints need it)") from None
         except (subprocess.SubprocessError, OSError) as exc:
             raise CheckpointError(f"cannot create the checkpoint repository {self.git_dir}: {exc}") from None
         for key, value in CONFIG:
