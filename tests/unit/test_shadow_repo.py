@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tunacode_lsp.agent import shadow_repo
 from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, ShadowRepo
 
 NAMES = ["a.txt", "b c.py", "*.md", "[x]?.txt", "!bang", "#hash", "trail ", "ünï.txt", "tab\tname", "new\nline",
@@ -116,7 +117,9 @@ def test_a_lock_held_too_long_is_a_clear_error(tmp_path):
     repo.snapshot()  # released: works again
 
 
-def test_large_files_and_nested_repositories_are_left_out_until_they_qualify(tmp_path):
+@pytest.mark.parametrize("whole_tree_add", [0, 500], ids=["whole-tree-add", "pathspec-add"])
+def test_large_files_and_nested_repositories_are_left_out_until_they_qualify(tmp_path, monkeypatch, whole_tree_add):
+    monkeypatch.setattr(shadow_repo, "WHOLE_TREE_ADD", whole_tree_add)  # many changes take the other path
     root = tmp_path / "ws"
     (root / "vendor" / "lib").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root / "vendor" / "lib")], check=True)

@@ -40,6 +40,7 @@ MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are not recorded
 MAX_FILES = 100_000  # more changed files than this at once: the workspace is not recorded
 MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024  # more new bytes than this at once: likewise
 GIT_TIMEOUT_SECONDS = 60.0
+WHOLE_TREE_ADD = 500  # more changed paths than this: `git add` the whole tree, not a pathspec list
 LOCK_WAIT_SECONDS = 30.0
 IDENTITY = "tunacode checkpoints"
 ATTRIBUTES = b"* -text -filter -ident -working-tree-encoding\n"
@@ -313,7 +314,11 @@ class ShadowRepo:
             if untrack:
                 self._git("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
                           stdin=b"\0".join(untrack))
-            if add:
+            if len(add) > WHOLE_TREE_ADD:
+                # git matches each path against every pathspec: 30,000 of them took 14 s, while
+                # adding the whole tree (the exclusions above already written) takes 0.3 s
+                self._git("add", "-A", "--", ".")
+            elif add:
                 self._git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=b"\0".join(add))
             tree = self._git("write-tree").decode().strip()
             if tree != head:
