@@ -77,6 +77,15 @@ class LspDocuments:
         document = self._document(real_path)
         return document.source if document is not None else None
 
+    def texts(self) -> dict[Path, str]:
+        found: dict[Path, str] = {}
+        for uri, document in self._ls.workspace.text_documents.items():
+            if document.version is not None and uri.startswith("file:"):
+                fs_path = uris.to_fs_path(uri)
+                if fs_path:
+                    found[Path(os.path.realpath(fs_path))] = document.source
+        return found
+
     async def apply(self, real_path: Path, old_text: str, new_text: str) -> str:
         document = self._document(real_path)
         if document is None or document.source != old_text:

@@ -63,7 +63,7 @@ def build_tools(
         create_write_file_tool(root, settings, approved=approved),
         create_edit_file_tool(root, settings, ledger=ledger, approved=approved, documents=documents),
         create_bash_tool(root, settings),
-        create_grep_tool(root, settings),
+        create_grep_tool(root, settings, documents=documents),
         create_list_files_tool(root, settings),
         create_todo_write_tool(root),
     ]

@@ -21,6 +21,10 @@ class DocumentOverlay(Protocol):
         """The editor's text of an open document, else None (the disk is the truth)."""
         ...
 
+    def texts(self) -> dict[Path, str]:
+        """The editor's text of every open document, by real path (grep searches them)."""
+        ...
+
     async def apply(self, real_path: Path, old_text: str, new_text: str) -> str:
         """Put the change in the editor (one undo step) and on disk as the front end rules;
         returns a short note for the model (e.g. that the disk copy is not written yet).
