@@ -27,11 +27,12 @@ ApprovalDecision = Literal["allow", "allow_session", "deny"]
 class ApprovalRequest:
     tool_call_id: str
     tool_name: str
-    summary: str  # one line: what will happen
+    summary: str  # one line, the same as the tool_call event's (tools.summarize_args)
     args: dict[str, Any]
     detail: str = ""  # exactly what will run: the whole command, the diff, or the arguments
     detail_kind: str = "arguments"  # command | diff | arguments
     truncated: bool = False  # the diff was cut (commands never are)
+    headline: str = ""  # what will happen, as a phrase (`run npm test`, `edit a.py: 1 change ...`)
 
 
 class AgentSink(Protocol):

@@ -50,7 +50,7 @@ from tunacode_lsp.core.history import (
 )
 from tunacode_lsp.core.redact import Redactor, process_redactor
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
+from tunacode_lsp.tools import CHANGING_TOOLS, build_tools, summarize_args
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
@@ -395,14 +395,14 @@ class RequestRun:
             )
         except ToolError as exc:
             return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
-        summary = view.summary
+        summary = view.headline
         if approval == "read-only":
             self.registry.mark_denied(call_id, name, args)
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
-        decision = await self._ask(
-            ApprovalRequest(call_id, name, summary, args, view.detail, view.detail_kind, view.truncated)
-        )
+        decision = await self._ask(ApprovalRequest(
+            call_id, name, summarize_args(name, args), args, view.detail, view.detail_kind, view.truncated, summary,
+        ))
         if decision == "allow_session":
             self.spec.session_allowed_tools.add(name)
         if decision in ("allow", "allow_session"):

@@ -54,7 +54,7 @@ def approval_message(request: ApprovalRequest) -> str:
     """For plain clients: the summary, then exactly what will run (never cut: the detail is
     bounded where it is made, and a diff says when it was cut)."""
 
-    head = f"TunaCode wants to {request.summary} ({request.tool_name})"
+    head = f"TunaCode wants to {request.headline or request.summary} ({request.tool_name})"
     if request.detail_kind == "command":
         return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
     if request.detail_kind == "diff":
