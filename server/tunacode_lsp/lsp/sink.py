@@ -28,6 +28,7 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
@@ -74,7 +75,7 @@ def decision_of(answer: Any) -> ApprovalDecision:
 
 def first_line(text: str, limit: int = 80) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip(line, limit)
 
 
 class ProgressReporter:

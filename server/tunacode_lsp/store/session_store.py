@@ -20,6 +20,7 @@ from typing import Any
 
 from tunacode_lsp.core.codec import check_shape, decode, dump_message, encode, load_message
 from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.store.document import build_document, parse_document
 from tunacode_lsp.store.errors import (
     MessageFormatError,
@@ -666,9 +667,7 @@ def _title_from(messages: list[dict[str, Any]]) -> str:
             for line in (text or "").splitlines():
                 line = line.strip()
                 if line:
-                    if len(line) > TITLE_MAX_CHARS:
-                        return line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
-                    return line
+                    return clip(line, TITLE_MAX_CHARS)
     return ""
 
 

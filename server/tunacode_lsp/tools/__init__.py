@@ -9,6 +9,7 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool
 
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.bash import create_bash_tool
 from tunacode_lsp.tools.diagnostics import DiagnosticsSource, create_diagnostics_tool
 from tunacode_lsp.tools.documents import DocumentOverlay
@@ -74,7 +75,7 @@ def build_tools(
 
 def _short(text: str) -> str:
     line = " ".join(text.split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 3] + "..."
+    return clip(line, SUMMARY_CHARS)
 
 
 def summarize_args(name: str, args: dict[str, Any]) -> str:
