@@ -85,17 +85,51 @@ class RequestCheckpoints:
     repo: ShadowRepo | None
     before: str = ""
     notices: list[str] = field(default_factory=list)
+    taking: asyncio.Future[str] | None = None  # the 'before' snapshot, taken while the model starts
+    _settling: asyncio.Future[list[str]] | None = None
+    _told: bool = False
 
-    async def step(self) -> None:
-        """Before a shell command: a snapshot, kept as the request's latest 'after'."""
+    async def _settle(self) -> list[str]:
+        if self.taking is None:
+            return []
+        try:
+            self.before = await self.taking
+        except CheckpointError as exc:
+            assert self.repo is not None
+            if isinstance(exc, CheckpointsOff):
+                self.service.turn_off(str(self.repo.root), str(exc))
+            log.warning("checkpoint before %s failed: %s", self.request_id, exc)
+            return [f"Checkpoints are off for this request ({exc}): its changes cannot be listed or rewound."]
+        await self._save(before=self.before)
+        return []
 
-        tree = await self.service.snapshot(self.repo)
-        if tree:
-            await self._save(after=tree)
+    async def ready(self) -> list[str]:
+        """Wait for the 'before' snapshot; the first caller gets the notices to tell the user
+        when it failed. Cancelling the wait does not cancel the snapshot."""
+
+        if self._settling is None:
+            self._settling = asyncio.ensure_future(self._settle())
+        notices = await asyncio.shield(self._settling)
+        if self._told:
+            return []
+        self._told = True
+        return notices
+
+    async def step(self, snapshot: bool) -> list[str]:
+        """Before a tool that changes files: the 'before' snapshot is taken; before a shell command
+        (`snapshot`) also a new one, kept as the request's latest 'after'. Returns notices."""
+
+        notices = await self.ready()
+        if snapshot and self.before:
+            tree = await self.service.snapshot(self.repo)
+            if tree:
+                await self._save(after=tree)
+        return notices
 
     async def finish(self) -> list[str] | None:
         """After the request: its last snapshot; the files it changed (None: unknown)."""
 
+        await self.ready()
         if self.repo is None or not self.before:
             return None
         after = await self.service.snapshot(self.repo)
@@ -151,7 +185,7 @@ class Checkpoints:
     # ------------------------------------------------------------ a request
 
     async def begin(self, session_id: str, request_id: str, root: Path) -> RequestCheckpoints:
-        """Note the request and take its 'before' snapshot (before its prompt is stored)."""
+        """Note the request (where its messages start) and start its 'before' snapshot."""
 
         sessions = self._sessions()
         real = os.path.realpath(root)
@@ -168,19 +202,15 @@ class Checkpoints:
                 self._said.add("checkpoints_off")
                 checkpoint.notices.append(f"Checkpoints are off in this workspace ({self._off[real]}): changes cannot be listed or rewound.")
             return checkpoint
-        try:
-            checkpoint.before = await asyncio.to_thread(repo.snapshot)
-        except CheckpointError as exc:
-            if isinstance(exc, CheckpointsOff):
-                self._off[real] = str(exc)
-                self._said.add("checkpoints_off")
-            checkpoint.notices.append(
-                f"Checkpoints are off for this request ({exc}): its changes cannot be listed or rewound."
-            )
-            log.warning("checkpoint before %s failed: %s", request_id, exc)
-            return checkpoint
-        await checkpoint._save(before=checkpoint.before)
+        # not awaited here: the request starts (and the model is called) meanwhile; every tool that
+        # changes files waits for it (RequestCheckpoints.step)
+        checkpoint.taking = asyncio.ensure_future(asyncio.to_thread(repo.snapshot))
+        checkpoint.taking.add_done_callback(lambda f: f.cancelled() or f.exception())  # a request that fails never asks
         return checkpoint
+
+    def turn_off(self, real: str, why: str) -> None:
+        self._off[real] = why
+        self._said.add("checkpoints_off")
 
     def warm(self, root: Path) -> None:
         """Take a snapshot now (on a worker thread, at start-up): the first one of a workspace

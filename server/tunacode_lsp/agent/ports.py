@@ -83,4 +83,5 @@ class RequestSpec:
     extra_changing_tools: frozenset[str] = frozenset()  # those of them that need approval
     start_notices: list[str] = field(default_factory=list)  # said right after request_start
     documents: DocumentOverlay | None = None  # the editor's open documents (edits go through it)
-    checkpoint: Callable[[], Awaitable[None]] | None = None  # snapshot the workspace (before a shell command)
+    # before a tool that changes files (True: a shell command, snapshot again); returns notices
+    checkpoint: Callable[[bool], Awaitable[list[str]]] | None = None

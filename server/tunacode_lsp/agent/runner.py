@@ -60,6 +60,7 @@ EMPTY_RESPONSE_NUDGE = (
 )
 ABORT_GRACE_SECONDS = 5.0
 TOOL_STOP_GRACE_SECONDS = 0.5
+CHECKPOINT_NOTICE_WAIT = 2.0  # seconds the end of a request waits for its 'before' snapshot
 
 
 def new_request_id() -> str:
@@ -311,8 +312,10 @@ class RequestRun:
                     raise ToolCancelled("cancelled before it started")
                 self.registry.start(tool_call_id, tool.name, args)
                 try:
-                    if self.spec.checkpoint is not None and (tool.name == "bash" or tool.name in self.spec.extra_changing_tools):
-                        await self.spec.checkpoint()  # the workspace before a command (agent/checkpoints.py)
+                    shell = tool.name == "bash" or tool.name in self.spec.extra_changing_tools
+                    if self.spec.checkpoint is not None and (shell or tool.name in CHANGING_TOOLS):
+                        for notice in await self.spec.checkpoint(shell):  # the workspace before (agent/checkpoints.py)
+                            self.sink.emit(Notice(notice))
                     result = await self._run_abortable(inner(tool_call_id, args, self.abort_signal, on_update))
                 except BaseException as exc:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
@@ -477,6 +480,12 @@ class RequestRun:
             if state.last_stop_reason == "length":
                 self.sink.emit(Notice("The model stopped at its output token limit; the answer may be cut short."))
 
+        if self.spec.checkpoint is not None and self.abort_reason is None:  # an abort answers at once
+            try:  # a request that ran no changing tool still hears that its checkpoint failed
+                for notice in await asyncio.wait_for(self.spec.checkpoint(False), CHECKPOINT_NOTICE_WAIT):
+                    self.sink.emit(Notice(notice))
+            except TimeoutError:
+                pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
         return redactor.value(RequestResult(
