@@ -144,12 +144,16 @@ function M.with_client(fn, on_fail)
   local config = vim.tbl_extend('force', M.lsp_config(), { name = 'tunacode', root_dir = M.root() })
   config.root_markers = nil
   local log_start = M.log_size()
-  local id = vim.lsp.start(config, { attach = false, silent = true })
-  local client = id and vim.lsp.get_client_by_id(id)
+  local client = M.running_client(config.root_dir)
+  if not client then
+    local id = vim.lsp.start(config, { attach = false, silent = true })
+    client = id and vim.lsp.get_client_by_id(id)
+  end
   if not client then
     fail(('cannot start the server (%s)'):format(table.concat(config.cmd, ' ')))
     return
   end
+  M.follow_buffers(client)
   if client.initialized then
     fn(client)
     return
@@ -178,6 +182,73 @@ function M.with_client(fn, on_fail)
       fail(M.start_failure(config.cmd, log_start, client:is_stopped()))
     end
   end))
+end
+
+--- The running TunaCode client of this root: one the commands started, or one that
+--- `vim.lsp.enable('tunacode')` started for a file (its root_dir may be unset when no root
+--- marker was found; the server then works in Neovim's current directory).
+---@param root string
+---@return vim.lsp.Client?
+function M.running_client(root)
+  for _, client in ipairs(vim.lsp.get_clients({ name = 'tunacode' })) do
+    local dir = client.config.root_dir
+    if not client:is_stopped() and (dir == root or (dir == nil and root == vim.fn.getcwd())) then
+      return client
+    end
+  end
+  return nil
+end
+
+--- Whether a buffer is a file of the workspace under `root` (what the server should see).
+---@param buf integer
+---@param root string
+---@return boolean
+local function workspace_file(buf, root)
+  if not vim.api.nvim_buf_is_loaded(buf) or vim.bo[buf].buftype ~= '' then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' or name:find('^%a[%w+.-]*://') then
+    return false
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(name, ':p'))
+  local prefix = vim.fs.normalize(root)
+  return path:sub(1, #prefix + 1) == prefix .. '/'
+end
+
+local following = {} ---@type table<integer, true> clients whose root's buffers are attached
+
+--- Attach the workspace's loaded file buffers to the client, and the ones opened later, so
+--- the server knows them (didOpen/didChange): its reads see unsaved text and its edits of
+--- them go through the editor (workspace/applyEdit + tunacode/saveDocuments), which keeps
+--- the buffer and the file in step (no stale buffer, no W12).
+---@param client vim.lsp.Client
+function M.follow_buffers(client)
+  local root = client.config.root_dir or vim.fn.getcwd()
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if workspace_file(buf, root) and not vim.lsp.buf_is_attached(buf, client.id) then
+      vim.lsp.buf_attach_client(buf, client.id)
+    end
+  end
+  if following[client.id] then
+    return
+  end
+  following[client.id] = true
+  local group = vim.api.nvim_create_augroup('tunacode_follow_' .. client.id, { clear = true })
+  vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, {
+    group = group,
+    desc = 'Attach the workspace files to the TunaCode server',
+    callback = function(ev)
+      if client:is_stopped() then
+        following[client.id] = nil
+        pcall(vim.api.nvim_del_augroup_by_id, group)
+        return true
+      end
+      if workspace_file(ev.buf, root) and not vim.lsp.buf_is_attached(ev.buf, client.id) then
+        vim.lsp.buf_attach_client(ev.buf, client.id)
+      end
+    end,
+  })
 end
 
 ---@return integer bytes in the LSP log now (where a new server's stderr will start)

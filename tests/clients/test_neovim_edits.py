@@ -1,0 +1,93 @@
+"""Edits through the editor, checkpoints and code actions in a real headless Neovim 0.11
+against the real server and the scripted model: with the plugin (applyEdit +
+tunacode/saveDocuments, :TunaChanges, :TunaRewind with its conflict), and with only the
+built-in client (the file written for a clean buffer, applyEdit on top of the user's unsaved
+edit, read_file sees the unsaved text, a code action's request carries the selection).
+The Lua drivers (nvim_checkpoint_driver.lua, nvim_builtin_edit_driver.lua) write JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.clients.test_neovim import nvim, run_nvim  # noqa: F401 (a fixture)
+from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
+
+pytestmark = pytest.mark.neovim
+
+HERE = Path(__file__).parent
+CHECKPOINT_DRIVER = HERE / "nvim_checkpoint_driver.lua"
+
+# a tab, trailing spaces, non-ASCII text: what comes back must be these bytes exactly
+ORIGINAL = "def add(a, b):\n\treturn a - b  \n# ünïcode ✓\n"
+EDITED = "def add(a, b):\n\treturn a + b  \n# ünïcode ✓\n"
+OTHER = "def add(a, b):\n\treturn a * b  # someone else\n# ünïcode ✓\n"
+
+
+def edit(old: str, new: str) -> dict:
+    return {"steps": [{"tool_call": {"name": "edit_file",
+                                     "arguments": {"filepath": "calc.py", "old_text": old, "new_text": new}}}]}
+
+
+def tool_results(request: dict) -> list[str]:
+    return [m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+            for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_plugin_edit_changes_rewind_and_conflict(nvim, tmp_path, workspace, home):  # noqa: F811
+    calc = workspace / "calc.py"
+    calc.write_bytes(ORIGINAL.encode())
+    script = {"turns": [edit("return a - b", "return a + b"), {"text": "Fixed."},
+                        edit("return a - b", "return a + b"), {"text": "Fixed again."}]}
+    with ScriptedModelServer(script) as model:
+        seen = run_nvim(nvim, CHECKPOINT_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
+                        TUNA_OTHER_TEXT=OTHER)
+        requests = model.requests
+    assert len(requests) == 4
+    assert seen["original"]["buffer"] == seen["original"]["disk"] == ORIGINAL
+
+    # 1. the agent's edit: in the buffer, saved by the plugin, no FileChangedShell / W12
+    first = seen["first"]
+    assert first["stopReason"] == "end_turn" and first["text"] == "Fixed.", first
+    assert first["changedFiles"] == ["calc.py"]
+    edited = seen["edited"]
+    assert edited["before_checktime"] == edited["disk"] == edited["buffer"] == EDITED, edited
+    assert edited["modified"] is False and edited["warning"] == "" and edited["shell_events"] == 0
+    assert seen["attached"] is True  # the plugin attached the open file to the server it started
+    assert seen["shell_events"] == []  # not even for someone else's change: autoread reloads a clean buffer
+    assert "+\treturn a + b" in tool_results(requests[1])[-1]  # the edit's diff went back to the model
+
+    # 2. :TunaChanges: the real diff of that request
+    assert seen["changes"] == ["diff --tunacode calc.py (modified)", "--- a/calc.py", "+++ b/calc.py",
+                               "@@ -1,3 +1,3 @@", " def add(a, b):", "-\treturn a - b  ", "+\treturn a + b  ",
+                               " # ünïcode ✓"], seen["changes"]
+
+    # 3. :TunaRewind, confirmed: exact bytes on disk and in the buffer
+    assert seen["prompts"][0]["items"] == ["Rewind", "Cancel"]
+    assert seen["rewind_notice"] == "TunaCode: rewound the last request; 1 file restored"
+    rewound = seen["rewound"]
+    assert rewound["disk"] == rewound["buffer"] == rewound["before_checktime"] == ORIGINAL, rewound
+    assert rewound["modified"] is False and rewound["warning"] == ""
+    assert calc.read_bytes() != b"" and seen["rewound"]["lines"] == ORIGINAL.splitlines()
+
+    # 4. the second edit, then someone else's change on disk
+    assert seen["second"]["stopReason"] == "end_turn" and seen["second"]["changedFiles"] == ["calc.py"]
+    second = seen["second_edited"]
+    assert second["before_checktime"] == second["disk"] == second["buffer"] == EDITED
+    assert seen["someone_else"]["buffer"] == seen["someone_else"]["disk"] == OTHER  # autoread reloaded it
+    # the rewind meets -32004: asked, "Keep everything" changes nothing
+    conflict = seen["prompts"][2]
+    assert conflict["items"] == ["Rewind anyway (overwrite them)", "Keep everything"], conflict
+    assert "calc.py" in conflict["prompt"], conflict
+    assert seen["kept"]["disk"] == seen["kept"]["buffer"] == OTHER
+    assert seen["kept_notices"] == []  # no error, no "rewound"
+    # asked again and overwritten: the forced retry restores the file before the second request
+    assert [p["items"][0] for p in seen["prompts"][3:]] == ["Rewind", "Rewind anyway (overwrite them)"]
+    assert seen["forced_notice"] == "TunaCode: rewound the last request; 1 file restored"
+    forced = seen["forced"]
+    assert forced["before_checktime"] == forced["disk"] == forced["buffer"] == ORIGINAL, forced
+    assert forced["modified"] is False and forced["warning"] == "" and forced["shell_events"] == 0
+    assert calc.read_bytes() == ORIGINAL.encode()
+    assert seen["last_request_id"] is None
