@@ -91,3 +91,69 @@ def test_plugin_edit_changes_rewind_and_conflict(nvim, tmp_path, workspace, home
     assert forced["modified"] is False and forced["warning"] == "" and forced["shell_events"] == 0
     assert calc.read_bytes() == ORIGINAL.encode()
     assert seen["last_request_id"] is None
+
+
+BUILTIN_DRIVER = HERE / "nvim_builtin_edit_driver.lua"
+CALC = "def add(a, b):\n    return a - b\n"
+
+
+def read(path: str) -> dict:
+    return {"steps": [{"tool_call": {"name": "read_file", "arguments": {"filepath": path}}}]}
+
+
+def test_builtin_client_edits_unsaved_text_and_code_action(nvim, tmp_path, workspace, home):  # noqa: F811
+    """Only the built-in client: no plugin, no saveDocuments."""
+    calc, other = workspace / "calc.py", workspace / "other.py"
+    calc.write_text(CALC)
+    other.write_text("X = 1\n")
+    script = {"turns": [
+        {"steps": [{"tool_call": {"name": "read_file", "arguments": {"filepath": "other.py"}}},
+                   {"tool_call": {"name": "edit_file", "arguments": {"filepath": "calc.py", "old_text": "return a - b",
+                                                                     "new_text": "return a + b"}}}]},
+        {"text": "Done."},
+        read("calc.py"),
+        edit("return a + b", "return a + b + 0"),
+        {"text": "Done again."},
+        {"text": "Explained."},
+    ]}
+    with ScriptedModelServer(script) as model:
+        seen = run_nvim(nvim, BUILTIN_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
+                        files=("calc.py",))
+        requests = model.requests
+    assert len(requests) == 6
+    assert seen["capabilities"] is None  # a plain client: nothing advertised under experimental
+
+    # 1. the model saw other.py's unsaved line; calc.py (clean) was written on disk
+    assert seen["first"]["stopReason"] == "end_turn" and seen["first"]["changedFiles"] == ["calc.py"]
+    read_other, edited = tool_results(requests[1])
+    assert "# unsaved in other.py" in read_other, read_other
+    first = seen["calc_after_first"]
+    assert first["disk"] == "def add(a, b):\n    return a + b\n"
+    # the buffer takes the file at the next timestamp check (:checktime, focus), silently
+    assert first["before_checktime"] == ["def add(a, b):", "    return a - b"]
+    assert first["lines"] == ["def add(a, b):", "    return a + b"], first
+    assert first["modified"] is False and first["warning"] == "" and first["shell_events"] == 0
+    other_buf = seen["other_after_first"]
+    assert other_buf["lines"] == ["X = 1", "# unsaved in other.py"] and other_buf["modified"] is True
+    assert other_buf["disk"] == "X = 1\n"  # the user's unsaved change is neither lost nor saved
+
+    # 2. the user's unsaved line in calc.py: seen by read_file, kept by the agent's edit
+    read_calc = tool_results(requests[3])[-1]
+    assert "# mine, unsaved" in read_calc, read_calc
+    assert "not updated until the user saves" in tool_results(requests[4])[-1]
+    second = seen["calc_after_second"]
+    assert second["before_checktime"] == second["lines"] == ["def add(a, b):", "    return a + b + 0",
+                                                             "# mine, unsaved"], second
+    assert second["modified"] is True and second["disk"] == "def add(a, b):\n    return a + b\n"
+    assert second["warning"] == "" and second["shell_events"] == 0
+    saved = seen["calc_saved"]  # the user's :write: no W12, both edits on disk
+    assert saved["disk"] == "def add(a, b):\n    return a + b + 0\n# mine, unsaved\n" and saved["warning"] == ""
+    assert seen["shell_events"] == []
+
+    # 3. the code-action menu lists Explain (no diagnostics: no Fix); picking it starts a request
+    offered = [title for title in seen["offered"] if "TunaCode" in title]
+    assert offered == ["TunaCode: Explain"], seen["offered"]
+    assert seen["code_action_end"]["stopReason"] == "end_turn"
+    prompt = json.dumps(requests[5]["messages"][-1])
+    assert "Context from the editor:" in prompt and "Selection in calc.py, lines 1-2:" in prompt, prompt
+    assert "return a + b + 0" in prompt  # the selection's text, as the buffer has it
