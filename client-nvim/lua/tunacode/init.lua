@@ -577,6 +577,61 @@ function M.rewind()
   end)
 end
 
+--- The lines :TunaStatus shows for a `tunacode.status` result, and the worst level in them.
+---@param status table
+---@return string[] lines
+---@return integer level (vim.log.levels)
+function M.status_lines(status)
+  local lines = {
+    ('TunaCode %s (protocol %s)'):format(tostring(status.version), tostring(status.protocolVersion)),
+    'session store: ' .. tostring(status.sessionStore),
+  }
+  local active = type(status.activeRequests) == 'table' and #status.activeRequests or 0
+  table.insert(lines, ('requests running: %d'):format(active))
+  if type(status.sandbox) == 'table' then
+    local sandbox = status.sandbox
+    table.insert(lines, ('shell sandbox: %s, %s%s'):format(tostring(sandbox.mode), sandbox.active and 'active' or 'not active',
+      type(sandbox.reason) == 'string' and (' (' .. sandbox.reason .. ')') or ''))
+  end
+  local report = require('tunacode.health').mcp_report(status.mcpServers)
+  local level = vim.log.levels.INFO
+  if #report == 0 then
+    table.insert(lines, 'MCP servers: none')
+  else
+    table.insert(lines, 'MCP servers:')
+    for _, item in ipairs(report) do
+      table.insert(lines, '  ' .. item.text)
+      if item.level == 'error' or item.level == 'warn' then
+        level = vim.log.levels.WARN
+      end
+    end
+  end
+  return lines, level
+end
+
+--- :TunaStatus: the server's version, store, running requests, sandbox and MCP servers
+--- (`tunacode.status`), in one notification (WARN when an MCP server failed or is not allowed).
+---@param on_done? fun(status: table?) called with the result (nil on an error)
+function M.status(on_done)
+  M.with_client(function(client)
+    command(client, 'tunacode.status', {}, function(err, result)
+      if err then
+        notify('status: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      else
+        local lines, level = M.status_lines(result)
+        vim.notify(table.concat(lines, '\n'), level)
+      end
+      if on_done then
+        on_done(not err and result or nil)
+      end
+    end)
+  end, function()
+    if on_done then
+      on_done(nil)
+    end
+  end)
+end
+
 --- LspProgress of our client -> a short line in the command line (no hit-enter prompt).
 function M.on_progress(ev)
   if not M.options.progress then
