@@ -151,13 +151,76 @@ local function scenario()
   results.forced_notice = rewind({ 1, 1 }, 'the forced rewind')
   results.forced = state(buf, path)
   results.last_request_id = tunacode.state.last_request_id or vim.NIL
+
+end
+
+local function floats()
+  return vim.tbl_filter(function(win)
+    return vim.api.nvim_win_get_config(win).relative ~= ''
+  end, vim.api.nvim_list_wins())
+end
+
+--- TUNA_SCENARIO=unsaved: unsaved edits of the user's in calc.py and in other.py (opened
+--- after the server started: the plugin attaches it as it opens). With approval 'ask' the
+--- real server's tunacode/approve shows the diff in the float; `a` allows. The agent reads
+--- other.py and edits calc.py; then :TunaRewind.
+local function unsaved_scenario()
+  local path = vim.fn.fnamemodify('calc.py', ':p')
+  local other_path = vim.fn.fnamemodify('other.py', ':p')
+  tunacode.setup({
+    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
+    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'ask' },
+  })
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  local editor_win = vim.api.nvim_get_current_win()
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '# mine, unsaved' })
+  local started = false
+  tunacode.status(function()
+    started = true
+  end)
+  wait(30000, function()
+    return started
+  end, 'the server to start')
+  vim.cmd('split ' .. vim.fn.fnameescape(other_path)) -- opened after the server started
+  local other = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(other, -1, -1, false, { '# unsaved in other.py' })
+  vim.api.nvim_set_current_win(editor_win)
+  local done = false
+  tunacode.ask('Fix add with my edits open')
+  wait(30000, function()
+    return #floats() == 1
+  end, 'the approval float')
+  local win = floats()[1]
+  local float_buf = vim.api.nvim_win_get_buf(win)
+  local title = vim.api.nvim_win_get_config(win).title
+  results.float = {
+    title = title and table.concat(vim.tbl_map(function(c)
+      return c[1]
+    end, title)) or '',
+    lines = vim.api.nvim_buf_get_lines(float_buf, 0, -1, false),
+    filetype = vim.bo[float_buf].filetype,
+    focused = vim.api.nvim_get_current_win() == win,
+  }
+  results.other_attached = vim.lsp.buf_is_attached(other, tunacode.running_client(tunacode.root()).id)
+  vim.api.nvim_feedkeys('a', 'x', false)
+  wait(60000, function()
+    done = not tunacode.state.busy and tunacode.state.last_result ~= nil
+    return done
+  end, 'the answer')
+  results.result = tunacode.state.last_result
+  vim.api.nvim_set_current_win(editor_win)
+  results.edited = state(buf, path)
+  results.other = state(other, other_path)
+  results.rewind_notice = rewind({ 1, 1 }, 'the rewind')
+  results.rewound = state(buf, path)
 end
 
 vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   callback = function()
     vim.schedule(function()
-      local ok, err = pcall(scenario)
+      local ok, err = pcall(env.TUNA_SCENARIO == 'unsaved' and unsaved_scenario or scenario)
       if not ok then
         table.insert(results.errors, tostring(err))
       end

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.clients.test_neovim import nvim, run_nvim  # noqa: F401 (a fixture)
+
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 pytestmark = pytest.mark.neovim
