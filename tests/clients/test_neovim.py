@@ -255,6 +255,8 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     (the server sends them once its side lands; then an end-to-end test replaces the direct calls)."""
     calc = workspace / "calc.py"
     calc.write_text("def add(a, b):\n    return a - b\n")
+    (workspace / "notes.txt").write_text("notes\n")
+    (workspace / "mine.py").write_text("X = 1\n")
     with ScriptedModelServer({"turns": []}) as model:
         seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
                         TUNA_SNIPPETS=str(write_snippets(tmp_path)))
@@ -283,15 +285,20 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
 
     assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True,
                                                                   "diagnostics": True}}}
-    assert {"tunacode/approve", "tunacode/saveDocuments", "tunacode/diagnostics", "$/cancelRequest"} <= set(seen["handlers"])
+    assert {"tunacode/approve", "tunacode/saveDocuments", "tunacode/diagnostics", "$/cancelRequest",
+            "workspace/applyEdit"} <= set(seen["handlers"])
     assert seen["diagnostics"] == {"items": [{"uri": seen["calc_uri"], "diagnostics": [{
         "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 10}},
         "message": "use sum()", "severity": 4, "source": "linter"}]}]}  # not-open.py: no loaded buffer
 
-    assert seen["saved"] == [seen["calc_uri"]]  # not-open.py has no loaded buffer
+    assert seen["applied"] == {"applied": True} and seen["applied_mine"] == {"applied": True}
+    # not-open.py has no loaded buffer; notes.txt and mine.py hold the user's unsaved edits
+    assert seen["saved"] == [seen["calc_uri"]]
     assert seen["modified"] is False and seen["warning"] == ""
-    assert calc.read_text() == "def add(a, b):\n    return a + b\n# my note\n"  # agent's edit and the user's
-    assert seen["buffer"] == ["def add(a, b):", "    return a + b", "# my note"]
+    assert calc.read_text() == "def add(a, b):\n    return a + b\n"  # the agent's edit, saved
+    assert seen["buffer"] == ["def add(a, b):", "    return a + b"]
+    assert seen["kept_unsaved"] == {"notes": True, "mine": True, "mine_lines": ["Y = 1", "# my note"]}
+    assert (workspace / "notes.txt").read_text() == "notes\n" and (workspace / "mine.py").read_text() == "X = 1\n"
 
 
 def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace, home):

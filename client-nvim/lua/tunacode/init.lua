@@ -91,6 +91,7 @@ function M.lsp_config()
       ['tunacode/diagnostics'] = diagnostics.handler,
       ['tunacode/approve'] = approve.handler,
       ['tunacode/saveDocuments'] = save.handler,
+      ['workspace/applyEdit'] = save.apply_edit,
       ['$/cancelRequest'] = function()
         approve.on_cancel_request()
       end,
