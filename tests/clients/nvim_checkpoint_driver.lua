@@ -152,6 +152,18 @@ local function scenario()
   results.forced = state(buf, path)
   results.last_request_id = tunacode.state.last_request_id or vim.NIL
 
+  -- 5. a third edit; then the user types in the buffer and leaves it unsaved: the rewind
+  -- meets -32004 (unsaved in the editor); overwriting reloads the buffer, and u brings the
+  -- user's text back
+  results.third = ask('Fix add a third time')
+  vim.api.nvim_set_current_win(editor_win)
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '# mine, unsaved' })
+  results.unsaved_forced_notice = rewind({ 1, 1 }, 'the rewind over unsaved edits')
+  results.unsaved_forced = state(buf, path)
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd('silent normal! u')
+  end)
+  results.undone = { lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false), modified = vim.bo[buf].modified }
 end
 
 local function floats()

@@ -40,12 +40,13 @@ def test_plugin_edit_changes_rewind_and_conflict(nvim, tmp_path, workspace, home
     calc = workspace / "calc.py"
     calc.write_bytes(ORIGINAL.encode())
     script = {"turns": [edit("return a - b", "return a + b"), {"text": "Fixed."},
-                        edit("return a - b", "return a + b"), {"text": "Fixed again."}]}
+                        edit("return a - b", "return a + b"), {"text": "Fixed again."},
+                        edit("return a - b", "return a + b"), {"text": "Fixed a third time."}]}
     with ScriptedModelServer(script) as model:
         seen = run_nvim(nvim, CHECKPOINT_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
                         TUNA_OTHER_TEXT=OTHER)
         requests = model.requests
-    assert len(requests) == 4
+    assert len(requests) == 6
     assert seen["original"]["buffer"] == seen["original"]["disk"] == ORIGINAL
 
     # 1. the agent's edit: in the buffer, saved by the plugin, no FileChangedShell / W12
@@ -91,6 +92,19 @@ def test_plugin_edit_changes_rewind_and_conflict(nvim, tmp_path, workspace, home
     assert forced["modified"] is False and forced["warning"] == "" and forced["shell_events"] == 0
     assert calc.read_bytes() == ORIGINAL.encode()
     assert seen["last_request_id"] is None
+
+    # 5. the user's unsaved edit on top of the third: -32004 (unsaved in the editor), overwrite:
+    # the buffer is reloaded (no W12), and u gives the user's text back
+    assert seen["third"]["changedFiles"] == ["calc.py"]
+    assert [p["items"][0] for p in seen["prompts"][5:]] == ["Rewind", "Rewind anyway (overwrite them)"]
+    assert "calc.py" in seen["prompts"][6]["prompt"]
+    assert seen["unsaved_forced_notice"] == "TunaCode: rewound the last request; 1 file restored; your unsaved " \
+        "edits in calc.py were replaced (u in the buffer brings them back)"
+    unsaved = seen["unsaved_forced"]
+    assert unsaved["before_checktime"] == unsaved["disk"] == unsaved["buffer"] == ORIGINAL, unsaved
+    assert unsaved["modified"] is False and unsaved["warning"] == "" and unsaved["shell_events"] == 0
+    assert seen["undone"] == {"lines": EDITED.splitlines() + ["# mine, unsaved"], "modified": True}
+    assert seen["shell_events"] == []
 
 
 BUILTIN_DRIVER = HERE / "nvim_builtin_edit_driver.lua"

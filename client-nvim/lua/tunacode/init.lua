@@ -524,12 +524,39 @@ function M.changes()
   end)
 end
 
+--- After a rewind: reload the restored files that are open. A clean buffer reloads by
+--- itself (:checktime, autoread). A buffer with unsaved edits is reloaded only when the user
+--- chose to overwrite (`forced`): `:edit!`, which keeps the old text for undo (`u`), instead of
+--- Neovim's W12 question.
+---@param restored string[] paths relative to the workspace root
+---@param forced boolean
+---@return string[] replaced the paths whose unsaved edits were replaced
+function M.reload_restored(restored, forced)
+  local replaced = {}
+  local root = M.root()
+  for _, path in ipairs(restored) do
+    local file = path:sub(1, 1) == '/' and path or vim.fs.joinpath(root, path)
+    local buf = diagnostics.loaded_buffer(vim.uri_from_fname(file))
+    if forced and buf and vim.bo[buf].modified then
+      local ok = pcall(vim.api.nvim_buf_call, buf, function()
+        vim.cmd('silent edit!')
+      end)
+      if ok then
+        table.insert(replaced, path)
+      end
+    end
+  end
+  vim.cmd('checktime')
+  return replaced
+end
+
 --- The answer to tunacode.session.rewind: done, a conflict (-32004, files changed since the
 --- agent's edit: offer to overwrite them), or another error.
 ---@param err table?
 ---@param result table?
 ---@param retry fun(force: boolean)
-function M.on_rewind(err, result, retry)
+---@param forced? boolean this was the retry that overwrites
+function M.on_rewind(err, result, retry, forced)
   if err and err.code == -32004 then
     local choices = { 'Rewind anyway (overwrite them)', 'Keep everything' }
     vim.ui.select(choices, { prompt = 'TunaCode: ' .. (err.message or 'files changed since') .. ' ' }, function(choice)
@@ -543,10 +570,18 @@ function M.on_rewind(err, result, retry)
     return
   end
   local restored = result and result.restored
+  local paths = type(restored) == 'table' and vim.tbl_filter(function(p)
+    return type(p) == 'string'
+  end, restored) or {}
   local count = type(restored) == 'table' and #restored or tonumber(restored) or 0
   M.state.last_request_id = nil
-  vim.cmd('checktime') -- reload the restored files that are open
-  notify(('rewound the last request; %d file%s restored'):format(count, count == 1 and '' or 's'))
+  local replaced = M.reload_restored(paths, forced == true)
+  local message = ('rewound the last request; %d file%s restored'):format(count, count == 1 and '' or 's')
+  if #replaced > 0 then
+    message = message .. ('; your unsaved edits in %s were replaced (u in the buffer brings them back)'):format(
+      table.concat(replaced, ', '))
+  end
+  notify(message)
 end
 
 --- :TunaRewind: undo the last request of this Neovim (its messages and its file changes,
@@ -570,7 +605,7 @@ function M.rewind()
       M.with_client(function(client)
         local args = { sessionId = session_id, requestId = request_id, files = true, force = force }
         command(client, 'tunacode.session.rewind', args, function(err, result)
-          M.on_rewind(err, result, send)
+          M.on_rewind(err, result, send, force)
         end)
       end)
     end
