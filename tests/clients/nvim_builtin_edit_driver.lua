@@ -1,7 +1,8 @@
 -- Only Neovim's built-in LSP client (no plugin), the real server, the scripted model:
 -- 1. calc.py is open and clean, other.py open with an unsaved change: the agent reads
 --    other.py (it must see the unsaved text) and edits calc.py (a plain client gets the file
---    written; autoread reloads the clean buffer at the next :checktime, no FileChangedShell);
+--    written; autoread reloads the clean buffer at the :checktime of the docs' plain-reload
+--    snippet, TUNA_RELOAD_LUA, when the tool call ends; no FileChangedShell);
 -- 2. the user makes an unsaved edit in calc.py: the agent reads calc.py (sees it) and edits
 --    it (applyEdit only: both edits in the buffer, the disk untouched, nothing asked), then
 --    the user's :write has nothing to warn about;
@@ -99,6 +100,7 @@ local function scenario()
     },
   })
   vim.lsp.enable('tunacode')
+  dofile(env.TUNA_RELOAD_LUA) -- the docs' snippet: :checktime when a tool call ends
   local calc_path = vim.fn.fnamemodify('calc.py', ':p')
   local other_path = vim.fn.fnamemodify('other.py', ':p')
   vim.cmd('edit ' .. vim.fn.fnameescape(other_path))

@@ -164,6 +164,43 @@ local function scenario()
     vim.cmd('silent normal! u')
   end)
   results.undone = { lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false), modified = vim.bo[buf].modified }
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd('silent edit!')
+  end)
+
+  -- 6. a shell command rewrites notes.txt, open and clean in a split: the buffer shows it when
+  -- the request ends, before any :checktime of ours
+  local notes_path = vim.fn.fnamemodify('notes.txt', ':p')
+  vim.cmd('split ' .. vim.fn.fnameescape(notes_path))
+  local notes = vim.api.nvim_get_current_buf()
+  vim.api.nvim_set_current_win(editor_win)
+  results.shell = ask('Rewrite the notes')
+  results.notes = state(notes, notes_path)
+
+  -- 7. the code-action menu on lines 1-2 of calc.py: the plugin runs `TunaCode: Explain`
+  -- like :TunaAsk (the answer streams into the answer buffer), with the selection
+  local offered
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(function(item)
+      return opts.format_item and opts.format_item(item) or tostring(item)
+    end, items)
+    for i, item in ipairs(items) do
+      if item.action and item.action.title == 'TunaCode: Explain' then
+        return on_choice(item, i)
+      end
+    end
+    on_choice(nil)
+  end
+  local before = tunacode.state.last_result
+  vim.api.nvim_set_current_win(editor_win)
+  local second_line = vim.api.nvim_buf_get_lines(buf, 1, 2, true)[1]
+  vim.lsp.buf.code_action({ range = { start = { 1, 0 }, ['end'] = { 2, #second_line - 1 } } })
+  wait(30000, function()
+    return not tunacode.state.busy and tunacode.state.last_result ~= before
+  end, 'the answer to the code action')
+  results.offered = offered
+  results.explained = tunacode.state.last_result
+  results.answer_lines = require('tunacode.view').lines()
 end
 
 local function floats()

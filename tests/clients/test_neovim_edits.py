@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.clients.test_neovim import nvim, run_nvim  # noqa: F401 (a fixture)
+from tests.clients.test_neovim import doc_snippet, nvim, run_nvim  # noqa: F401 (a fixture)
 
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
@@ -39,14 +39,17 @@ def tool_results(request: dict) -> list[str]:
 def test_plugin_edit_changes_rewind_and_conflict(nvim, tmp_path, workspace, home):  # noqa: F811
     calc = workspace / "calc.py"
     calc.write_bytes(ORIGINAL.encode())
+    (workspace / "notes.txt").write_text("old\n")
     script = {"turns": [edit("return a - b", "return a + b"), {"text": "Fixed."},
                         edit("return a - b", "return a + b"), {"text": "Fixed again."},
-                        edit("return a - b", "return a + b"), {"text": "Fixed a third time."}]}
+                        edit("return a - b", "return a + b"), {"text": "Fixed a third time."},
+                        {"steps": [{"tool_call": {"name": "bash", "arguments": {"command": "printf 'new\\n' > notes.txt"}}}]},
+                        {"text": "Rewritten."}, {"text": "Explained."}]}
     with ScriptedModelServer(script) as model:
         seen = run_nvim(nvim, CHECKPOINT_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
                         TUNA_OTHER_TEXT=OTHER)
         requests = model.requests
-    assert len(requests) == 6
+    assert len(requests) == 9
     assert seen["original"]["buffer"] == seen["original"]["disk"] == ORIGINAL
 
     # 1. the agent's edit: in the buffer, saved by the plugin, no FileChangedShell / W12
@@ -106,6 +109,20 @@ def test_plugin_edit_changes_rewind_and_conflict(nvim, tmp_path, workspace, home
     assert seen["undone"] == {"lines": EDITED.splitlines() + ["# mine, unsaved"], "modified": True}
     assert seen["shell_events"] == []
 
+    # 6. a shell command rewrote the open notes.txt: the buffer showed it when the request ended
+    assert seen["shell"]["changedFiles"] == ["notes.txt"]
+    notes = seen["notes"]
+    assert notes["before_checktime"] == notes["buffer"] == notes["disk"] == "new\n", notes
+    assert notes["shell_events"] == 0 and notes["warning"] == ""
+
+    # 7. the code-action menu through the plugin: Explain, sent with the selection, answered in
+    # the answer buffer, in the same session
+    assert [t for t in seen["offered"] if "TunaCode" in t] == ["TunaCode: Explain"], seen["offered"]
+    assert seen["explained"]["text"] == "Explained." and seen["explained"]["sessionId"] == first["sessionId"]
+    prompt = json.dumps(requests[8]["messages"][-1])
+    assert "Selection in calc.py, lines 1-2:" in prompt and "def add(a, b):" in prompt, prompt
+    assert "Explained." in seen["answer_lines"]
+
 
 BUILTIN_DRIVER = HERE / "nvim_builtin_edit_driver.lua"
 CALC = "def add(a, b):\n    return a - b\n"
@@ -131,8 +148,10 @@ def test_builtin_client_edits_unsaved_text_and_code_action(nvim, tmp_path, works
         {"text": "Explained."},
     ]}
     with ScriptedModelServer(script) as model:
+        reload = tmp_path / "plain-reload.lua"
+        reload.write_text(doc_snippet("plain-reload"))
         seen = run_nvim(nvim, BUILTIN_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
-                        files=("calc.py",))
+                        files=("calc.py",), TUNA_RELOAD_LUA=str(reload))
         requests = model.requests
     assert len(requests) == 6
     assert seen["capabilities"] is None  # a plain client: nothing advertised under experimental
@@ -143,9 +162,8 @@ def test_builtin_client_edits_unsaved_text_and_code_action(nvim, tmp_path, works
     assert "# unsaved in other.py" in read_other, read_other
     first = seen["calc_after_first"]
     assert first["disk"] == "def add(a, b):\n    return a + b\n"
-    # the buffer takes the file at the next timestamp check (:checktime, focus), silently
-    assert first["before_checktime"] == ["def add(a, b):", "    return a - b"]
-    assert first["lines"] == ["def add(a, b):", "    return a + b"], first
+    # the buffer took the file at the snippet's :checktime when the tool call ended, silently
+    assert first["before_checktime"] == first["lines"] == ["def add(a, b):", "    return a + b"], first
     assert first["modified"] is False and first["warning"] == "" and first["shell_events"] == 0
     other_buf = seen["other_after_first"]
     assert other_buf["lines"] == ["X = 1", "# unsaved in other.py"] and other_buf["modified"] is True

@@ -343,6 +343,24 @@ local function abort(client)
   end)
 end
 
+local RUNNING = { pending = true, in_progress = true, awaiting_approval = true }
+local check_pending = false
+
+--- After a tool call ended: :checktime (scheduled, once for a burst of events; inside an
+--- event handler Neovim would postpone it), so a clean buffer whose file a tool wrote (a shell
+--- command, an edit the server wrote on disk) shows it at once instead of when Neovim next
+--- regains focus.
+function M.check_files()
+  if check_pending then
+    return
+  end
+  check_pending = true
+  vim.schedule(function()
+    check_pending = false
+    pcall(vim.cmd.checktime)
+  end)
+end
+
 --- Handler of `tunacode/event`: the request we started streams into the answer buffer.
 function M.on_event(_, event, ctx)
   if type(event) ~= 'table' then
@@ -360,6 +378,9 @@ function M.on_event(_, event, ctx)
     end
   end
   approve.on_event(event)
+  if event.type == 'tool_call_update' and not RUNNING[event.status] then
+    M.check_files()
+  end
   if event.requestId == M.state.request_id then
     status.event(event)
     view.event(event)
