@@ -265,11 +265,33 @@ local function unsaved_scenario()
   results.rewound = state(buf, path)
 end
 
+--- TUNA_SCENARIO=hostile: the model tries to edit a file outside the workspace that is open
+--- with the user's unsaved text (TUNA_OUTSIDE), and calc.py whose buffer is not modifiable
+--- (Neovim refuses the applyEdit).
+local function hostile_scenario()
+  local path = vim.fn.fnamemodify('calc.py', ':p')
+  tunacode.setup({
+    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
+    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'auto' },
+  })
+  vim.cmd('edit ' .. vim.fn.fnameescape(env.TUNA_OUTSIDE))
+  local outside = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(outside, -1, -1, false, { 'unsaved secret' })
+  vim.cmd('split ' .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].modifiable = false
+  results.result = ask('Do something')
+  results.calc = state(buf, path)
+  results.outside = state(outside, env.TUNA_OUTSIDE)
+  results.outside_attached = #vim.lsp.get_clients({ bufnr = outside }) > 0
+end
+
 vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   callback = function()
     vim.schedule(function()
-      local ok, err = pcall(env.TUNA_SCENARIO == 'unsaved' and unsaved_scenario or scenario)
+      local scenarios = { unsaved = unsaved_scenario, hostile = hostile_scenario }
+      local ok, err = pcall(scenarios[env.TUNA_SCENARIO or ''] or scenario)
       if not ok then
         table.insert(results.errors, tostring(err))
       end

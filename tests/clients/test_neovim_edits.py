@@ -239,3 +239,36 @@ def test_plugin_rewind_takes_back_an_edit_left_unsaved_in_the_buffer(nvim, tmp_p
     assert seen["result"]["changedFiles"] == ["calc.py"]
     rewound = seen["rewound"]
     assert rewound["buffer"] == MINE and rewound["disk"] == ORIGINAL, rewound  # the user's edit stays, the agent's goes
+
+
+def test_plugin_hostile_edits_outside_the_workspace_or_of_a_locked_buffer(nvim, tmp_path, workspace, home):  # noqa: F811
+    """A hostile model: an edit of a file outside the workspace (open in Neovim with the user's
+    unsaved text), an edit of calc.py whose buffer is not modifiable (Neovim refuses the
+    applyEdit). Both are error results; no buffer or file changes, nothing is saved."""
+    calc = workspace / "calc.py"
+    calc.write_bytes(ORIGINAL.encode())
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    script = {"turns": [
+        {"steps": [{"tool_call": {"name": "edit_file", "arguments": {"filepath": str(outside), "old_text": "secret",
+                                                                      "new_text": "stolen"}}},
+                   {"tool_call": {"name": "edit_file", "arguments": {"filepath": "../outside.txt", "old_text": "secret",
+                                                                      "new_text": "stolen"}}}]},
+        edit("return a - b", "return a + b"),
+        {"text": "I tried."},
+    ]}
+    with ScriptedModelServer(script) as model:
+        seen = run_nvim(nvim, CHECKPOINT_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
+                        TUNA_SCENARIO="hostile", TUNA_OUTSIDE=str(outside))
+        requests = model.requests
+    assert len(requests) == 3 and seen["result"]["stopReason"] == "end_turn"
+    absolute, relative = tool_results(requests[1])
+    for refused in (absolute, relative):
+        assert "outside" in refused.lower() and "stolen" not in refused, refused
+    assert seen["outside_attached"] is False  # a file outside the root is not shown to the server
+    assert seen["outside"]["buffer"] == "secret\nunsaved secret\n" and seen["outside"]["modified"] is True
+    assert outside.read_text() == "secret\n"
+    refused = tool_results(requests[2])[-1]
+    assert "The editor refused the edit of 'calc.py'" in refused and "Nothing was written." in refused, refused
+    assert seen["calc"]["buffer"] == seen["calc"]["disk"] == ORIGINAL and seen["calc"]["modified"] is False
+    assert calc.read_bytes() == ORIGINAL.encode() and seen["result"]["changedFiles"] == []
