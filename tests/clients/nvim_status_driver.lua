@@ -56,7 +56,14 @@ local function scenario()
       mcpStartupTimeout = 20, mcpServers = vim.json.decode(env.TUNA_MCP_SERVERS) },
   })
   results.health_stopped = checkhealth()
-  vim.cmd('TunaStatus') -- starts the server; the servers are still starting
+  -- vim.lsp.enable starts the server for a file (no .git: no root marker, no root_dir);
+  -- :TunaStatus must use that server, not start a second one for the same folder
+  vim.lsp.enable('tunacode')
+  vim.cmd('edit calc.py')
+  wait(20000, function()
+    return #vim.lsp.get_clients({ name = 'tunacode', bufnr = 0 }) == 1
+  end, 'vim.lsp.enable to start the server')
+  vim.cmd('TunaStatus') -- the servers are still starting
   wait(20000, function()
     return #results.notices > 0
   end, 'the first :TunaStatus')
@@ -78,6 +85,7 @@ local function scenario()
   end, 'the MCP servers to settle: ' .. vim.inspect(last and last.status and last.status.mcpServers))
   results.shown = results.notices[#results.notices]
   results.health_running = checkhealth()
+  results.clients = #vim.lsp.get_clients({ name = 'tunacode' })
 end
 
 vim.api.nvim_create_autocmd('VimEnter', {

@@ -25,6 +25,7 @@ def test_tunastatus_and_checkhealth_show_the_mcp_servers(nvim, tmp_path, workspa
     servers = {"demo": {"command": sys.executable, "args": [DEMO], "env": {"NOTES_DIR": str(notes)}},
                "bad": {"command": "/nonexistent/mcp-server"}}
     # a server the repository defines: with approval read-only it never starts
+    (workspace / "calc.py").write_text("X = 1\n")
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"command": sys.executable,
                                                                               "args": ["-c", "pass"]}}}))
     with ScriptedModelServer({"turns": []}) as model:
@@ -50,3 +51,4 @@ def test_tunastatus_and_checkhealth_show_the_mcp_servers(nvim, tmp_path, workspa
     assert "OK demo: ready, 6 tools" in running, running
     assert "ERROR bad: failed: command not found: /nonexistent/mcp-server" in running and "check its command in the mcpServers setting" in running, running
     assert "WARNING repo: not allowed to start" in running, running
+    assert seen["clients"] == 1  # :TunaStatus used the server vim.lsp.enable started
