@@ -1,14 +1,17 @@
 --- TunaCode for Neovim 0.11+: ask the agent from the editor over plain LSP.
 ---
 --- require('tunacode').setup({ settings = { model = 'openai:gpt-4.1' } })
---- then :TunaAsk {prompt}, :TunaStop, :TunaSessions, :TunaNew (plugin/tunacode.lua).
+--- then :TunaAsk {prompt}, :TunaStop, :TunaSessions, :TunaNew, :TunaChanges, :TunaRewind,
+--- :TunaStatus (plugin/tunacode.lua).
 ---
 --- Everything goes through `workspace/executeCommand` (tunacode.request, tunacode.abort,
 --- tunacode.session.*); the `tunacode/event` notifications stream the answer into a
 --- scratch buffer; tool calls show as LSP work-done progress (LspProgress,
 --- vim.lsp.status()); approvals arrive as `tunacode/approve` and are asked in a float
 --- (approve.lua; an older server sends window/showMessageRequest, which Neovim asks through
---- vim.ui.select); `tunacode/saveDocuments` writes the buffers the agent edited (save.lua).
+--- vim.ui.select); the workspace's file buffers are attached to the server, so its edits of
+--- them come as `workspace/applyEdit` and `tunacode/saveDocuments` writes the buffers the
+--- agent edited (save.lua).
 --- Each event is also fired as
 --- `User TunaCodeEvent` (data = the event) for statuslines and scripts.
 
