@@ -1,9 +1,10 @@
--- The v2 client parts whose server side lands later, run in a real headless Neovim by calling
--- the plugin's handlers with the payloads of /work/notes/v2-client-contract.md: the
--- `tunacode/approve` float (keys, queue, cancel), `tunacode/saveDocuments` after an edit
--- applied with Neovim's own apply_workspace_edit; `plan` and `compaction` events in the answer
--- buffer and the statusline; :TunaChanges' diff buffer; :TunaRewind's confirmation and
--- conflict retry (the commands go to the real server, which does not know them yet).
+-- The v2 client parts, run in a real headless Neovim by calling the plugin's handlers with the
+-- payloads of /work/notes/v2-client-contract.md (for what the real server does not produce on
+-- demand; nvim_checkpoint_driver.lua runs the real thing): the `tunacode/approve` float (keys,
+-- queue, cancel), `workspace/applyEdit` + `tunacode/saveDocuments` (never the user's unsaved
+-- buffers); `plan` and `compaction` events in the answer buffer and the statusline;
+-- :TunaChanges' diff buffer; :TunaRewind's confirmation and conflict retry (the commands go to
+-- the real server, for a session it does not know).
 -- Writes what it saw as JSON to TUNA_OUT.
 
 local env = vim.env

@@ -251,8 +251,9 @@ def test_every_lua_block_of_the_docs_is_run_by_a_test():
 
 
 def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, home):
-    """The Lua side of tunacode/approve and tunacode/saveDocuments with the contract's payloads
-    (the server sends them once its side lands; then an end-to-end test replaces the direct calls)."""
+    """The Lua side of tunacode/approve, workspace/applyEdit and tunacode/saveDocuments with the
+    contract's payloads, for the cases the real server does not produce on demand (queue, cancel,
+    a server asking to save the user's unsaved buffers); test_neovim_edits.py runs them end to end."""
     calc = workspace / "calc.py"
     calc.write_text("def add(a, b):\n    return a - b\n")
     (workspace / "notes.txt").write_text("notes\n")
@@ -303,8 +304,8 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
 
 def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace, home):
     """plan / compaction events, the statusline, :TunaChanges and :TunaRewind with the contract's
-    payloads; the two commands reach the real server, which answers 'unknown command' until its
-    side lands (then an end-to-end test checks the diffs and the restored files)."""
+    payloads; the two commands reach the real server, which does not know the session
+    (test_neovim_edits.py checks the real diffs and the restored files end to end)."""
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     with ScriptedModelServer({"turns": []}) as model:
         seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
