@@ -1,5 +1,5 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
--- :TunaRewind.
+-- :TunaRewind, :TunaStatus.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -43,6 +43,10 @@ end, { desc = "Show the files this TunaCode session changed, as diffs" })
 vim.api.nvim_create_user_command('TunaRewind', function()
   require('tunacode').rewind()
 end, { desc = 'Undo the last TunaCode request (messages and files), after a confirmation' })
+
+vim.api.nvim_create_user_command('TunaStatus', function()
+  require('tunacode').status()
+end, { desc = "Show the TunaCode server's state: version, running requests, MCP servers" })
 
 vim.api.nvim_create_autocmd('LspProgress', {
   group = vim.api.nvim_create_augroup('tunacode', { clear = true }),

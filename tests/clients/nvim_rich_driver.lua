@@ -1,9 +1,10 @@
--- The v2 client parts whose server side lands later, run in a real headless Neovim by calling
--- the plugin's handlers with the payloads of /work/notes/v2-client-contract.md: the
--- `tunacode/approve` float (keys, queue, cancel), `tunacode/saveDocuments` after an edit
--- applied with Neovim's own apply_workspace_edit; `plan` and `compaction` events in the answer
--- buffer and the statusline; :TunaChanges' diff buffer; :TunaRewind's confirmation and
--- conflict retry (the commands go to the real server, which does not know them yet).
+-- The v2 client parts, run in a real headless Neovim by calling the plugin's handlers with the
+-- payloads of /work/notes/v2-client-contract.md (for what the real server does not produce on
+-- demand; nvim_checkpoint_driver.lua runs the real thing): the `tunacode/approve` float (keys,
+-- queue, cancel), `workspace/applyEdit` + `tunacode/saveDocuments` (never the user's unsaved
+-- buffers); `plan` and `compaction` events in the answer buffer and the statusline;
+-- :TunaChanges' diff buffer; :TunaRewind's confirmation and conflict retry (the commands go to
+-- the real server, for a session it does not know).
 -- Writes what it saw as JSON to TUNA_OUT.
 
 local env = vim.env
@@ -159,21 +160,38 @@ local function scenario()
   results.capabilities = client_config.capabilities
   results.handlers = vim.tbl_keys(client_config.handlers)
 
-  -- 4. saveDocuments: the agent's edit applied to the open buffer (as workspace/applyEdit
-  -- does), on top of the user's unsaved edit; saving writes both, and :checktime stays quiet
+  -- 4. the agent's edit through the plugin's workspace/applyEdit handler, then
+  -- saveDocuments: the clean calc.py is written (buffer = disk, :checktime quiet); the user's
+  -- unsaved edits are never written, even when a (buggy) server lists their buffers: notes.txt
+  -- (not edited by the agent) and mine.py (edited by the agent on top of the user's edit)
   vim.cmd('edit calc.py')
   local buf = vim.api.nvim_get_current_buf()
-  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '# my note' }) -- the user's unsaved edit
   local uri = vim.uri_from_bufnr(buf)
-  vim.lsp.util.apply_workspace_edit({ changes = { [uri] = { {
-    range = { start = { line = 1, character = 13 }, ['end'] = { line = 1, character = 14 } },
-    newText = '+',
-  } } } }, 'utf-16')
+  local handlers = tunacode.lsp_config().handlers
+  local function agent_edit(target, line, from, to, text)
+    return handlers['workspace/applyEdit'](nil, { label = 'TunaCode', edit = { documentChanges = { {
+      textDocument = { uri = target, version = vim.NIL },
+      edits = { { range = { start = { line = line, character = from }, ['end'] = { line = line, character = to } },
+        newText = text } },
+    } } } }, { client_id = 1 })
+  end
+  results.applied = agent_edit(uri, 1, 13, 14, '+')
+  vim.cmd('edit notes.txt')
+  local notes = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(notes, -1, -1, false, { 'half-written thought' }) -- the user's unsaved edit
+  vim.cmd('edit mine.py')
+  local mine = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(mine, -1, -1, false, { '# my note' }) -- the user's unsaved edit
+  results.applied_mine = agent_edit(vim.uri_from_bufnr(mine), 0, 0, 1, 'Y')
+  vim.cmd('buffer ' .. buf)
   local missing = vim.uri_from_fname(vim.fn.getcwd() .. '/not-open.py')
-  local save = tunacode.lsp_config().handlers['tunacode/saveDocuments']
-  results.saved = save(nil, { uris = { uri, missing } }, { client_id = 1 }).saved
+  local save = handlers['tunacode/saveDocuments']
+  results.saved = save(nil, { uris = { uri, missing, vim.uri_from_bufnr(notes), vim.uri_from_bufnr(mine) } },
+    { client_id = 1 }).saved
   results.calc_uri = uri
   results.modified = vim.bo[buf].modified
+  results.kept_unsaved = { notes = vim.bo[notes].modified, mine = vim.bo[mine].modified,
+    mine_lines = vim.api.nvim_buf_get_lines(mine, 0, -1, false) }
   vim.v.warningmsg = ''
   vim.cmd('checktime')
   results.warning = vim.v.warningmsg

@@ -251,10 +251,13 @@ def test_every_lua_block_of_the_docs_is_run_by_a_test():
 
 
 def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, home):
-    """The Lua side of tunacode/approve and tunacode/saveDocuments with the contract's payloads
-    (the server sends them once its side lands; then an end-to-end test replaces the direct calls)."""
+    """The Lua side of tunacode/approve, workspace/applyEdit and tunacode/saveDocuments with the
+    contract's payloads, for the cases the real server does not produce on demand (queue, cancel,
+    a server asking to save the user's unsaved buffers); test_neovim_edits.py runs them end to end."""
     calc = workspace / "calc.py"
     calc.write_text("def add(a, b):\n    return a - b\n")
+    (workspace / "notes.txt").write_text("notes\n")
+    (workspace / "mine.py").write_text("X = 1\n")
     with ScriptedModelServer({"turns": []}) as model:
         seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
                         TUNA_SNIPPETS=str(write_snippets(tmp_path)))
@@ -283,21 +286,26 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
 
     assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True,
                                                                   "diagnostics": True}}}
-    assert {"tunacode/approve", "tunacode/saveDocuments", "tunacode/diagnostics", "$/cancelRequest"} <= set(seen["handlers"])
+    assert {"tunacode/approve", "tunacode/saveDocuments", "tunacode/diagnostics", "$/cancelRequest",
+            "workspace/applyEdit"} <= set(seen["handlers"])
     assert seen["diagnostics"] == {"items": [{"uri": seen["calc_uri"], "diagnostics": [{
         "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 10}},
         "message": "use sum()", "severity": 4, "source": "linter"}]}]}  # not-open.py: no loaded buffer
 
-    assert seen["saved"] == [seen["calc_uri"]]  # not-open.py has no loaded buffer
+    assert seen["applied"] == {"applied": True} and seen["applied_mine"] == {"applied": True}
+    # not-open.py has no loaded buffer; notes.txt and mine.py hold the user's unsaved edits
+    assert seen["saved"] == [seen["calc_uri"]]
     assert seen["modified"] is False and seen["warning"] == ""
-    assert calc.read_text() == "def add(a, b):\n    return a + b\n# my note\n"  # agent's edit and the user's
-    assert seen["buffer"] == ["def add(a, b):", "    return a + b", "# my note"]
+    assert calc.read_text() == "def add(a, b):\n    return a + b\n"  # the agent's edit, saved
+    assert seen["buffer"] == ["def add(a, b):", "    return a + b"]
+    assert seen["kept_unsaved"] == {"notes": True, "mine": True, "mine_lines": ["Y = 1", "# my note"]}
+    assert (workspace / "notes.txt").read_text() == "notes\n" and (workspace / "mine.py").read_text() == "X = 1\n"
 
 
 def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace, home):
     """plan / compaction events, the statusline, :TunaChanges and :TunaRewind with the contract's
-    payloads; the two commands reach the real server, which answers 'unknown command' until its
-    side lands (then an end-to-end test checks the diffs and the restored files)."""
+    payloads; the two commands reach the real server, which does not know the session
+    (test_neovim_edits.py checks the real diffs and the restored files end to end)."""
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     with ScriptedModelServer({"turns": []}) as model:
         seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,

@@ -1,5 +1,5 @@
 --- :checkhealth tunacode: the server command and its version, the model and its key, the
---- session store, the shell sandbox (bwrap). A running server answers `tunacode.status` for
+--- session store, the shell sandbox (bwrap), the MCP servers of a running server. A running server answers `tunacode.status` for
 --- its version and store; otherwise the command is run with --version and the store path is
 --- worked out as the server does (sessionStore, $TUNACODE_HOME, $XDG_DATA_HOME, ~/.local/share).
 
@@ -130,6 +130,50 @@ local function check_sandbox()
   end
 end
 
+--- What to say about each MCP server of `tunacode.status` (`mcpServers: [{name, state,
+--- tools, error?}]`): a health level, the line, and advice; shared by :TunaStatus.
+---@param servers table[]?
+---@return {level: 'ok'|'info'|'warn'|'error', text: string, advice?: string[]}[]
+function H.mcp_report(servers)
+  local out = {}
+  for _, server in ipairs(type(servers) == 'table' and servers or {}) do
+    local name, state = tostring(server.name), tostring(server.state)
+    local tools = tonumber(server.tools) or 0
+    local error = type(server.error) == 'string' and server.error ~= '' and server.error or nil
+    if state == 'ready' then
+      table.insert(out, { level = 'ok', text = ('%s: ready, %d tool%s'):format(name, tools, tools == 1 and '' or 's') })
+    elseif state == 'starting' then
+      table.insert(out, { level = 'info', text = name .. ': starting' })
+    elseif state == 'failed' then
+      table.insert(out, { level = 'error', text = ('%s: failed: %s'):format(name, error or 'it stopped'), advice = {
+        "check its command in the mcpServers setting or the workspace's .mcp.json",
+        'the server retries a few times, then gives up until the settings change or it restarts',
+      } })
+    elseif state == 'not_allowed' then
+      table.insert(out, { level = 'warn', text = name .. ": not allowed to start (the workspace's .mcp.json defines it)",
+        advice = { "with approval = 'ask' the server asks once whether to start it; 'read-only' never starts it" } })
+    else
+      table.insert(out, { level = 'warn', text = ('%s: %s%s'):format(name, state, error and (': ' .. error) or '') })
+    end
+  end
+  return out
+end
+
+local function check_mcp(status)
+  vim.health.start('MCP servers')
+  if not status then
+    vim.health.info('the server is not running: their state shows once a command (e.g. :TunaStatus) started it')
+    return
+  end
+  local report = H.mcp_report(status.mcpServers)
+  if #report == 0 then
+    vim.health.info('no MCP servers configured (the mcpServers setting, or .mcp.json in the workspace)')
+  end
+  for _, item in ipairs(report) do
+    vim.health[item.level](item.text, item.advice)
+  end
+end
+
 function H.check()
   local tunacode = require('tunacode')
   local settings = tunacode.options.settings or {}
@@ -139,6 +183,7 @@ function H.check()
   check_model(settings)
   check_store(settings, status)
   check_sandbox()
+  check_mcp(status)
 end
 
 return H

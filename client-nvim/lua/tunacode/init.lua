@@ -1,14 +1,17 @@
 --- TunaCode for Neovim 0.11+: ask the agent from the editor over plain LSP.
 ---
 --- require('tunacode').setup({ settings = { model = 'openai:gpt-4.1' } })
---- then :TunaAsk {prompt}, :TunaStop, :TunaSessions, :TunaNew (plugin/tunacode.lua).
+--- then :TunaAsk {prompt}, :TunaStop, :TunaSessions, :TunaNew, :TunaChanges, :TunaRewind,
+--- :TunaStatus (plugin/tunacode.lua).
 ---
 --- Everything goes through `workspace/executeCommand` (tunacode.request, tunacode.abort,
 --- tunacode.session.*); the `tunacode/event` notifications stream the answer into a
 --- scratch buffer; tool calls show as LSP work-done progress (LspProgress,
 --- vim.lsp.status()); approvals arrive as `tunacode/approve` and are asked in a float
 --- (approve.lua; an older server sends window/showMessageRequest, which Neovim asks through
---- vim.ui.select); `tunacode/saveDocuments` writes the buffers the agent edited (save.lua).
+--- vim.ui.select); the workspace's file buffers are attached to the server, so its edits of
+--- them come as `workspace/applyEdit` and `tunacode/saveDocuments` writes the buffers the
+--- agent edited (save.lua).
 --- Each event is also fired as
 --- `User TunaCodeEvent` (data = the event) for statuslines and scripts.
 
@@ -91,6 +94,7 @@ function M.lsp_config()
       ['tunacode/diagnostics'] = diagnostics.handler,
       ['tunacode/approve'] = approve.handler,
       ['tunacode/saveDocuments'] = save.handler,
+      ['workspace/applyEdit'] = save.apply_edit,
       ['$/cancelRequest'] = function()
         approve.on_cancel_request()
       end,
@@ -144,12 +148,16 @@ function M.with_client(fn, on_fail)
   local config = vim.tbl_extend('force', M.lsp_config(), { name = 'tunacode', root_dir = M.root() })
   config.root_markers = nil
   local log_start = M.log_size()
-  local id = vim.lsp.start(config, { attach = false, silent = true })
-  local client = id and vim.lsp.get_client_by_id(id)
+  local client = M.running_client(config.root_dir)
+  if not client then
+    local id = vim.lsp.start(config, { attach = false, silent = true })
+    client = id and vim.lsp.get_client_by_id(id)
+  end
   if not client then
     fail(('cannot start the server (%s)'):format(table.concat(config.cmd, ' ')))
     return
   end
+  M.follow_buffers(client)
   if client.initialized then
     fn(client)
     return
@@ -178,6 +186,73 @@ function M.with_client(fn, on_fail)
       fail(M.start_failure(config.cmd, log_start, client:is_stopped()))
     end
   end))
+end
+
+--- The running TunaCode client of this root: one the commands started, or one that
+--- `vim.lsp.enable('tunacode')` started for a file (its root_dir may be unset when no root
+--- marker was found; the server then works in Neovim's current directory).
+---@param root string
+---@return vim.lsp.Client?
+function M.running_client(root)
+  for _, client in ipairs(vim.lsp.get_clients({ name = 'tunacode' })) do
+    local dir = client.config.root_dir
+    if not client:is_stopped() and (dir == root or (dir == nil and root == vim.fn.getcwd())) then
+      return client
+    end
+  end
+  return nil
+end
+
+--- Whether a buffer is a file of the workspace under `root` (what the server should see).
+---@param buf integer
+---@param root string
+---@return boolean
+local function workspace_file(buf, root)
+  if not vim.api.nvim_buf_is_loaded(buf) or vim.bo[buf].buftype ~= '' then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' or name:find('^%a[%w+.-]*://') then
+    return false
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(name, ':p'))
+  local prefix = vim.fs.normalize(root)
+  return path:sub(1, #prefix + 1) == prefix .. '/'
+end
+
+local following = {} ---@type table<integer, true> clients whose root's buffers are attached
+
+--- Attach the workspace's loaded file buffers to the client, and the ones opened later, so
+--- the server knows them (didOpen/didChange): its reads see unsaved text and its edits of
+--- them go through the editor (workspace/applyEdit + tunacode/saveDocuments), which keeps
+--- the buffer and the file in step (no stale buffer, no W12).
+---@param client vim.lsp.Client
+function M.follow_buffers(client)
+  local root = client.config.root_dir or vim.fn.getcwd()
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if workspace_file(buf, root) and not vim.lsp.buf_is_attached(buf, client.id) then
+      vim.lsp.buf_attach_client(buf, client.id)
+    end
+  end
+  if following[client.id] then
+    return
+  end
+  following[client.id] = true
+  local group = vim.api.nvim_create_augroup('tunacode_follow_' .. client.id, { clear = true })
+  vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, {
+    group = group,
+    desc = 'Attach the workspace files to the TunaCode server',
+    callback = function(ev)
+      if client:is_stopped() then
+        following[client.id] = nil
+        pcall(vim.api.nvim_del_augroup_by_id, group)
+        return true
+      end
+      if workspace_file(ev.buf, root) and not vim.lsp.buf_is_attached(ev.buf, client.id) then
+        vim.lsp.buf_attach_client(ev.buf, client.id)
+      end
+    end,
+  })
 end
 
 ---@return integer bytes in the LSP log now (where a new server's stderr will start)
@@ -271,6 +346,24 @@ local function abort(client)
   end)
 end
 
+local RUNNING = { pending = true, in_progress = true, awaiting_approval = true }
+local check_pending = false
+
+--- After a tool call ended: :checktime (scheduled, once for a burst of events; inside an
+--- event handler Neovim would postpone it), so a clean buffer whose file a tool wrote (a shell
+--- command, an edit the server wrote on disk) shows it at once instead of when Neovim next
+--- regains focus.
+function M.check_files()
+  if check_pending then
+    return
+  end
+  check_pending = true
+  vim.schedule(function()
+    check_pending = false
+    pcall(vim.cmd.checktime)
+  end)
+end
+
 --- Handler of `tunacode/event`: the request we started streams into the answer buffer.
 function M.on_event(_, event, ctx)
   if type(event) ~= 'table' then
@@ -288,6 +381,9 @@ function M.on_event(_, event, ctx)
     end
   end
   approve.on_event(event)
+  if event.type == 'tool_call_update' and not RUNNING[event.status] then
+    M.check_files()
+  end
   if event.requestId == M.state.request_id then
     status.event(event)
     view.event(event)
@@ -452,12 +548,39 @@ function M.changes()
   end)
 end
 
+--- After a rewind: reload the restored files that are open. A clean buffer reloads by
+--- itself (:checktime, autoread). A buffer with unsaved edits is reloaded only when the user
+--- chose to overwrite (`forced`): `:edit!`, which keeps the old text for undo (`u`), instead of
+--- Neovim's W12 question.
+---@param restored string[] paths relative to the workspace root
+---@param forced boolean
+---@return string[] replaced the paths whose unsaved edits were replaced
+function M.reload_restored(restored, forced)
+  local replaced = {}
+  local root = M.root()
+  for _, path in ipairs(restored) do
+    local file = path:sub(1, 1) == '/' and path or vim.fs.joinpath(root, path)
+    local buf = diagnostics.loaded_buffer(vim.uri_from_fname(file))
+    if forced and buf and vim.bo[buf].modified then
+      local ok = pcall(vim.api.nvim_buf_call, buf, function()
+        vim.cmd('silent edit!')
+      end)
+      if ok then
+        table.insert(replaced, path)
+      end
+    end
+  end
+  vim.cmd('checktime')
+  return replaced
+end
+
 --- The answer to tunacode.session.rewind: done, a conflict (-32004, files changed since the
 --- agent's edit: offer to overwrite them), or another error.
 ---@param err table?
 ---@param result table?
 ---@param retry fun(force: boolean)
-function M.on_rewind(err, result, retry)
+---@param forced? boolean this was the retry that overwrites
+function M.on_rewind(err, result, retry, forced)
   if err and err.code == -32004 then
     local choices = { 'Rewind anyway (overwrite them)', 'Keep everything' }
     vim.ui.select(choices, { prompt = 'TunaCode: ' .. (err.message or 'files changed since') .. ' ' }, function(choice)
@@ -471,10 +594,18 @@ function M.on_rewind(err, result, retry)
     return
   end
   local restored = result and result.restored
+  local paths = type(restored) == 'table' and vim.tbl_filter(function(p)
+    return type(p) == 'string'
+  end, restored) or {}
   local count = type(restored) == 'table' and #restored or tonumber(restored) or 0
   M.state.last_request_id = nil
-  vim.cmd('checktime') -- reload the restored files that are open
-  notify(('rewound the last request; %d file%s restored'):format(count, count == 1 and '' or 's'))
+  local replaced = M.reload_restored(paths, forced == true)
+  local message = ('rewound the last request; %d file%s restored'):format(count, count == 1 and '' or 's')
+  if #replaced > 0 then
+    message = message .. ('; your unsaved edits in %s were replaced (u in the buffer brings them back)'):format(
+      table.concat(replaced, ', '))
+  end
+  notify(message)
 end
 
 --- :TunaRewind: undo the last request of this Neovim (its messages and its file changes,
@@ -498,11 +629,66 @@ function M.rewind()
       M.with_client(function(client)
         local args = { sessionId = session_id, requestId = request_id, files = true, force = force }
         command(client, 'tunacode.session.rewind', args, function(err, result)
-          M.on_rewind(err, result, send)
+          M.on_rewind(err, result, send, force)
         end)
       end)
     end
     send(false)
+  end)
+end
+
+--- The lines :TunaStatus shows for a `tunacode.status` result, and the worst level in them.
+---@param status table
+---@return string[] lines
+---@return integer level (vim.log.levels)
+function M.status_lines(status)
+  local lines = {
+    ('TunaCode %s (protocol %s)'):format(tostring(status.version), tostring(status.protocolVersion)),
+    'session store: ' .. tostring(status.sessionStore),
+  }
+  local active = type(status.activeRequests) == 'table' and #status.activeRequests or 0
+  table.insert(lines, ('requests running: %d'):format(active))
+  if type(status.sandbox) == 'table' then
+    local sandbox = status.sandbox
+    table.insert(lines, ('shell sandbox: %s, %s%s'):format(tostring(sandbox.mode), sandbox.active and 'active' or 'not active',
+      type(sandbox.reason) == 'string' and (' (' .. sandbox.reason .. ')') or ''))
+  end
+  local report = require('tunacode.health').mcp_report(status.mcpServers)
+  local level = vim.log.levels.INFO
+  if #report == 0 then
+    table.insert(lines, 'MCP servers: none')
+  else
+    table.insert(lines, 'MCP servers:')
+    for _, item in ipairs(report) do
+      table.insert(lines, '  ' .. item.text)
+      if item.level == 'error' or item.level == 'warn' then
+        level = vim.log.levels.WARN
+      end
+    end
+  end
+  return lines, level
+end
+
+--- :TunaStatus: the server's version, store, running requests, sandbox and MCP servers
+--- (`tunacode.status`), in one notification (WARN when an MCP server failed or is not allowed).
+---@param on_done? fun(status: table?) called with the result (nil on an error)
+function M.status(on_done)
+  M.with_client(function(client)
+    command(client, 'tunacode.status', {}, function(err, result)
+      if err then
+        notify('status: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      else
+        local lines, level = M.status_lines(result)
+        vim.notify(table.concat(lines, '\n'), level)
+      end
+      if on_done then
+        on_done(not err and result or nil)
+      end
+    end)
+  end, function()
+    if on_done then
+      on_done(nil)
+    end
   end)
 end
 

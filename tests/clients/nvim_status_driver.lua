@@ -1,0 +1,102 @@
+-- :TunaStatus and :checkhealth tunacode show the MCP servers' state from the real server's
+-- tunacode.status: a ready one with its tool count (the tests' FastMCP demo server), a failed
+-- one with its error, one of the workspace's .mcp.json that may not start (read-only).
+-- TUNA_MCP_SERVERS is the mcpServers setting as JSON. Writes what it saw as JSON to TUNA_OUT.
+
+local env = vim.env
+local results = { errors = {}, notices = {} }
+
+local function finish(code)
+  local file = assert(io.open(env.TUNA_OUT, 'w'))
+  file:write(vim.json.encode(results))
+  file:close()
+  vim.cmd(code == 0 and 'qa!' or ('cquit ' .. code))
+end
+
+local watchdog = assert(vim.uv.new_timer())
+watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
+  table.insert(results.errors, 'watchdog fired')
+  finish(3)
+end))
+
+vim.opt.runtimepath:prepend(env.TUNA_RTP)
+vim.cmd.runtime('plugin/tunacode.lua')
+local tunacode = require('tunacode')
+
+vim.notify = function(message, level)
+  table.insert(results.notices, { message = message, level = level })
+end
+
+local function wait(ms, condition, what)
+  if not vim.wait(ms, condition, 10) then
+    error('timed out waiting for ' .. what)
+  end
+end
+
+--- :checkhealth tunacode -> the lines of its report
+local function checkhealth()
+  vim.cmd('checkhealth tunacode')
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  vim.cmd('bwipeout!')
+  return lines
+end
+
+local function settled(status)
+  local states = {}
+  for _, server in ipairs(status and status.mcpServers or {}) do
+    states[server.name] = server.state
+  end
+  return states.demo == 'ready' and states.bad == 'failed' and states.repo == 'not_allowed'
+end
+
+local function scenario()
+  tunacode.setup({
+    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
+    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'read-only',
+      mcpStartupTimeout = 20, mcpServers = vim.json.decode(env.TUNA_MCP_SERVERS) },
+  })
+  results.health_stopped = checkhealth()
+  -- vim.lsp.enable starts the server for a file (no .git: no root marker, no root_dir);
+  -- :TunaStatus must use that server, not start a second one for the same folder
+  vim.lsp.enable('tunacode')
+  vim.cmd('edit calc.py')
+  wait(20000, function()
+    return #vim.lsp.get_clients({ name = 'tunacode', bufnr = 0 }) == 1
+  end, 'vim.lsp.enable to start the server')
+  vim.cmd('TunaStatus') -- the servers are still starting
+  wait(20000, function()
+    return #results.notices > 0
+  end, 'the first :TunaStatus')
+  results.first = results.notices[1]
+  -- what a user does: ask again until the servers settled (bounded)
+  local last
+  wait(60000, function()
+    if last and last.done and settled(last.status) then
+      return true
+    end
+    if last == nil or last.done then
+      last = { done = false }
+      local this = last
+      tunacode.status(function(status)
+        this.done, this.status = true, status
+      end)
+    end
+    return false
+  end, 'the MCP servers to settle: ' .. vim.inspect(last and last.status and last.status.mcpServers))
+  results.shown = results.notices[#results.notices]
+  results.health_running = checkhealth()
+  results.clients = #vim.lsp.get_clients({ name = 'tunacode' })
+end
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    vim.schedule(function()
+      local ok, err = pcall(scenario)
+      if not ok then
+        table.insert(results.errors, tostring(err))
+      end
+      finish(0)
+    end)
+  end,
+})
