@@ -231,9 +231,6 @@ def test_plugin_edit_of_a_buffer_with_unsaved_edits_approved_in_the_float(nvim, 
     assert seen["shell_events"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="server: an edit applied only to the editor (the buffer had unsaved "
-                   "changes) is invisible to checkpoints: changedFiles is [] and tunacode.session.rewind restores "
-                   "nothing ('0 files restored'), so the agent's edit stays in the buffer after :TunaRewind")
 def test_plugin_rewind_takes_back_an_edit_left_unsaved_in_the_buffer(nvim, tmp_path, workspace, home):  # noqa: F811
     seen, _ = run_unsaved(nvim, tmp_path, workspace, home)
     assert seen["result"]["changedFiles"] == ["calc.py"]
