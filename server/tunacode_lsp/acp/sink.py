@@ -1,0 +1,172 @@
+"""The agent's sink under ACP: events become `session/update`s, approvals `session/request_permission`.
+
+Events are queued and sent in order by one task per request (emit is synchronous, sending
+is not); adjacent text or thinking deltas already queued are sent as one chunk of at most
+MAX_DELTA_CHARS. Before asking a permission the queue is drained, so the client has seen
+the tool call it is asked about. The permission wait is bounded: no answer is a denial.
+
+For write_file and edit_file the file's text is kept when the call starts, and the
+completed call carries a `diff` content (old and new text) read back from the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from acp import schema
+from acp.interfaces import Client
+
+from tunacode_lsp.acp import updates
+from tunacode_lsp.agent.approvals import visible_blanks
+from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
+from tunacode_lsp.contract.protocol import Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate
+
+log = logging.getLogger(__name__)
+
+MAX_DELTA_CHARS = 8_000
+MAX_DIFF_FILE_BYTES = 1_000_000  # larger files get no diff content (the result text says what changed)
+CLOSE_SECONDS = 1.5
+
+PERMISSION_OPTIONS: dict[str, tuple[str, schema.PermissionOptionKind, ApprovalDecision]] = {
+    "allow": ("Allow once", "allow_once", "allow"),
+    "allow_session": ("Always allow in this session", "allow_always", "allow_session"),
+    "deny": ("Reject", "reject_once", "deny"),
+}
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > MAX_DIFF_FILE_BYTES:
+            return None
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def permission_content(request: ApprovalRequest) -> str:
+    if request.detail_kind == "command":
+        return f"{request.summary}\n\n```sh\n{visible_blanks(request.detail)}\n```"
+    if request.detail_kind == "diff":
+        cut = "\n\n(the diff was cut)" if request.truncated else ""
+        return f"{request.summary}\n\n```diff\n{request.detail}\n```{cut}"
+    return f"{request.summary}\n\n```json\n{request.detail}\n```"
+
+
+def decision_of(response: Any) -> ApprovalDecision:
+    """The client's answer; anything but a known selected option is a denial."""
+
+    outcome = getattr(response, "outcome", None)
+    if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id in PERMISSION_OPTIONS:
+        return PERMISSION_OPTIONS[outcome.option_id][2]
+    return "deny"
+
+
+class AcpSink:
+    """AgentSink for one prompt of one ACP session."""
+
+    def __init__(self, client: Client, session_id: str, real_root: Path, permission_timeout: float) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._root = real_root
+        self._permission_timeout = permission_timeout
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._names: dict[str, tuple[str, dict[str, Any]]] = {}  # tool call id -> (name, args)
+        self._before: dict[str, tuple[Path, str | None]] = {}  # edit calls: the file's text at the start
+        self._task = asyncio.ensure_future(self._work())
+
+    # ------------------------------------------------------------ events
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ToolCallEvent):
+            self._names[event.tool_call_id] = (event.name, event.args)
+            if event.name in updates.EDIT_TOOLS:
+                path = updates.file_path(event.name, event.args, self._root)
+                if path is not None:
+                    self._before[event.tool_call_id] = (path, _read_text(path) if path.exists() else None)
+        self._queue.put_nowait(event)
+
+    async def _work(self) -> None:
+        while True:
+            event = await self._queue.get()
+            if event is None:
+                self._queue.task_done()
+                return
+            taken = 1
+            if isinstance(event, TextDelta | ThinkingDelta):  # merge what is already waiting
+                text = event.text
+                while not self._queue.empty():
+                    nxt = self._queue._queue[0]  # type: ignore[attr-defined]
+                    if type(nxt) is not type(event) or len(text) + len(nxt.text) > MAX_DELTA_CHARS:
+                        break
+                    text += self._queue.get_nowait().text  # type: ignore[union-attr]
+                    taken += 1
+                event = type(event)(text)
+            try:
+                update = self._update_of(event)
+                if update is not None:
+                    await self._client.session_update(session_id=self._session_id, update=update)
+            except Exception as exc:  # noqa: BLE001 - a client that is gone loses updates, the run goes on
+                log.info("session/update not sent: %s", exc)
+            finally:
+                for _ in range(taken):
+                    self._queue.task_done()
+
+    def _update_of(self, event: Event) -> updates.Update | None:
+        if isinstance(event, ToolCallUpdate):
+            extra: list[Any] = []
+            if event.status == "completed" and event.tool_call_id in self._before:
+                path, old = self._before.pop(event.tool_call_id)
+                new = _read_text(path)
+                if new is not None and new != old:
+                    extra.append(updates.diff_content(path, old, new))
+            return updates.tool_progress(event, extra)
+        return updates.simple_update(event, self._root)
+
+    async def drained(self, timeout: float) -> None:
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+        except TimeoutError:
+            log.warning("updates for %s not sent within %.1f s", self._session_id, timeout)
+
+    # ------------------------------------------------------------ approvals
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """`session/request_permission`; a denial when the client fails, refuses or does not answer in time."""
+
+        await self.drained(self._permission_timeout)
+        name, args = self._names.get(request.tool_call_id, (request.tool_name, request.args))
+        tool_call = schema.ToolCallUpdate(
+            tool_call_id=request.tool_call_id,
+            title=updates.tool_title(name, args, request.summary),
+            kind=updates.tool_kind(name),
+            status="pending",
+            content=[updates.text_content(permission_content(request))],
+            locations=updates.locations(name, args, self._root),
+            raw_input=args,
+        )
+        options = [
+            schema.PermissionOption(option_id=option_id, name=label, kind=kind)
+            for option_id, (label, kind, _) in PERMISSION_OPTIONS.items()
+        ]
+        try:
+            response = await asyncio.wait_for(
+                self._client.request_permission(session_id=self._session_id, tool_call=tool_call, options=options),
+                self._permission_timeout,
+            )
+        except TimeoutError:
+            log.warning("no answer to the permission request for %s within %g s: denied",
+                        request.tool_call_id, self._permission_timeout)
+            return "deny"
+        except Exception as exc:  # noqa: BLE001 - nothing runs that the user did not allow
+            log.warning("the permission request for %s failed: %s; denied", request.tool_call_id, exc)
+            return "deny"
+        return decision_of(response)
+
+    async def close(self) -> None:
+        self._queue.put_nowait(None)
+        done, _ = await asyncio.wait({self._task}, timeout=CLOSE_SECONDS)
+        if not done:
+            self._task.cancel()
