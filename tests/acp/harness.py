@@ -34,6 +34,7 @@ class RecordingClient:
         self.permission_answer: str | None = "allow"  # an option id; None answers "cancelled"
         self.permission_hold: asyncio.Event | None = None  # while set-and-unreleased, never answer
         self.permission_requests: list[schema.RequestPermissionRequest] = []
+        self.updates_before_permission: list[int] = []  # how many updates had arrived when each was asked
         self.incoming: list[dict[str, Any]] = []  # every raw message from the agent
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
@@ -45,6 +46,7 @@ class RecordingClient:
         self, session_id: str, tool_call: schema.ToolCallUpdate, options: list[schema.PermissionOption], **_: Any
     ) -> schema.RequestPermissionResponse:
         async with self.cond:
+            self.updates_before_permission.append(len(self.updates))
             self.permission_requests.append(
                 schema.RequestPermissionRequest(session_id=session_id, tool_call=tool_call, options=options)
             )
