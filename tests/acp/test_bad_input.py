@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from acp import RequestError, text_block
 
+from acp import RequestError, text_block
 from tests.acp.harness import Agent, acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

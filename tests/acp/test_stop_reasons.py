@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
 
+from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
 from tests.acp.harness import acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
+
 
 def _chunk(delta: dict, finish: str | None = None) -> str:
     body = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "scripted",

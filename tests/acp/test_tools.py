@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 from acp import text_block
-
 from tests.acp.harness import RecordingClient, acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
