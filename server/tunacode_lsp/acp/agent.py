@@ -13,11 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, schema
 from acp.interfaces import Client
 
+from acp import PROTOCOL_VERSION, RequestError, schema
 from tunacode_lsp import __version__
 from tunacode_lsp.acp import errors
+from tunacode_lsp.acp.mcp import SessionMcp
 from tunacode_lsp.acp.prompt import prompt_parts, response_of
 from tunacode_lsp.acp.replay import replay_updates
 from tunacode_lsp.acp.sink import AcpSink
@@ -60,7 +61,7 @@ class TunaAcpAgent:
         self.runs = RunService(lambda: self.sessions, lambda: self.options, Path.cwd)
         self._roots: dict[str, Path] = {}  # sessions usable on this connection -> their workspace root
         self._client: Client | None = None
-        self._client_info: str = ""
+        self.mcp = SessionMcp()
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -83,7 +84,7 @@ class TunaAcpAgent:
             agent_capabilities=schema.AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=schema.PromptCapabilities(image=True, audio=False, embedded_context=True),
-                mcp_capabilities=schema.McpCapabilities(http=False, sse=False),
+                mcp_capabilities=schema.McpCapabilities(http=True, sse=False),
                 session_capabilities=schema.SessionCapabilities(list=schema.SessionListCapabilities()),
             ),
             auth_methods=[],
@@ -97,12 +98,12 @@ class TunaAcpAgent:
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any) -> schema.NewSessionResponse:
         root = workspace_root(cwd)
-        _note_mcp(mcp_servers)
         try:
             model = self.runs.model_spec(None)
             record = await self.sessions.create(cwd=str(root), model=model)
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc) from None
+        await self.mcp.configure(record.session_id, mcp_servers, self.options)
         self._roots[record.session_id] = root
         return schema.NewSessionResponse(session_id=record.session_id)
 
@@ -110,7 +111,6 @@ class TunaAcpAgent:
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> schema.LoadSessionResponse:
         root = workspace_root(cwd)
-        _note_mcp(mcp_servers)
         record = await self.sessions.get(session_id)
         if record is None:
             raise errors.unknown_session(session_id)
@@ -121,6 +121,7 @@ class TunaAcpAgent:
             raise RequestError.internal_error({"details": f"session {session_id} cannot be read: {exc}"}) from None
         for update in replay_updates(messages, plan, root):
             await self.client.session_update(session_id=session_id, update=update)
+        await self.mcp.configure(session_id, mcp_servers, self.options)
         self._roots[session_id] = root
         return schema.LoadSessionResponse()
 
@@ -166,7 +167,9 @@ class TunaAcpAgent:
             return AcpSink(client, sid, root, self.permission_timeout)
 
         try:
-            result = await self.runs.run(pending, params, make_sink, workspace_root=root)
+            result = await self.runs.run(
+                pending, params, make_sink, workspace_root=root, extra_tools=self.mcp.tools(session_id)
+            )
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc, session_id) from None
         except SessionUnreadable as exc:
@@ -182,8 +185,3 @@ class TunaAcpAgent:
         count = self.runs.abort(session_id=session_id)
         log.info("session/cancel %s: %d request(s) stopped", session_id, count)
 
-
-def _note_mcp(servers: list[Any] | None) -> None:
-    if servers:
-        log.warning("MCP servers given by the client are not started (not supported yet): %s",
-                    ", ".join(str(getattr(s, "name", "?")) for s in servers))

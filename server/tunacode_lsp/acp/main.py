@@ -104,6 +104,8 @@ async def _serve(options: Any, permission_timeout: float, protocol_out: Any) -> 
     log.info("stopping: %s", "a signal" if stop.is_set() else "the client closed the connection")
     agent.runs.abort_all()
     await agent.runs.settled(STOP_SETTLE_SECONDS)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(agent.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
     bash = sys.modules.get("tunacode_lsp.tools.bash")
     if bash is not None:
         bash._kill_leftovers()

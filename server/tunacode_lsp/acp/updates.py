@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from acp import schema
-
 from tunacode_lsp.contract.protocol import (
     Compaction,
     Event,
@@ -62,7 +61,7 @@ STOP_REASONS: dict[str, schema.StopReason] = {
 
 
 def tool_kind(name: str) -> schema.ToolKind:
-    return TOOL_KINDS.get(name, "fetch" if name.startswith("mcp__") else "other")
+    return TOOL_KINDS.get(name, "other")  # MCP tools too: their kind is not known
 
 
 def tool_title(name: str, args: dict[str, Any], summary: str = "") -> str:
