@@ -1,0 +1,86 @@
+"""A hostile model or a client that goes away: nothing read outside the workspace, nothing run
+unasked, nothing lost, no unbounded wait."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from pathlib import Path
+
+from acp import text_block
+from tests.acp.harness import RecordingClient, acp_agent, scripted_settings
+from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
+
+
+async def test_paths_outside_the_workspace_get_no_location_and_no_diff(workspace: Path, home: Path, tmp_path: Path, model: ScriptedModelServer) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET\n")
+    model.set_script([
+        {"tool_call": {"id": "call_out", "name": "edit_file",
+                       "arguments": {"filepath": str(secret), "old_text": "TOP", "new_text": "NOT"}}},
+        {"text": "Tried."},
+    ])
+    async with acp_agent(workspace, home, scripted_settings(model)) as agent:
+        session_id = await agent.start_session(workspace)
+        assert (await agent.conn.prompt(session_id=session_id, prompt=[text_block("Edit it")])).stop_reason == "end_turn"
+        [start] = [u for u in agent.client.of_kind("tool_call") if u.tool_call_id == "call_out"]
+        assert start.locations is None
+        final = [u for u in agent.client.of_kind("tool_call_update") if u.tool_call_id == "call_out"][-1]
+        assert final.status == "failed"
+        assert all(c.type != "diff" for c in final.content or [])
+        wire = json.dumps([m for m in agent.client.incoming], default=str)
+        assert "TOP SECRET" not in wire
+        assert secret.read_text() == "TOP SECRET\n"
+
+
+async def test_an_unknown_permission_option_is_a_denial(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    model.set_script([
+        {"tool_call": {"id": "call_w", "name": "write_file", "arguments": {"filepath": "x.txt", "content": "x\n"}}},
+        {"text": "Done."},
+    ])
+    client = RecordingClient()
+    client.permission_answer = "allow-everything-forever"
+    async with acp_agent(workspace, home, scripted_settings(model, approval="ask"), client=client) as agent:
+        session_id = await agent.start_session(workspace)
+        assert (await agent.conn.prompt(session_id=session_id, prompt=[text_block("Write")])).stop_reason == "end_turn"
+        assert len(client.permission_requests) == 1
+        assert not (workspace / "x.txt").exists()
+
+
+async def _interrupted_then_continued(workspace: Path, home: Path, model: ScriptedModelServer, stop: str) -> None:
+    model.set_script([
+        {"steps": [{"text": "Half an answer", "chunks": 1}, {"stall": 60}]},
+        {"text": "Continued."},
+    ])
+    async with acp_agent(workspace, home, scripted_settings(model)) as agent:
+        session_id = await agent.start_session(workspace)
+        prompt = asyncio.ensure_future(agent.conn.prompt(session_id=session_id, prompt=[text_block("Start")]))
+        await agent.client.wait_for(lambda: "Half an answer" in agent.client.text())
+        started = time.monotonic()
+        if stop == "eof":
+            assert agent.process.stdin is not None
+            agent.process.stdin.close()
+        else:
+            agent.process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(agent.process.wait(), 10)
+        assert code == 0 and time.monotonic() - started < 4.0
+        prompt.cancel()
+    # nothing lost, the lease released: another process continues the session
+    async with acp_agent(workspace, home, scripted_settings(model)) as again:
+        await again.conn.initialize(protocol_version=1)
+        await again.conn.load_session(cwd=str(workspace), session_id=session_id)
+        assert "Half an answer" in again.client.text()
+        response = await again.conn.prompt(session_id=session_id, prompt=[text_block("Go on")])
+        assert response.stop_reason == "end_turn"
+        sent = json.dumps(model.wait_for_requests(2)[1]["messages"])
+        assert "Half an answer" in sent and "Go on" in sent
+
+
+async def test_the_client_closing_stdin_mid_prompt_settles_the_session(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    await _interrupted_then_continued(workspace, home, model, "eof")
+
+
+async def test_sigterm_mid_prompt_settles_the_session(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    await _interrupted_then_continued(workspace, home, model, "sigterm")
