@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from acp import RequestError, text_block
-from tests.acp.harness import Agent, acp_agent, scripted_settings
+from tests.acp.harness import Agent, acp_agent, scripted_settings, server_env
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 
@@ -100,3 +102,28 @@ async def test_unsupported_prompt_blocks_are_invalid_params(workspace: Path, hom
         assert empty.value.code == -32602
         assert model.requests == []
         await _alive(agent, workspace)
+
+
+async def test_requests_read_before_the_end_of_stdin_are_answered(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    """A scripted client (`printf ... | tunacode-lsp acp`) gets every answer, then the process exits 0."""
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        "not json",
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}},
+        {"jsonrpc": "2.0", "id": 3, "method": "nope", "params": {}},
+    ]
+    data = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines).encode()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tunacode_lsp", "acp", "--settings", json.dumps(scripted_settings(model)),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env=server_env(home), cwd=workspace,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(data), 30)
+    answers = [json.loads(line) for line in out.decode().splitlines()]
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[1]["result"]["protocolVersion"] == 1
+    assert by_id[2]["result"]["sessionId"]
+    assert by_id[3]["error"]["code"] == -32601
+    assert by_id[None]["error"]["code"] == -32700
+    assert process.returncode == 0

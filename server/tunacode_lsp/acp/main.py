@@ -6,7 +6,7 @@ stdout carries only the protocol: the process's fd 1 is pointed at stderr once t
 protocol has its own copy, so a stray print can never corrupt the stream.
 
 The end of stdin or SIGTERM/SIGHUP stops every running prompt by the abort path (history
-settled, leases released) and exits within about 2 s.
+settled, leases released), answers the requests already read, and exits within about 4 s.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import json
 import logging
 import os
 import signal
+import stat
 import sys
+import threading
 from typing import Any, cast
 
 log = logging.getLogger(__name__)
@@ -89,12 +91,20 @@ async def _serve(options: Any, permission_timeout: float, protocol_out: Any) -> 
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    w_transport, w_protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, protocol_out)
-    writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
+    if _is_pipe(sys.stdin.fileno()):
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    else:  # a file (`< requests.jsonl`): read on a thread
+        _feed_from_thread(loop, reader, sys.stdin.buffer)
+    writer: Any
+    if _is_pipe(protocol_out.fileno()):
+        w_transport, w_protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, protocol_out)
+        writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
+    else:  # a file (`> answers.jsonl`): plain blocking writes
+        writer = FileWriter(protocol_out)
 
     agent = TunaAcpAgent(options, permission_timeout=permission_timeout)
-    conn = AgentSideConnection(cast(Agent, agent), CheckedStdioTransport(reader, writer), listening=False)
+    transport = CheckedStdioTransport(reader, writer)
+    conn = AgentSideConnection(cast(Agent, agent), transport, listening=False)
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, stop.set)
@@ -104,6 +114,7 @@ async def _serve(options: Any, permission_timeout: float, protocol_out: Any) -> 
     log.info("stopping: %s", "a signal" if stop.is_set() else "the client closed the connection")
     agent.runs.abort_all()
     await agent.runs.settled(STOP_SETTLE_SECONDS)
+    await transport.answered(STOP_SETTLE_SECONDS)  # requests read before the end still get their answer
     with contextlib.suppress(Exception):
         await asyncio.wait_for(agent.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
     bash = sys.modules.get("tunacode_lsp.tools.bash")
@@ -114,3 +125,35 @@ async def _serve(options: Any, permission_timeout: float, protocol_out: Any) -> 
             stream.flush()
     logging.shutdown()
     os._exit(0)
+
+
+def _is_pipe(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, source: Any) -> None:
+    def pump() -> None:
+        try:
+            while chunk := source.read1(65536):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        finally:
+            loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=pump, name="tunacode-acp-stdin", daemon=True).start()
+
+
+class FileWriter:
+    """The writer interface the transport uses, over a regular file."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def write(self, data: bytes) -> None:
+        self._out.write(data)
+
+    async def drain(self) -> None:
+        self._out.flush()
+
+    def close(self) -> None:
+        self._out.close()

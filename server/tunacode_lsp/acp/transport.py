@@ -53,11 +53,16 @@ def check_message(message: Any) -> tuple[dict[str, Any] | None, dict[str, Any] |
 class CheckedStdioTransport:
     """The SDK's `Transport` (send/receive/close of decoded messages) over byte streams."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: Any) -> None:
+        """`writer`: an asyncio.StreamWriter, or anything with write / async drain / close."""
+
         self._reader = reader
         self._writer = writer
         self._lock = asyncio.Lock()
         self._closed = False
+        self._open_requests: set[Any] = set()  # ids of the client's requests not answered yet
+        self._all_answered = asyncio.Event()
+        self._all_answered.set()
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
@@ -66,6 +71,10 @@ class CheckedStdioTransport:
                 raise ConnectionError("the connection is closed")
             self._writer.write(data)
             await self._writer.drain()
+        if "method" not in message and ("result" in message or "error" in message):
+            self._open_requests.discard(message.get("id"))
+            if not self._open_requests:
+                self._all_answered.set()
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -85,6 +94,9 @@ class CheckedStdioTransport:
             if error is not None:
                 await self._answer(error)
             if message is not None:
+                if "method" in message and "id" in message:
+                    self._open_requests.add(message["id"])
+                    self._all_answered.clear()
                 return message
 
     async def _answer(self, payload: dict[str, Any]) -> None:
@@ -111,6 +123,15 @@ class CheckedStdioTransport:
                     return None
             await self._answer(error_response(None, INVALID_REQUEST, f"Invalid request: a message over {MAX_LINE_BYTES} bytes"))
             return b""
+
+    async def answered(self, timeout: float) -> bool:
+        """Wait (bounded) until every request the client sent has been answered."""
+
+        try:
+            await asyncio.wait_for(self._all_answered.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
 
     async def close(self) -> None:
         async with self._lock:
