@@ -36,6 +36,20 @@ class RecordingClient:
         self.permission_requests: list[schema.RequestPermissionRequest] = []
         self.updates_before_permission: list[int] = []  # how many updates had arrived when each was asked
         self.incoming: list[dict[str, Any]] = []  # every raw message from the agent
+        self.buffers: dict[str, str] = {}  # the editor's unsaved buffers, by absolute path (fs/*)
+        self.reads: list[str] = []
+        self.writes: list[tuple[str, str]] = []  # fs/write_text_file calls: (path, content)
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **_: Any) -> schema.ReadTextFileResponse:
+        self.reads.append(path)
+        if path in self.buffers:
+            return schema.ReadTextFileResponse(content=self.buffers[path])
+        return schema.ReadTextFileResponse(content=Path(path).read_text())
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> schema.WriteTextFileResponse:
+        self.writes.append((path, content))
+        self.buffers[path] = content  # the editor keeps it in the buffer, unsaved
+        return schema.WriteTextFileResponse()
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         async with self.cond:
@@ -83,8 +97,9 @@ class Agent:
     client: RecordingClient
     stderr_path: Path
 
-    async def start_session(self, cwd: Path) -> str:
-        init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION)
+    async def start_session(self, cwd: Path, *, fs: bool = False) -> str:
+        capabilities = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
+        init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
         assert init.protocol_version == PROTOCOL_VERSION
         return (await self.conn.new_session(cwd=str(cwd))).session_id
 

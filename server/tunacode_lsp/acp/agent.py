@@ -8,6 +8,7 @@ The store is the same SQLite file the language server and the CLI use.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ from acp.interfaces import Client
 from acp import PROTOCOL_VERSION, RequestError, schema
 from tunacode_lsp import __version__
 from tunacode_lsp.acp import errors
+from tunacode_lsp.acp.documents import AcpDocuments
 from tunacode_lsp.acp.mcp import SessionMcp
 from tunacode_lsp.acp.prompt import prompt_parts, response_of
 from tunacode_lsp.acp.replay import replay_updates
@@ -62,6 +64,7 @@ class TunaAcpAgent:
         self._roots: dict[str, Path] = {}  # sessions usable on this connection -> their workspace root
         self._client: Client | None = None
         self.mcp = SessionMcp()
+        self._fs = (False, False)  # the client offers fs/read_text_file, fs/write_text_file
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -77,6 +80,8 @@ class TunaAcpAgent:
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any
     ) -> schema.InitializeResponse:
+        fs = getattr(client_capabilities, "fs", None)
+        self._fs = (bool(getattr(fs, "read_text_file", False)), bool(getattr(fs, "write_text_file", False)))
         if client_info is not None:
             log.info("ACP client %s %s, protocol %s", client_info.name, client_info.version, protocol_version)
         return schema.InitializeResponse(
@@ -162,13 +167,18 @@ class TunaAcpAgent:
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc, session_id) from None
         client = self.client
+        can_read, can_write = self._fs
+        documents = AcpDocuments(
+            client, session_id, root, can_read=can_read, can_write=can_write, loop=asyncio.get_running_loop()
+        ) if can_read or can_write else None
 
         def make_sink(sid: str, _request_id: str, _prompt: str) -> AcpSink:
-            return AcpSink(client, sid, root, self.permission_timeout)
+            return AcpSink(client, sid, root, self.permission_timeout, documents)
 
         try:
             result = await self.runs.run(
-                pending, params, make_sink, workspace_root=root, extra_tools=self.mcp.tools(session_id)
+                pending, params, make_sink, workspace_root=root, extra_tools=self.mcp.tools(session_id),
+                documents=documents,
             )
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc, session_id) from None

@@ -6,7 +6,8 @@ MAX_DELTA_CHARS. Before asking a permission the queue is drained, so the client 
 the tool call it is asked about. The permission wait is bounded: no answer is a denial.
 
 For write_file and edit_file the file's text is kept when the call starts, and the
-completed call carries a `diff` content (old and new text) read back from the disk.
+completed call carries a `diff` content (old and new text): the texts the edit was planned on
+and wrote when it went through the client (acp/documents.py), else the disk before and after.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from acp import schema
 from acp.interfaces import Client
 
+from acp import schema
 from tunacode_lsp.acp import updates
+from tunacode_lsp.acp.documents import AcpDocuments
 from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate
@@ -67,11 +69,15 @@ def decision_of(response: Any) -> ApprovalDecision:
 class AcpSink:
     """AgentSink for one prompt of one ACP session."""
 
-    def __init__(self, client: Client, session_id: str, real_root: Path, permission_timeout: float) -> None:
+    def __init__(
+        self, client: Client, session_id: str, real_root: Path, permission_timeout: float,
+        documents: AcpDocuments | None = None,
+    ) -> None:
         self._client = client
         self._session_id = session_id
         self._root = real_root
         self._permission_timeout = permission_timeout
+        self._documents = documents  # edits that went through the client: their texts for the diff
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self._names: dict[str, tuple[str, dict[str, Any]]] = {}  # tool call id -> (name, args)
         self._before: dict[str, tuple[Path, str | None]] = {}  # edit calls: the file's text at the start
@@ -119,7 +125,12 @@ class AcpSink:
             extra: list[Any] = []
             if event.status == "completed" and event.tool_call_id in self._before:
                 path, old = self._before.pop(event.tool_call_id)
-                new = _read_text(path)
+                through_client = self._documents.applied.pop(path, None) if self._documents is not None else None
+                new: str | None
+                if through_client is not None:
+                    old, new = through_client
+                else:
+                    new = _read_text(path)
                 if new is not None and new != old:
                     extra.append(updates.diff_content(path, old, new))
             return updates.tool_progress(event, extra)
