@@ -77,3 +77,5 @@ async def test_embedded_resources_links_and_images_reach_the_model(workspace: Pa
         sent = json.dumps(model.wait_for_requests(1)[0]["messages"][-1])
         assert "unsaved buffer text" in sent and uri in sent and "spec.md" in sent and "Summarize" in sent
         assert "image/png" in sent or "image_url" in sent
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+        assert [s.title for s in listed.sessions] == ["Summarize"]  # the user's words, not the context

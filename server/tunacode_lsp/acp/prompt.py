@@ -1,8 +1,8 @@
 """A `session/prompt`'s content blocks as the agent's prompt, and its result as a PromptResponse.
 
 Blocks: text is the prompt; an image becomes an image context item (checked like LSP's);
-an embedded text resource (`resource`) is put before the prompt in a `<context>` section
-with its URI; a resource link is named in that section (the model reads it with its
+an embedded text resource (`resource`) is put after the prompt's words in a `<context>`
+section with its URI; a resource link is named in that section (the model reads it with its
 tools). Other blocks (audio, binary resources) are refused with -32602.
 
 Stop reasons: end_turn, cancelled, max_turns -> max_turn_requests; an answer the model cut
@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from acp import RequestError, schema
-
 from tunacode_lsp.acp.updates import STOP_REASONS
 from tunacode_lsp.contract.protocol import RequestResult
 
@@ -39,18 +38,24 @@ def prompt_parts(blocks: list[Any]) -> tuple[str, list[dict[str, Any]]]:
             resource = block.resource
             if not isinstance(resource, schema.TextResourceContents):
                 raise RequestError.invalid_params({"details": f"prompt[{index}]: only text resources are supported"})
-            sections.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
+            sections.append(f'<context uri="{_attr(resource.uri)}">\n{resource.text}\n</context>')
         elif isinstance(block, schema.ResourceContentBlock):
-            sections.append(f'<context uri="{block.uri}" name="{block.name}">(not included; read it if needed)</context>')
+            sections.append(f'<context uri="{_attr(block.uri)}" name="{_attr(block.name)}">(not included; read it if needed)</context>')
         else:
             kind = getattr(block, "type", type(block).__name__)
             raise RequestError.invalid_params({"details": f"prompt[{index}]: {kind} blocks are not supported"})
     prompt = "".join(texts)
-    if sections:
-        prompt = "\n\n".join(sections) + "\n\n" + prompt
+    if sections:  # after the words, so the session's title is the user's first line
+        prompt = "\n\n".join([prompt, *sections]) if prompt.strip() else "\n\n".join(sections)
     if not prompt.strip() and not context:
         raise RequestError.invalid_params({"details": "prompt: empty"})
     return prompt or "(see the attached images)", context
+
+
+def _attr(value: str) -> str:
+    """A value inside a double-quoted attribute: it cannot close the quote or the tag."""
+
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def response_of(result: RequestResult, last_stop_reason: str | None) -> schema.PromptResponse:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,11 @@ class AcpSink:
         self._root = real_root
         self._permission_timeout = permission_timeout
         self._documents = documents  # edits that went through the client: their texts for the diff
-        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._pending: deque[Event] = deque()  # emitted, not sent yet
+        self._wake = asyncio.Event()  # something was emitted, or the sink closes
+        self._idle = asyncio.Event()  # nothing is waiting or being sent
+        self._idle.set()
+        self._closing = False
         self._names: dict[str, tuple[str, dict[str, Any]]] = {}  # tool call id -> (name, args)
         self._before: dict[str, tuple[Path, str | None]] = {}  # edit calls: the file's text at the start
         self._task = asyncio.ensure_future(self._work())
@@ -92,33 +97,40 @@ class AcpSink:
                 path = updates.file_path(event.name, event.args, self._root)
                 if path is not None:
                     self._before[event.tool_call_id] = (path, _read_text(path) if path.exists() else None)
-        self._queue.put_nowait(event)
+        self._pending.append(event)
+        self._idle.clear()
+        self._wake.set()
+
+    def _next(self) -> Event:
+        """The oldest event; adjacent deltas of one kind already waiting are merged into it."""
+
+        event = self._pending.popleft()
+        if isinstance(event, TextDelta | ThinkingDelta):
+            text = event.text
+            while self._pending and isinstance(nxt := self._pending[0], type(event)):
+                if len(text) + len(nxt.text) > MAX_DELTA_CHARS:
+                    break
+                text += nxt.text
+                self._pending.popleft()
+            event = type(event)(text)
+        return event
 
     async def _work(self) -> None:
         while True:
-            event = await self._queue.get()
-            if event is None:
-                self._queue.task_done()
-                return
-            taken = 1
-            if isinstance(event, TextDelta | ThinkingDelta):  # merge what is already waiting
-                text = event.text
-                while not self._queue.empty():
-                    nxt = self._queue._queue[0]  # type: ignore[attr-defined]
-                    if type(nxt) is not type(event) or len(text) + len(nxt.text) > MAX_DELTA_CHARS:
-                        break
-                    text += self._queue.get_nowait().text  # type: ignore[union-attr]
-                    taken += 1
-                event = type(event)(text)
+            if not self._pending:
+                self._idle.set()
+                if self._closing:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            event = self._next()
             try:
                 update = self._update_of(event)
                 if update is not None:
                     await self._client.session_update(session_id=self._session_id, update=update)
             except Exception as exc:  # noqa: BLE001 - a client that is gone loses updates, the run goes on
                 log.info("session/update not sent: %s", exc)
-            finally:
-                for _ in range(taken):
-                    self._queue.task_done()
 
     def _update_of(self, event: Event) -> updates.Update | None:
         if isinstance(event, ToolCallUpdate):
@@ -138,7 +150,7 @@ class AcpSink:
 
     async def drained(self, timeout: float) -> None:
         try:
-            await asyncio.wait_for(self._queue.join(), timeout)
+            await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
             log.warning("updates for %s not sent within %.1f s", self._session_id, timeout)
 
@@ -177,7 +189,8 @@ class AcpSink:
         return decision_of(response)
 
     async def close(self) -> None:
-        self._queue.put_nowait(None)
+        self._closing = True
+        self._wake.set()
         done, _ = await asyncio.wait({self._task}, timeout=CLOSE_SECONDS)
         if not done:
             self._task.cancel()
