@@ -84,3 +84,22 @@ async def test_the_client_closing_stdin_mid_prompt_settles_the_session(workspace
 
 async def test_sigterm_mid_prompt_settles_the_session(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
     await _interrupted_then_continued(workspace, home, model, "sigterm")
+
+
+async def test_an_edit_of_a_fifo_does_not_block_the_agent(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    """The diff snapshot must never open a FIFO (an open without a writer blocks forever)."""
+
+    import os
+
+    os.mkfifo(workspace / "pipe.txt")
+    model.set_script([
+        {"tool_call": {"id": "call_fifo", "name": "edit_file",
+                       "arguments": {"filepath": "pipe.txt", "old_text": "a", "new_text": "b"}}},
+        {"text": "Could not."},
+    ])
+    async with acp_agent(workspace, home, scripted_settings(model)) as agent:
+        session_id = await agent.start_session(workspace)
+        response = await asyncio.wait_for(agent.conn.prompt(session_id=session_id, prompt=[text_block("Edit")]), 20)
+        assert response.stop_reason == "end_turn"
+        final = [u for u in agent.client.of_kind("tool_call_update") if u.tool_call_id == "call_fifo"][-1]
+        assert final.status == "failed"

@@ -83,10 +83,7 @@ class AcpDocuments:
             if current != old_text:
                 raise StaleDocument()
         if not self._can_write:
-            try:
-                on_disk = await asyncio.to_thread(real_path.read_bytes)
-            except OSError as exc:
-                raise ToolError(f"Cannot read '{shown}': {exc.strerror}.") from None
+            on_disk = await asyncio.to_thread(read_text_file, real_path, shown, self._root)
             if on_disk != encode(old_text):
                 raise ToolError(f"'{shown}' has unsaved changes in an editor that cannot take edits "
                                 "(no fs/write_text_file): ask the user to save it first. Nothing was written.")

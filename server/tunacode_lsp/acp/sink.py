@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import stat
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from tunacode_lsp.acp.documents import AcpDocuments
 from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate
+from tunacode_lsp.tools.beneath import read_beneath
+from tunacode_lsp.tools.errors import ToolError
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +43,16 @@ PERMISSION_OPTIONS: dict[str, tuple[str, schema.PermissionOptionKind, ApprovalDe
 }
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(real_root: Path, path: Path) -> str | None:
+    """A regular text file's text for a diff; None for anything else (never opens a FIFO or
+    device for reading in a way that blocks, never follows a link out of the root)."""
+
     try:
-        if path.stat().st_size > MAX_DIFF_FILE_BYTES:
+        info, data = read_beneath(real_root, path, str(path), MAX_DIFF_FILE_BYTES)
+        if not stat.S_ISREG(info.st_mode) or len(data) > MAX_DIFF_FILE_BYTES:
             return None
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        return data.decode("utf-8")
+    except (OSError, ValueError, ToolError):
         return None
 
 
@@ -96,7 +103,7 @@ class AcpSink:
             if event.name in updates.EDIT_TOOLS:
                 path = updates.file_path(event.name, event.args, self._root)
                 if path is not None:
-                    self._before[event.tool_call_id] = (path, _read_text(path) if path.exists() else None)
+                    self._before[event.tool_call_id] = (path, _read_text(self._root, path))
         self._pending.append(event)
         self._idle.clear()
         self._wake.set()
@@ -142,7 +149,7 @@ class AcpSink:
                 if through_client is not None:
                     old, new = through_client
                 else:
-                    new = _read_text(path)
+                    new = _read_text(self._root, path)
                 if new is not None and new != old:
                     extra.append(updates.diff_content(path, old, new))
             return updates.tool_progress(event, extra)
