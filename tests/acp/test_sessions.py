@@ -121,3 +121,28 @@ async def test_session_list_pages_and_filters_by_cwd(workspace: Path, home: Path
         assert [s.session_id for s in mine.sessions] == [here] and mine.next_cursor is None
         everything = await agent.conn.list_sessions()
         assert {here, there} <= {s.session_id for s in everything.sessions}
+
+
+async def test_a_session_started_over_lsp_continues_over_acp_and_back(lsp, workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    from tests.conftest import scripted_options
+
+    model.set_script([{"text": "Answered in the language server."}, {"text": "Answered over ACP."},
+                      {"text": "Back in the language server."}])
+    await lsp.start(init_options=scripted_options(model))
+    first = await lsp.command("tunacode.request", {"prompt": "Start in VS Code"})
+    session_id = first["sessionId"]
+
+    async with acp_agent(workspace, home, scripted_settings(model)) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+        assert session_id in [s.session_id for s in listed.sessions]
+        await agent.conn.load_session(cwd=str(workspace), session_id=session_id)
+        assert agent.client.text("user_message_chunk") == "Start in VS Code"
+        assert agent.client.text() == "Answered in the language server."
+        response = await agent.conn.prompt(session_id=session_id, prompt=[text_block("Continue in Zed")])
+        assert response.stop_reason == "end_turn"
+
+    again = await lsp.command("tunacode.request", {"prompt": "And back", "sessionId": session_id})
+    assert again["stopReason"] == "end_turn"
+    sent = json.dumps(model.wait_for_requests(3)[2]["messages"])
+    assert "Continue in Zed" in sent and "Answered over ACP." in sent
