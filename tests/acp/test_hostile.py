@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-from acp import text_block
+from acp import RequestError, text_block
 from tests.acp.harness import RecordingClient, acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
@@ -103,3 +103,30 @@ async def test_an_edit_of_a_fifo_does_not_block_the_agent(workspace: Path, home:
         assert response.stop_reason == "end_turn"
         final = [u for u in agent.client.of_kind("tool_call_update") if u.tool_call_id == "call_fifo"][-1]
         assert final.status == "failed"
+
+
+async def test_a_lone_surrogate_from_the_model_keeps_the_wire_valid(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    from tests.acp.test_stop_reasons import _chunk
+
+    body = _chunk({"role": "assistant", "content": "bad \ud800 text"}) + _chunk({}, "stop") + "data: [DONE]\n\n"
+    model.set_script([{"replay": body}, {"text": "Next answer."}])
+    async with acp_agent(workspace, home, scripted_settings(model)) as agent:
+        session_id = await agent.start_session(workspace)
+        try:  # the agent layer may refuse to store the text (reported); the wire must stay valid
+            await asyncio.wait_for(agent.conn.prompt(session_id=session_id, prompt=[text_block("Go")]), 20)
+        except RequestError as exc:
+            assert exc.code == -32603
+        assert "bad \ud800 text" in agent.client.text()  # the chunk arrived, escaped as JSON allows
+        again = await agent.conn.prompt(session_id=session_id, prompt=[text_block("Again")])
+        assert again.stop_reason == "end_turn" and "Next answer." in agent.client.text()
+
+
+def test_every_line_the_agent_writes_is_valid_utf8() -> None:
+    """Rust and JavaScript clients reject invalid UTF-8 (Python's json.loads on bytes does not)."""
+
+    from tunacode_lsp.acp.transport import encode_line
+
+    line = encode_line({"jsonrpc": "2.0", "method": "session/update", "params": {"text": "bad \ud800 text ü"}})
+    decoded = json.loads(line.decode("utf-8"))  # strict: raises on invalid UTF-8
+    assert decoded["params"]["text"] == "bad \ud800 text ü" and line.endswith(b"\n")
+    assert encode_line({"text": "ü"}) == '{"text":"ü"}\n'.encode()  # plain text stays compact

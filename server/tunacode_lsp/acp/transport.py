@@ -50,6 +50,17 @@ def check_message(message: Any) -> tuple[dict[str, Any] | None, dict[str, Any] |
     return message, None
 
 
+def encode_line(message: dict[str, Any]) -> bytes:
+    """One JSON line, valid UTF-8 always: text with a lone surrogate (a hostile model can send
+    one) is written with \\u escapes instead of bytes no decoder accepts."""
+
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+
+
 class CheckedStdioTransport:
     """The SDK's `Transport` (send/receive/close of decoded messages) over byte streams."""
 
@@ -65,7 +76,7 @@ class CheckedStdioTransport:
         self._all_answered.set()
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+        data = encode_line(message)
         async with self._lock:  # one whole line at a time
             if self._closed:
                 raise ConnectionError("the connection is closed")
