@@ -128,8 +128,9 @@ async def test_capabilities_advertise_every_command(lsp, model):
         "tunacode.request", "tunacode.abort", "tunacode.status", "tunacode.models.list",
         "tunacode.session.new", "tunacode.session.list", "tunacode.session.get", "tunacode.session.delete",
         "tunacode.session.export", "tunacode.session.import", "tunacode.session.fork", "tunacode.session.compact",
+        "tunacode.changes", "tunacode.session.rewind",
     }
-    assert caps.experimental == {"tunacode": {"protocolVersion": 1}}
+    assert caps.experimental == {"tunacode": {"protocolVersion": 2}}
     assert caps.text_document_sync.change == types.TextDocumentSyncKind.Incremental
     assert lsp.initialize_result.server_info.name == "tunacode-lsp"
 
@@ -137,7 +138,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
 async def test_status_and_models_list(lsp, model, home):
     await lsp.start(init_options=scripted_options(model))
     status = await lsp.command("tunacode.status")
-    assert status["protocolVersion"] == 1 and status["activeRequests"] == []
+    assert status["protocolVersion"] == 2 and status["activeRequests"] == []
     assert status["sessionStore"] == str(home / "sessions.sqlite3")
     models = await lsp.command("tunacode.models.list")
     assert models["default"] == "openai-compatible:scripted"

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import stat
 import threading
 from pathlib import Path
 
 from acp.interfaces import Client
 
-from tunacode_lsp.tools.beneath import replace_beneath
-from tunacode_lsp.tools.documents import StaleDocument
+from tunacode_lsp.tools.beneath import read_beneath, replace_beneath
+from tunacode_lsp.tools.documents import BufferEdit, StaleDocument
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.paths import display_path
 from tunacode_lsp.tools.textfile import MAX_FILE_BYTES, decode, encode, read_text_file
@@ -49,6 +50,7 @@ class AcpDocuments:
         self._loop = loop
         self._loop_thread = threading.get_ident()  # made on the loop
         self.applied: dict[Path, tuple[str, str]] = {}  # edits put in the editor: (old, new), for the diff shown
+        self._written: list[BufferEdit] = []  # every edit written through the client, in order
 
     def text(self, real_path: Path) -> str | None:
         if threading.get_ident() == self._loop_thread:  # must not block the loop: the disk it is
@@ -72,6 +74,17 @@ class AcpDocuments:
         response = await self._client.read_text_file(session_id=self._session_id, path=str(real_path))
         content = response.content
         return content if len(content) <= MAX_FILE_BYTES else None
+
+    def texts(self) -> dict[Path, str]:
+        """ACP does not say which documents are open: grep searches the disk."""
+
+        return {}
+
+    def buffer_edits(self) -> list[BufferEdit]:
+        """Edits written through the client that the disk does not hold (the editor kept them in
+        its buffer, unsaved): checkpoints count them."""
+
+        return [edit for edit in self._written if _disk_bytes(self._root, edit.real_path) != encode(edit.new_text)]
 
     async def apply(self, real_path: Path, old_text: str, new_text: str) -> str:
         shown = display_path(self._root, real_path)
@@ -101,4 +114,15 @@ class AcpDocuments:
         except Exception as exc:  # noqa: BLE001
             raise ToolError(f"The editor refused the edit of '{shown}': {exc}. Nothing was written.") from None
         self.applied[real_path] = (old_text, new_text)
+        self._written.append(BufferEdit(real_path, old_text, new_text))
         return ""
+
+
+def _disk_bytes(real_root: Path, path: Path) -> bytes | None:
+    """A regular file's bytes (a non-blocking open beneath the root), else None."""
+
+    try:
+        info, data = read_beneath(real_root, path, str(path), MAX_FILE_BYTES)
+    except (OSError, ToolError):
+        return None
+    return data if stat.S_ISREG(info.st_mode) else None

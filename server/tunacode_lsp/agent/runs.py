@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
 from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
 from tunacode_lsp.agent.sessions import SessionService, StoreMessageLog
@@ -124,6 +126,7 @@ class RunService:
         self._pending: dict[str, PendingRun] = {}
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
+        self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
 
     # ------------------------------------------------------------ lookups
 
@@ -205,6 +208,20 @@ class RunService:
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
         state.running = pending
         pending.session_id = session_id
+
+    @contextmanager
+    def holding(self, session_id: str) -> Iterator[None]:
+        """Reserve an idle session for a command that rewrites it (a rewind): a request on it is
+        refused meanwhile (-32002), and the command is refused while one runs."""
+
+        marker = PendingRun("", session_id, None)
+        self._reserve(session_id, marker)
+        try:
+            yield
+        finally:
+            state = self._states.get(session_id)
+            if state is not None and state.running is marker:
+                state.running = None
 
     async def settled(self, timeout: float) -> bool:
         """Wait (bounded) until every pending request has ended; False on timeout."""
@@ -288,6 +305,8 @@ class RunService:
         if not await sessions.acquire(session_id, owner):
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
         try:
+            checkpoint = await self.checkpoints.begin(session_id, pending.request_id, root)  # before the prompt is stored
+            notices += checkpoint.notices
             try:
                 history = await sessions.history(session_id)
             except UnreadableMessageError as exc:
@@ -321,6 +340,7 @@ class RunService:
                 extra_changing_tools=extra_tools[1],
                 start_notices=notices,
                 documents=documents,
+                checkpoint=checkpoint.step,
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink
@@ -331,6 +351,7 @@ class RunService:
             started = time.monotonic()
             try:
                 result = await run.run()
+                result.changed_files = await checkpoint.finish(documents.buffer_edits() if documents is not None else [])
             finally:
                 await sessions.release(session_id, owner)  # never waits on the client
                 try:

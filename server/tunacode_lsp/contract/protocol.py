@@ -15,7 +15,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: the additions of protocol-v2 (edits, checkpoints, context, MCP, plan, compaction)
 
 # JSON-RPC error codes of the contract (beyond the standard ones).
 UNKNOWN_SESSION = -32001
@@ -23,6 +23,8 @@ SESSION_BUSY = -32002
 MODEL_NOT_USABLE = -32003
 REQUEST_CANCELLED = -32800  # LSP: a command stopped by $/cancelRequest or tunacode.abort
 COMPACTION_FAILED = -32603  # JSON-RPC internal error: the summary call failed, nothing changed
+CHANGED_SINCE = -32004  # tunacode.session.rewind: files changed since by someone else (data.files)
+CHECKPOINTS_UNAVAILABLE = -32603  # JSON-RPC internal error: the checkpoints cannot be read
 
 COMMAND_REQUEST = "tunacode.request"
 COMMAND_ABORT = "tunacode.abort"
@@ -36,6 +38,8 @@ COMMAND_SESSION_FORK = "tunacode.session.fork"
 COMMAND_SESSION_COMPACT = "tunacode.session.compact"
 COMMAND_MODELS_LIST = "tunacode.models.list"
 COMMAND_STATUS = "tunacode.status"
+COMMAND_CHANGES = "tunacode.changes"
+COMMAND_SESSION_REWIND = "tunacode.session.rewind"
 
 EVENT_NOTIFICATION = "tunacode/event"
 
@@ -343,6 +347,28 @@ class EmptyParams:
     pass
 
 
+@attrs.define
+class ChangesParams:
+    session_id: str
+    request_id: str | None = None
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+        _non_empty("request_id", self.request_id)
+
+
+@attrs.define
+class RewindParams:
+    session_id: str
+    request_id: str
+    files: bool = True
+    force: bool = False
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+        _non_empty("request_id", self.request_id)
+
+
 # ---------------------------------------------------------------- results
 
 
@@ -398,6 +424,8 @@ class RequestResult:
     turns: int
     tool_calls: list[ToolCallSummary]
     error: ErrorInfo | None = attrs.field(default=None, metadata={"omit": True})
+    # paths relative to the workspace root; absent when the checkpoints could not be taken
+    changed_files: list[str] | None = attrs.field(default=None, metadata={"omit": True})
 
 
 @attrs.define
@@ -472,6 +500,25 @@ class DeleteResult:
 @attrs.define
 class SessionListResult:
     sessions: list[SessionInfo]
+
+
+@attrs.define
+class ChangedFile:
+    path: str  # relative to the workspace root
+    status: str  # added | modified | deleted
+    diff: str  # unified diff (--- a/path, +++ b/path, hunks), cut when long
+
+
+@attrs.define
+class ChangesResult:
+    files: list[ChangedFile]
+    truncated: bool
+
+
+@attrs.define
+class RewindResult:
+    session: SessionInfo
+    restored: list[str]
 
 
 @attrs.define

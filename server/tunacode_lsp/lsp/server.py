@@ -35,6 +35,7 @@ from tunacode_lsp.agent.sessions import SessionService, session_info
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
+    COMMAND_CHANGES,
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
     COMMAND_SESSION_COMPACT,
@@ -45,6 +46,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_IMPORT,
     COMMAND_SESSION_LIST,
     COMMAND_SESSION_NEW,
+    COMMAND_SESSION_REWIND,
     COMMAND_STATUS,
     COMPACTION_FAILED,
     MODEL_NOT_USABLE,
@@ -54,12 +56,14 @@ from tunacode_lsp.contract.protocol import (
     UNKNOWN_SESSION,
     AbortParams,
     AbortResult,
+    ChangesParams,
     DeleteResult,
     EmptyParams,
     McpServerInfo,
     ModelsListResult,
     ParamsError,
     RequestParams,
+    RewindParams,
     SandboxInfo,
     SessionForkParams,
     SessionGetResult,
@@ -378,7 +382,7 @@ def command(name: str, *, waits_for_settings: bool = True):
             except SessionNotFound as exc:
                 raise JsonRpcException(code=UNKNOWN_SESSION, message=str(exc)) from None
             except CommandError as exc:
-                raise JsonRpcException(code=exc.code, message=exc.message) from None
+                raise JsonRpcException(code=exc.code, message=exc.message, data=exc.data) from None
 
         server.command(name)(handler)
         return fn
@@ -404,6 +408,7 @@ async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParam
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
     ls.pending_warnings = []
     asyncio.get_running_loop().run_in_executor(None, warm_up)  # the first request need not wait for imports
+    asyncio.get_running_loop().run_in_executor(None, ls.runs.checkpoints.warm, ls.workspace_root)  # nor for the first snapshot
     try:
         await read_configuration(ls)
     finally:
@@ -594,3 +599,22 @@ async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandPa
         ls.sessions.end_compaction(p.session_id)
     updated = await ls.sessions.get(p.session_id)
     return {"session": to_wire(session_info(updated or record)), "before": before, "after": after}
+
+
+@command(COMMAND_CHANGES)
+async def changes(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: agent/checkpoints.py reads the request's (or session's) checkpoints."""
+    p = parse_params(ChangesParams, params.arguments)
+    return to_wire(await ls.runs.checkpoints.changes_command(ls.runs, p, ls.workspace_root))
+
+
+@command(COMMAND_SESSION_REWIND)
+async def session_rewind(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: agent/checkpoints.py restores the files and cuts the history; a document open in
+    the editor with unsaved changes counts as changed since (-32004 unless forced)."""
+    p = parse_params(RewindParams, params.arguments)
+    from tunacode_lsp.lsp.documents import LspDocuments
+
+    open_text = ls.runs.open_documents()  # taken on the event loop
+    documents = LspDocuments(ls, Path(os.path.realpath(ls.workspace_root)))  # edits that live only in buffers go back there
+    return to_wire(await ls.runs.checkpoints.rewind_command(ls.runs, p, ls.workspace_root, open_text=open_text, documents=documents))

@@ -1,12 +1,11 @@
-"""SessionRecord, usage totals and the time format of the store."""
+"""Usage totals and the time format of the store. A session is the contract's SessionInfo."""
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from tunacode_lsp.core.text import shown
 
@@ -23,22 +22,6 @@ TOKEN_KEYS: tuple[str, ...] = USAGE_KEYS[:-1]
 
 def zero_usage() -> dict[str, int | float]:
     return {**{key: 0 for key in TOKEN_KEYS}, "cost": 0.0}
-
-
-@dataclass(frozen=True)
-class SessionRecord:
-    """One session as the store sees it (the contract's Session, snake_case)."""
-
-    session_id: str
-    title: str
-    cwd: str
-    project_id: str
-    model: str
-    created_at: str
-    modified_at: str
-    message_count: int
-    usage: dict[str, Any] = field(default_factory=zero_usage)
-    busy: bool = False
 
 
 def check_usage(usage: object, *, where: str = "usage") -> dict[str, int | float]:
@@ -83,3 +66,17 @@ def us_from_iso(text: str) -> int:
         parsed = parsed.replace(tzinfo=UTC)
     delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+@dataclass(frozen=True)
+class RequestCheckpointRecord:
+    """One request's checkpoints: where its messages start and the workspace trees before and
+    after it ('' when that checkpoint could not be taken)."""
+
+    session_id: str
+    request_id: str
+    first_seq: int
+    workspace: str
+    before_tree: str
+    after_tree: str
+    started_us: int

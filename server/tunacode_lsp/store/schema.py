@@ -73,6 +73,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN plan TEXT NOT NULL DEFAULT '[]'",
         "ALTER TABLE sessions ADD COLUMN compaction TEXT NOT NULL DEFAULT ''",
     ),
+    # 4 -> 5: each request's workspace checkpoints (agent/checkpoints.py) and where its
+    # messages start (a rewind cuts the history there).
+    (
+        """
+        CREATE TABLE request_checkpoints (
+            session_id  TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+            request_id  TEXT NOT NULL,
+            first_seq   INTEGER NOT NULL,
+            workspace   TEXT NOT NULL,
+            before_tree TEXT NOT NULL DEFAULT '',
+            after_tree  TEXT NOT NULL DEFAULT '',
+            started_us  INTEGER NOT NULL,
+            PRIMARY KEY (session_id, request_id)
+        )
+        """,
+        "CREATE INDEX request_checkpoints_by_start ON request_checkpoints(session_id, first_seq, started_us)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

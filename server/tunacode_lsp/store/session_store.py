@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tunacode_lsp.contract.protocol import SessionInfo, Usage
 from tunacode_lsp.core.codec import check_shape, decode, dump_message, encode, load_message
 from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.store.document import build_document, parse_document
 from tunacode_lsp.store.errors import (
     MessageFormatError,
@@ -33,7 +35,7 @@ from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import (
     TOKEN_KEYS,
-    SessionRecord,
+    RequestCheckpointRecord,
     check_usage,
     iso_from_us,
     now_us,
@@ -156,7 +158,7 @@ class SessionStore:
 
     def create_session(
         self, *, cwd: str, model: str, title: str = "", session_id: str | None = None
-    ) -> SessionRecord:
+    ) -> SessionInfo:
         session_id = session_id or str(uuid.uuid4())
         resolved = str(Path(cwd).expanduser().resolve())
         with self._write() as conn:
@@ -170,13 +172,13 @@ class SessionStore:
             )
         return self._require(session_id)
 
-    def get_session(self, session_id: str) -> SessionRecord | None:
+    def get_session(self, session_id: str) -> SessionInfo | None:
         row = self._conn().execute(
             f"{_SELECT_SESSIONS} WHERE s.session_id = ?", (session_id,)
         ).fetchone()
         return _record(row) if row else None
 
-    def list_sessions(self, *, project_id: str | None = None, limit: int = 50) -> list[SessionRecord]:
+    def list_sessions(self, *, project_id: str | None = None, limit: int = 50) -> list[SessionInfo]:
         """Newest modified first."""
         if limit < 1:
             raise ValueError(f"limit: expected a positive integer, got {limit!r}")
@@ -359,7 +361,7 @@ class SessionStore:
         document["compaction"] = decode_compaction(compaction)
         return document
 
-    def import_document(self, document: object) -> SessionRecord:
+    def import_document(self, document: object) -> SessionInfo:
         """Store a SessionDocument as a session; raises DocumentError naming a bad field.
 
         The history is cleaned (a valid one is kept as is). If the document's session id
@@ -399,7 +401,7 @@ class SessionStore:
             _insert_messages(conn, session_id, messages)
         return self._require(session_id)
 
-    def fork_session(self, session_id: str, message_count: int | None = None) -> SessionRecord:
+    def fork_session(self, session_id: str, message_count: int | None = None) -> SessionInfo:
         """A new session with the first `message_count` messages (all when None), cut back
         to a clean point: no tool call there whose result lies beyond the cut. The copy
         starts with zero usage and no thoughts.
@@ -423,6 +425,73 @@ class SessionStore:
             )
             _insert_messages(conn, new_id, forked)
         return self._require(new_id)
+
+    # ------------------------------------------------------------ request checkpoints
+
+    def record_request(self, session_id: str, request_id: str, *, workspace: str, before_tree: str = "") -> int:
+        """Note that a request starts now: its messages start at the session's message_count
+        (returned), which is where a rewind to before it cuts the history."""
+        with self._write() as conn:
+            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            conn.execute(
+                "INSERT INTO request_checkpoints (session_id, request_id, first_seq, workspace, before_tree, "
+                "started_us) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, request_id, int(row[0]), workspace, before_tree, now_us()),
+            )
+        return int(row[0])
+
+    def set_request_trees(
+        self, session_id: str, request_id: str, *, before_tree: str | None = None, after_tree: str | None = None
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE request_checkpoints SET before_tree = COALESCE(?, before_tree), "
+                "after_tree = COALESCE(?, after_tree) WHERE session_id = ? AND request_id = ?",
+                (before_tree, after_tree, session_id, request_id),
+            )
+
+    def request_checkpoints(self, session_id: str) -> list[RequestCheckpointRecord]:
+        """The session's requests that have checkpoint rows, oldest first."""
+        rows = self._conn().execute(
+            "SELECT session_id, request_id, first_seq, workspace, before_tree, after_tree, started_us "
+            "FROM request_checkpoints WHERE session_id = ? ORDER BY first_seq, started_us",
+            (session_id,),
+        ).fetchall()
+        return [RequestCheckpointRecord(*row) for row in rows]
+
+    def rewind_session(self, session_id: str, request_id: str) -> SessionInfo:
+        """Cut the history back to before `request_id`'s first message and forget the
+        checkpoints of that request and every later one, in one transaction. Usage totals
+        stay (the tokens were spent); a compaction summary that reaches past the cut goes."""
+        with self._write() as conn:
+            found = conn.execute(
+                "SELECT first_seq, started_us FROM request_checkpoints WHERE session_id = ? AND request_id = ?",
+                (session_id, request_id),
+            ).fetchone()
+            if found is None:
+                raise KeyError(request_id)
+            first_seq, started_us = int(found[0]), int(found[1])
+            row = conn.execute(
+                "SELECT message_count, compaction FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            count, compaction = int(row[0]), decode_compaction(row[1])
+            cut = min(first_seq, count)
+            conn.execute("DELETE FROM messages WHERE session_id = ? AND seq >= ?", (session_id, cut))
+            if compaction is not None and compaction["firstKept"] > cut:
+                compaction = None
+            conn.execute(
+                "UPDATE sessions SET message_count = ?, compaction = ?, modified_us = ? WHERE session_id = ?",
+                (cut, encode_state(compaction) if compaction else "", _next_modified_us(conn), session_id),
+            )
+            conn.execute(
+                "DELETE FROM request_checkpoints WHERE session_id = ? AND (first_seq, started_us) >= (?, ?)",
+                (session_id, first_seq, started_us),
+            )
+        return self._require(session_id)
 
     # ------------------------------------------------------------ MCP trust
 
@@ -470,7 +539,7 @@ class SessionStore:
 
     # ------------------------------------------------------------ helpers
 
-    def _require(self, session_id: str) -> SessionRecord:
+    def _require(self, session_id: str) -> SessionInfo:
         record = self.get_session(session_id)
         if record is None:
             raise SessionNotFound(session_id)
@@ -598,9 +667,7 @@ def _title_from(messages: list[dict[str, Any]]) -> str:
             for line in (text or "").splitlines():
                 line = line.strip()
                 if line:
-                    if len(line) > TITLE_MAX_CHARS:
-                        return line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
-                    return line
+                    return clip(line, TITLE_MAX_CHARS)
     return ""
 
 
@@ -610,13 +677,13 @@ def _join_thoughts(old: str, new: str | None) -> str:
     return f"{old}\n\n{new}" if old else new
 
 
-def _record(row: tuple[Any, ...]) -> SessionRecord:
+def _record(row: tuple[Any, ...]) -> SessionInfo:
     (session_id, title, cwd, project_id, model, created_us, modified_us, count,
      *usage_values, owner) = row
     usage = zero_usage()
     usage.update(zip((*TOKEN_KEYS, "cost"), usage_values))
     usage["cost"] = float(usage["cost"])
-    return SessionRecord(
+    return SessionInfo(  # the contract's type: the store has no session record of its own
         session_id=session_id,
         title=title,
         cwd=cwd,
@@ -625,6 +692,6 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         created_at=iso_from_us(created_us),
         modified_at=iso_from_us(modified_us),
         message_count=count,
-        usage=usage,
+        usage=Usage.from_store_dict(usage),
         busy=owner is not None and owner_is_alive(owner),
     )

@@ -1,0 +1,511 @@
+"""Every request's effect on the workspace, recorded so it can be shown and undone.
+
+A request gets a row in the store (`request_checkpoints`: where its messages start, the
+workspace tree before it and after it) and snapshots of the workspace in the shadow
+repository (agent/shadow_repo.py): before the request, before each shell command (cheap;
+the latest one stands in as the "after" of a request whose server died), and after the
+request. Shell commands are recorded like every other change, because the snapshots look
+at the files, not at the tools.
+
+- `changes`: what a request (or the whole session) changed, as files with diffs, bounded.
+- `rewind_files`: put back the files a request and every later one changed, as they were
+  before it. A file someone else changed since (between requests, after the last one, or
+  with unsaved changes in the editor) is a conflict: nothing is restored unless forced.
+
+A failed snapshot never fails a request: the request runs without checkpoints and says so
+(a notice); its changes and a rewind of its files are then a clear error.
+
+Anything that changes the workspace while a request runs (the user, another session's
+request) counts as that request's change: the snapshots see files, not authors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tunacode_lsp.agent.sessions import SessionService, session_info
+from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, ShadowRepo
+from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.contract.protocol import (
+    CHANGED_SINCE,
+    CHECKPOINTS_UNAVAILABLE,
+    SESSION_BUSY,
+    UNKNOWN_SESSION,
+    ChangedFile,
+    ChangesParams,
+    ChangesResult,
+    ParamsError,
+    RewindParams,
+    RewindResult,
+)
+from tunacode_lsp.core.text import shown
+from tunacode_lsp.store.leases import new_owner
+from tunacode_lsp.store.locations import data_dir, project_id_for
+from tunacode_lsp.store.records import RequestCheckpointRecord
+from tunacode_lsp.tools.documents import BufferEdit, DocumentOverlay
+
+if TYPE_CHECKING:
+    from tunacode_lsp.agent.runs import RunService
+
+log = logging.getLogger(__name__)
+
+MAX_DIFF_CHARS = 50_000  # one file's diff
+MAX_CHANGES_CHARS = 400_000  # all diffs of one answer
+MAX_CHANGED_FILES = 1_000  # files listed in one answer
+MAX_CONFLICTS_NAMED = 20
+
+OpenText = Callable[[Path], "str | None"]  # the editor's text of an open document, else None
+
+
+def _wire_path(path: str) -> str:
+    """A path safe for JSON (undecodable bytes become U+FFFD)."""
+
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[:limit].rsplit("\n", 1)[0] + f"\n[... diff cut: {len(text):,} characters in all]", True
+
+
+@dataclass
+class RequestCheckpoints:
+    """The checkpoints of one running request."""
+
+    service: Checkpoints
+    sessions: SessionService
+    session_id: str
+    request_id: str
+    repo: ShadowRepo | None
+    before: str = ""
+    notices: list[str] = field(default_factory=list)
+    taking: asyncio.Future[str] | None = None  # the 'before' snapshot, taken while the model starts
+    _settling: asyncio.Future[list[str]] | None = None
+    _told: bool = False
+
+    async def _settle(self) -> list[str]:
+        if self.taking is None:
+            return []
+        try:
+            self.before = await self.taking
+        except CheckpointError as exc:
+            assert self.repo is not None
+            if isinstance(exc, CheckpointsOff):
+                self.service.turn_off(str(self.repo.root), str(exc))
+            log.warning("checkpoint before %s failed: %s", self.request_id, exc)
+            return [f"Checkpoints are off for this request ({exc}): its changes cannot be listed or rewound."]
+        await self._save(before=self.before)
+        return []
+
+    async def ready(self) -> list[str]:
+        """Wait for the 'before' snapshot; the first caller gets the notices to tell the user
+        when it failed. Cancelling the wait does not cancel the snapshot."""
+
+        if self._settling is None:
+            self._settling = asyncio.ensure_future(self._settle())
+        notices = await asyncio.shield(self._settling)
+        if self._told:
+            return []
+        self._told = True
+        return notices
+
+    async def step(self, snapshot: bool) -> list[str]:
+        """Before a tool that changes files: the 'before' snapshot is taken; before a shell command
+        (`snapshot`) also a new one, kept as the request's latest 'after'. Returns notices."""
+
+        notices = await self.ready()
+        if snapshot and self.before:
+            tree = await self.service.snapshot(self.repo)
+            if tree:
+                await self._save(after=tree)
+        return notices
+
+    async def finish(self, buffer_edits: list[BufferEdit] | None = None) -> list[str] | None:
+        """After the request: its last snapshot; the files it changed, on disk or only in an
+        editor's buffer (None: unknown)."""
+
+        await self.ready()
+        in_buffers = self.service.remember_buffer_edits(self.session_id, self.request_id, buffer_edits or [])
+        on_disk = await self._disk_changes()
+        if on_disk is None and not in_buffers:
+            return None
+        return sorted({*(on_disk or []), *in_buffers})
+
+    async def _disk_changes(self) -> list[str] | None:
+        if self.repo is None or not self.before:
+            return None
+        after = await self.service.snapshot(self.repo)
+        if not after:
+            return None
+        await self._save(after=after)
+        try:
+            changes = await asyncio.to_thread(self.repo.changes, self.before, after)
+        except CheckpointError as exc:
+            log.warning("changes of %s: %s", self.request_id, exc)
+            return None
+        return [_wire_path(c.path) for c in changes]
+
+    async def _save(self, **trees: str) -> None:
+        try:
+            await self.sessions.set_request_trees(self.session_id, self.request_id, **trees)
+        except Exception:  # noqa: BLE001 - a checkpoint must never fail the request
+            log.exception("storing the checkpoint of %s failed", self.request_id)
+
+
+class Checkpoints:
+    """The shadow repositories of this process, one per workspace, and the commands on them."""
+
+    def __init__(self, sessions: Callable[[], SessionService], folder: Callable[[], Path] | None = None) -> None:
+        self._sessions = sessions
+        self._folder = folder or (lambda: data_dir() / "checkpoints")
+        self._repos: dict[str, ShadowRepo] = {}
+        self._off: dict[str, str] = {}  # workspace -> why checkpoints are off in this process
+        # (session, request) -> its edits that live only in an editor's buffer (this process only)
+        self._buffer_edits: dict[tuple[str, str], list[BufferEdit]] = {}
+        self._said: set[str] = set()  # notices given once per process
+
+    def repo(self, root: Path) -> ShadowRepo:
+        real = os.path.realpath(root)
+        repo = self._repos.get(real)
+        if repo is None:
+            repo = self._repos[real] = ShadowRepo(Path(real), self._folder() / project_id_for(real))
+        return repo
+
+    async def snapshot(self, repo: ShadowRepo | None) -> str:
+        """A snapshot, or '' when it cannot be taken (logged; a workspace with too many files
+        is not tried again by this process)."""
+
+        if repo is None or str(repo.root) in self._off:
+            return ""
+        try:
+            return await asyncio.to_thread(repo.snapshot)
+        except CheckpointsOff as exc:
+            self._off[str(repo.root)] = str(exc)
+            log.warning("checkpoints off for %s: %s", repo.root, exc)
+        except CheckpointError as exc:
+            log.warning("checkpoint of %s failed: %s", repo.root, exc)
+        return ""
+
+    # ------------------------------------------------------------ a request
+
+    async def begin(self, session_id: str, request_id: str, root: Path) -> RequestCheckpoints:
+        """Note the request (where its messages start) and start its 'before' snapshot."""
+
+        sessions = self._sessions()
+        real = os.path.realpath(root)
+        try:
+            await sessions.record_request(session_id, request_id, workspace=real)
+        except Exception:  # noqa: BLE001 - without its row the request cannot be rewound; it still runs
+            log.exception("recording request %s failed", request_id)
+            return RequestCheckpoints(self, sessions, session_id, request_id, None,
+                                      notices=["Checkpoints are off for this request: the session store did not take its record."])
+        repo = self.repo(root)
+        checkpoint = RequestCheckpoints(self, sessions, session_id, request_id, repo)
+        if real in self._off:
+            if "checkpoints_off" not in self._said:
+                self._said.add("checkpoints_off")
+                checkpoint.notices.append(f"Checkpoints are off in this workspace ({self._off[real]}): changes cannot be listed or rewound.")
+            return checkpoint
+        # not awaited here: the request starts (and the model is called) meanwhile; every tool that
+        # changes files waits for it (RequestCheckpoints.step)
+        checkpoint.taking = asyncio.ensure_future(asyncio.to_thread(repo.snapshot))
+        checkpoint.taking.add_done_callback(lambda f: f.cancelled() or f.exception())  # a request that fails never asks
+        return checkpoint
+
+    def remember_buffer_edits(self, session_id: str, request_id: str, edits: list[BufferEdit]) -> list[str]:
+        """Keep a request's buffer-only edits for changes and rewind; their paths for the result."""
+
+        if not edits:
+            return []
+        self._buffer_edits[(session_id, request_id)] = list(edits)
+        root = self._repos_root_of(edits[0].real_path)
+        return sorted({_relative(edit.real_path, root) for edit in edits})
+
+    def _repos_root_of(self, path: Path) -> Path | None:
+        return next((repo.root for repo in self._repos.values() if path.is_relative_to(repo.root)), None)
+
+    def _buffer_edits_of(self, session_id: str, request_ids: list[str]) -> dict[Path, tuple[str, str]]:
+        """Per file: its text before the first of these requests' buffer edits and after the last."""
+
+        spans: dict[Path, tuple[str, str]] = {}
+        for request_id in request_ids:
+            for edit in self._buffer_edits.get((session_id, request_id), []):
+                first = spans.get(edit.real_path, (edit.old_text, edit.new_text))[0]
+                spans[edit.real_path] = (first, edit.new_text)
+        return spans
+
+    def turn_off(self, real: str, why: str) -> None:
+        self._off[real] = why
+        self._said.add("checkpoints_off")
+
+    def warm(self, root: Path) -> None:
+        """Take a snapshot now (on a worker thread, at start-up): the first one of a workspace
+        reads every file, and the first request need not wait for it."""
+
+        try:
+            self.repo(root).snapshot()
+        except CheckpointError as exc:
+            log.info("no start-up checkpoint of %s: %s", root, exc)
+
+    # ------------------------------------------------------------ commands
+
+    async def changes_command(self, runs: RunService, params: ChangesParams, root: Path) -> ChangesResult:
+        """`tunacode.changes`: a request's changes, or the session's."""
+
+        if await self._sessions().get(params.session_id) is None:
+            raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
+        running = {p.request_id for p in runs.pending() if p.session_id == params.session_id}
+        result = await self.changes(params.session_id, params.request_id, root, running=running)
+        if params.request_id is not None:
+            ids = [params.request_id]
+        else:
+            ids = [row.request_id for row in await self._sessions().request_checkpoints(params.session_id)]
+        return _with_buffer_edits(result, self._buffer_edits_of(params.session_id, ids), Path(os.path.realpath(root)))
+
+    async def rewind_command(
+        self, runs: RunService, params: RewindParams, root: Path, *, open_text: OpenText | None = None,
+        documents: DocumentOverlay | None = None,
+    ) -> RewindResult:
+        """`tunacode.session.rewind`: files first (nothing is cut when they cannot be restored),
+        then the history; the session is held (here and in the store) throughout."""
+
+        sessions = self._sessions()
+        session_id = params.session_id
+        if await sessions.get(session_id) is None:
+            raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(session_id)}")
+        with runs.holding(session_id):  # -32002 while a request of this server runs on it
+            owner = new_owner()
+            if not await sessions.acquire(session_id, owner):
+                raise CommandError(SESSION_BUSY, f"session {session_id} is busy with a request; stop it first")
+            try:
+                rows = await sessions.request_checkpoints(session_id)
+                index = self._find(rows, params.request_id, session_id)
+                later = [row.request_id for row in rows[index:]]
+                restored: list[str] = []
+                if params.files:
+                    buffers = self._buffer_edits_of(session_id, later)
+                    unsafe = _buffer_conflicts(buffers, root, documents)
+                    if unsafe and not params.force:
+                        raise _conflict(unsafe)
+                    restored = await self.rewind_files(session_id, params.request_id, root, force=params.force, open_text=open_text)
+                    restored = sorted({*restored, *await _undo_buffer_edits(buffers, root, documents)})
+                for request_id in later:
+                    self._buffer_edits.pop((session_id, request_id), None)
+                record = await sessions.rewind(session_id, params.request_id)
+            finally:
+                await sessions.release(session_id, owner)
+        from tunacode_lsp.tools import LineRefLedger  # loaded with the first request, not at start-up
+
+        runs.session_state(session_id).line_refs = LineRefLedger()  # the reads went with their messages
+        return RewindResult(session_info(record), restored)
+
+
+    @staticmethod
+    def _find(rows: list[RequestCheckpointRecord], request_id: str, session_id: str) -> int:
+        index = next((i for i, row in enumerate(rows) if row.request_id == request_id), None)
+        if index is None:
+            raise ParamsError(f"params.requestId: unknown request {shown(request_id)} in session {shown(session_id)}")
+        return index
+
+    async def changes(
+        self, session_id: str, request_id: str | None, root: Path, *, running: set[str] | frozenset[str] = frozenset()
+    ) -> ChangesResult:
+        """What one request (or every request of the session) changed; `running` requests
+        are compared with the workspace now."""
+
+        rows = await self._sessions().request_checkpoints(session_id)
+        real = os.path.realpath(root)
+        if request_id is not None:
+            rows = [rows[self._find(rows, request_id, session_id)]]
+            if rows[0].workspace != real:
+                raise ParamsError(f"params.requestId: request {shown(request_id)} ran in another workspace ({shown(rows[0].workspace)})")
+            if not rows[0].before_tree and request_id in running:
+                return ChangesResult([], False)  # it is taking its first snapshot
+            if not rows[0].before_tree:
+                raise CommandError(CHECKPOINTS_UNAVAILABLE, f"request {request_id} has no checkpoint (they were off for it)")
+        rows = [row for row in rows if row.workspace == real and row.before_tree]
+        if not rows:
+            return ChangesResult([], False)
+        repo = self.repo(root)
+        return await asyncio.to_thread(self._changes, repo, rows, running)
+
+    def _changes(self, repo: ShadowRepo, rows: list[RequestCheckpointRecord], running: set[str] | frozenset[str]) -> ChangesResult:
+        try:
+            with repo.locked():
+                now: str | None = None
+                first_before: dict[str, str] = {}
+                last_after: dict[str, str] = {}
+                for row in rows:
+                    after = row.after_tree
+                    if row.request_id in running or not after:
+                        now = now or repo.snapshot()
+                        after = now
+                    repo.require(row.before_tree, after)
+                    for change in repo.changes(row.before_tree, after):
+                        first_before.setdefault(change.path, row.before_tree)
+                        last_after[change.path] = after
+                groups: dict[tuple[str, str], list[str]] = {}
+                for path, before in first_before.items():
+                    groups.setdefault((before, last_after[path]), []).append(path)
+                found = []
+                for (before, after), paths in groups.items():
+                    wanted = set(paths)
+                    found += [(c, before, after) for c in repo.changes(before, after) if c.path in wanted]
+                found.sort(key=lambda item: item[0].path)
+                files: list[ChangedFile] = []
+                budget = MAX_CHANGES_CHARS
+                truncated = len(found) > MAX_CHANGED_FILES
+                for change, before, after in found[:MAX_CHANGED_FILES]:
+                    diff = ""
+                    if budget > 0:
+                        diff, cut = _cut(repo.diff(before, after, change.path), min(MAX_DIFF_CHARS, budget))
+                        truncated |= cut
+                        budget -= len(diff)
+                    else:
+                        truncated = True
+                    files.append(ChangedFile(_wire_path(change.path), change.status, diff))
+                return ChangesResult(files, truncated)
+        except CheckpointError as exc:
+            raise CommandError(CHECKPOINTS_UNAVAILABLE, f"the checkpoints cannot be read: {exc}") from None
+
+    async def rewind_files(
+        self, session_id: str, request_id: str, root: Path, *, force: bool, open_text: OpenText | None = None
+    ) -> list[str]:
+        """Restore the files the request and every later one changed to their state before it.
+
+        Raises CommandError CHANGED_SINCE naming the files someone else changed since (nothing
+        restored) unless `force`."""
+
+        rows = await self._sessions().request_checkpoints(session_id)
+        index = self._find(rows, request_id, session_id)
+        later = rows[index:]
+        real = os.path.realpath(root)
+        elsewhere = next((row for row in later if row.workspace != real), None)
+        if elsewhere is not None:
+            raise ParamsError(
+                f"params.requestId: request {shown(elsewhere.request_id)} ran in another workspace "
+                f"({shown(elsewhere.workspace)}); rewind it there, or with files: false"
+            )
+        missing = next((row for row in later if not row.before_tree), None)
+        if missing is not None:
+            raise CommandError(
+                CHECKPOINTS_UNAVAILABLE,
+                f"request {missing.request_id} has no checkpoint (they were off for it): its files cannot be "
+                "restored; rewind with files: false to cut the history only",
+            )
+        repo = self.repo(root)
+        return await asyncio.to_thread(self._rewind_files, repo, later, force, open_text)
+
+    def _rewind_files(
+        self, repo: ShadowRepo, rows: list[RequestCheckpointRecord], force: bool, open_text: OpenText | None
+    ) -> list[str]:
+        try:
+            with repo.locked():
+                now = repo.snapshot()
+                afters = [row.after_tree or now for row in rows]  # a request without an 'after' died: now stands in
+                repo.require(*(row.before_tree for row in rows), *afters)
+                touched: set[str] = set()
+                for row, after in zip(rows, afters):
+                    touched.update(c.path for c in repo.changes(row.before_tree, after))
+                conflicts: set[str] = set()
+                for after, row in zip(afters, rows[1:]):  # between two requests
+                    conflicts.update(c.path for c in repo.changes(after, row.before_tree) if c.path in touched)
+                conflicts.update(c.path for c in repo.changes(afters[-1], now) if c.path in touched)  # since the last
+                if open_text is not None:
+                    conflicts.update(path for path in touched if _unsaved(repo.root / path, open_text))
+                if conflicts and not force:
+                    raise _conflict(sorted(_wire_path(p) for p in conflicts))
+                if not touched:
+                    return []
+                return [_wire_path(p) for p in repo.restore(rows[0].before_tree, sorted(touched))]
+        except CheckpointError as exc:
+            raise CommandError(CHECKPOINTS_UNAVAILABLE, f"the files cannot be restored: {exc}") from None
+
+
+def _unsaved(path: Path, open_text: OpenText) -> bool:
+    """The editor has the file open with text that differs from the disk."""
+
+    text = open_text(Path(os.path.realpath(path)))
+    if text is None:
+        return False
+    try:
+        return path.read_bytes() != text.encode("utf-8", "surrogateescape")
+    except OSError:
+        return True
+
+
+def _conflict(names: list[str]) -> CommandError:
+    listed = ", ".join(names[:MAX_CONFLICTS_NAMED]) + (
+        f" and {len(names) - MAX_CONFLICTS_NAMED} more" if len(names) > MAX_CONFLICTS_NAMED else "")
+    return CommandError(
+        CHANGED_SINCE,
+        f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "
+        "else, or unsaved in the editor); nothing was restored. Rewind with force to overwrite.",
+        {"files": names},
+    )
+
+
+def _relative(path: Path, root: Path | None) -> str:
+    if root is not None and path.is_relative_to(root):
+        return _wire_path(path.relative_to(root).as_posix())
+    return _wire_path(str(path))
+
+
+def _buffer_conflicts(buffers: dict[Path, tuple[str, str]], root: Path, documents: DocumentOverlay | None) -> list[str]:
+    """Buffer-only edits whose document no longer shows the agent's text (the user typed since)."""
+
+    real_root = Path(os.path.realpath(root))
+    found = []
+    for path, (_, agents) in buffers.items():
+        now = documents.text(path) if documents is not None else None
+        if now is not None and now != agents:
+            found.append(_relative(path, real_root))
+    return sorted(found)
+
+
+async def _undo_buffer_edits(buffers: dict[Path, tuple[str, str]], root: Path, documents: DocumentOverlay | None) -> list[str]:
+    """Give each edited buffer its text from before the agent's edits, through the editor (the
+    user's unsaved changes stay). A document closed since is left alone: its buffer, and the
+    edit in it, are gone, unless it was saved, which the disk checkpoints then hold."""
+
+    real_root = Path(os.path.realpath(root))
+    undone = []
+    for path, (before, _) in buffers.items():
+        now = documents.text(path) if documents is not None else None
+        if now is None or now == before or documents is None:
+            continue
+        try:
+            await documents.apply(path, now, before)
+        except Exception as exc:  # noqa: BLE001 - StaleDocument, a refusal: say which file
+            raise CommandError(CHECKPOINTS_UNAVAILABLE, f"the editor did not take back the edit of {_relative(path, real_root)}: "
+                               f"{exc or type(exc).__name__}; the files on disk were restored") from None
+        undone.append(_relative(path, real_root))
+    return undone
+
+
+def _with_buffer_edits(result: ChangesResult, buffers: dict[Path, tuple[str, str]], real_root: Path) -> ChangesResult:
+    """Add the edits that live only in editors' buffers (the disk never saw them)."""
+
+    listed = {f.path for f in result.files}
+    added = []
+    for path, (before, after) in buffers.items():
+        shown_path = _relative(path, real_root)
+        if shown_path in listed or before == after:
+            continue
+        diff = "".join(difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown_path}", f"b/{shown_path}", n=3,
+        ))
+        cut, truncated = _cut(diff.rstrip("\n"), MAX_DIFF_CHARS)
+        added.append(ChangedFile(shown_path, "modified", cut + "\n(in the editor's buffer, not saved)"))
+        result.truncated |= truncated
+    if added:
+        result.files = sorted([*result.files, *added], key=lambda f: f.path)
+    return result

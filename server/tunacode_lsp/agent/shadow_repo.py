@@ -1,0 +1,421 @@
+"""A shadow git repository of one workspace: snapshots of its files as git trees, the changes
+and diffs between two snapshots, and restoring files from one. The workspace's own `.git` is
+never read or written (git never enters a folder named `.git`).
+
+Layout: `<data folder>/checkpoints/<project id>/` is the repository (its own GIT_DIR), the
+workspace is its work tree, the index is the repository's own file, and
+`<project id>.lock` beside it serialises every operation across threads and processes (two
+servers on one workspace take turns; the wait is bounded).
+
+git runs with no system or user configuration (so no hooks, filters, fsmonitor or external
+diff a settings file could name), literal pathspecs, and `info/attributes` that switch off
+everything that would change bytes on the way in or out (`-text -filter -ident
+-working-tree-encoding`): a restored file has exactly the bytes it had.
+
+A snapshot is `git status` against the previous snapshot (HEAD): when nothing changed, HEAD's
+tree is the answer (git's index stat cache and untracked cache make that cheap, see
+bench/checkpoints.py); otherwise the changed paths are staged, `write-tree` gives the tree,
+and a commit on HEAD keeps its objects reachable. Not recorded: files `.gitignore` ignores
+(the workspace's `.gitignore` files and its `.git/info/exclude`), files over
+`max_file_bytes`, nested git repositories; the last two are listed in the repository's
+`info/exclude` and checked again at every snapshot.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import stat
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are not recorded
+MAX_FILES = 100_000  # more changed files than this at once: the workspace is not recorded
+MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024  # more new bytes than this at once: likewise
+GIT_TIMEOUT_SECONDS = 60.0
+WHOLE_TREE_ADD = 500  # more changed paths than this: `git add` the whole tree, not a pathspec list
+LOCK_WAIT_SECONDS = 30.0
+IDENTITY = "tunacode checkpoints"
+ATTRIBUTES = b"* -text -filter -ident -working-tree-encoding\n"
+CONFIG = (
+    ("core.bare", "false"),
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("core.symlinks", "true"),
+    ("core.untrackedCache", "true"),
+    ("core.quotePath", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("index.version", "4"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("advice.addEmbeddedRepo", "false"),
+)
+STATUSES = {"A": "added", "D": "deleted"}  # anything else (M, T) is "modified"
+
+
+class CheckpointError(Exception):
+    """The shadow repository cannot do what was asked (missing, damaged, locked, too large)."""
+
+
+class CheckpointsOff(CheckpointError):
+    """Not worth trying again in this process: no git, or a workspace over the limits."""
+
+
+class TooManyFiles(CheckpointsOff):
+    """More files (or bytes) changed at once than the limits: this workspace is not recorded."""
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str  # relative to the workspace root, forward slashes
+    status: str  # added | modified | deleted
+
+
+def _git_env(git_dir: Path, root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(root),
+        "GIT_INDEX_FILE": str(git_dir / "index"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_LITERAL_PATHSPECS": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_AUTHOR_NAME": IDENTITY, "GIT_AUTHOR_EMAIL": "tunacode@localhost",
+        "GIT_COMMITTER_NAME": IDENTITY, "GIT_COMMITTER_EMAIL": "tunacode@localhost",
+        "LC_ALL": "C",
+    })
+    return env
+
+
+def _exclude_line(path: str) -> str | None:
+    """An anchored gitignore pattern matching exactly `path` (None: not expressible)."""
+
+    if "\n" in path or "\r" in path:
+        return None
+    folder = path.endswith("/")
+    body = path.rstrip("/")
+    escaped = "".join("\\" + ch if ch in "\\*?[]" else ch for ch in body)
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
+    return "/" + escaped + ("/" if folder else "")
+
+
+class ShadowRepo:
+    """The shadow repository of the workspace `root`, kept in `git_dir`."""
+
+    def __init__(self, root: Path, git_dir: Path, *, max_file_bytes: int = MAX_FILE_BYTES,
+                 timeout: float = GIT_TIMEOUT_SECONDS, lock_wait: float = LOCK_WAIT_SECONDS) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.git_dir = Path(git_dir)
+        self.lock_path = self.git_dir.parent / (self.git_dir.name + ".lock")
+        self.max_file_bytes = max_file_bytes
+        self.timeout = timeout
+        self.lock_wait = lock_wait
+        self._env = _git_env(self.git_dir, self.root)
+        self._local = threading.local()
+
+    # ------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the repository's lock (re-entrant within a thread; bounded wait)."""
+
+        depth = getattr(self._local, "depth", 0)
+        if depth:
+            self._local.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._local.depth = depth
+            return
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise CheckpointError(f"cannot open the checkpoint lock {self.lock_path}: {exc.strerror}") from None
+        try:
+            deadline = time.monotonic() + self.lock_wait
+            pause = 0.005
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        raise CheckpointError(f"cannot lock {self.lock_path}: {exc.strerror}") from None
+                    if time.monotonic() > deadline:
+                        raise CheckpointError(
+                            f"the checkpoints of this workspace stayed locked by another process for "
+                            f"{self.lock_wait:g} s ({self.lock_path})"
+                        ) from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.1)
+            self._local.depth = 1
+            try:
+                yield
+            finally:
+                self._local.depth = 0
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+        try:
+            done = subprocess.run(
+                ["git", *args], input=stdin, env=self._env, cwd=self.root, capture_output=True,
+                timeout=self.timeout, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(f"git {args[0]} took longer than {self.timeout:g} s") from None
+        except FileNotFoundError:
+            raise CheckpointsOff("git is not installed (checkpoints need it)") from None
+        except OSError as exc:
+            raise CheckpointError(f"cannot run git: {exc.strerror}") from None
+        if done.returncode not in ok:
+            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            detail = message[-1] if message else f"exit code {done.returncode}"
+            raise CheckpointError(f"git {args[0]} failed: {detail[:300]}")
+        return done.stdout
+
+    def _ensure(self) -> None:
+        """Create the repository if there is none; refuse a folder that is not one."""
+
+        if (self.git_dir / "HEAD").is_file() and (self.git_dir / "objects").is_dir():
+            stale = self.git_dir / "index.lock"  # we hold the lock: any index.lock is a crash's leftover
+            if stale.exists():
+                stale.unlink(missing_ok=True)
+            self._sync_workspace_excludes()
+            return
+        if self.git_dir.exists() and any(self.git_dir.iterdir()):
+            raise CheckpointError(
+                f"the checkpoint repository {self.git_dir} is damaged (no HEAD or objects); "
+                "move it away to start new checkpoints"
+            )
+        if not self.root.is_dir():
+            raise CheckpointError(f"the workspace {self.root} is not a folder")
+        self.git_dir.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in self._env.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+        try:
+            subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], env=env, capture_output=True,
+                           timeout=self.timeout, check=True)
+        except FileNotFoundError:
+            raise CheckpointsOff("git is not installed (checkpoints need it)") from None
+        except (subprocess.SubprocessError, OSError) as exc:
+            raise CheckpointError(f"cannot create the checkpoint repository {self.git_dir}: {exc}") from None
+        for key, value in CONFIG:
+            self._git("config", key, value)
+        (self.git_dir / "info").mkdir(exist_ok=True)
+        (self.git_dir / "info" / "attributes").write_bytes(ATTRIBUTES)
+        self._sync_workspace_excludes()
+
+    def _sync_workspace_excludes(self) -> None:
+        """Honour the workspace's own `.git/info/exclude` (read, never written)."""
+
+        own = self.root / ".git" / "info" / "exclude"
+        wanted = str(own) if own.is_file() else os.devnull
+        current = self._git("config", "--get", "core.excludesFile", ok=(0, 1)).decode().strip()
+        if current != wanted:
+            self._git("config", "core.excludesFile", wanted)
+
+    # ------------------------------------------------------------ exclusions
+
+    def _excluded_file(self) -> Path:
+        return self.git_dir / "tunacode-excluded.json"
+
+    def _load_excluded(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._excluded_file().read_text())
+            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _save_excluded(self, excluded: dict[str, str]) -> None:
+        self._excluded_file().write_text(json.dumps(excluded, sort_keys=True))
+        lines = ["# written by tunacode: files over the size limit and nested repositories"]
+        lines += [line for path in sorted(excluded) if (line := _exclude_line(path)) is not None]
+        (self.git_dir / "info" / "exclude").write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+
+    def _still_excluded(self, path: str) -> bool:
+        full = self.root / path.rstrip("/")
+        if path.endswith("/"):
+            return (full / ".git").exists()
+        try:
+            info = full.lstat()
+        except OSError:
+            return False
+        return stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes
+
+    # ------------------------------------------------------------ snapshots
+
+    def head_tree(self) -> str | None:
+        out = self._git("rev-parse", "-q", "--verify", "HEAD^{tree}", ok=(0, 1)).strip()
+        return out.decode() if out else None
+
+    def snapshot(self) -> str:
+        """The workspace now, as a tree id (recorded in the repository)."""
+
+        with self.locked():
+            self._ensure()
+            excluded = self._load_excluded()
+            kept = {p: why for p, why in excluded.items() if self._still_excluded(p)}
+            if kept != excluded:
+                self._save_excluded(kept)
+                excluded = kept
+            status = self._git("status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all")
+            head = self.head_tree()
+            entries = [e for e in status.split(b"\0") if e]
+            if not entries and head is not None:
+                return head
+            if len(entries) > MAX_FILES:
+                raise TooManyFiles(
+                    f"{len(entries):,} files changed at once (the limit is {MAX_FILES:,}): this workspace is not recorded"
+                )
+            add: list[bytes] = []
+            untrack: list[bytes] = []
+            newly: dict[str, str] = {}
+            size = 0
+            for entry in entries:
+                xy, raw = entry[:2], entry[3:]
+                path = os.fsdecode(raw)
+                if path.endswith("/"):  # a nested repository (status does not enter it)
+                    newly[path] = "repository"
+                    continue
+                try:
+                    info = (self.root / path).lstat()
+                except FileNotFoundError:
+                    add.append(raw)  # deleted: `add -A` records the removal
+                    continue
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
+                    newly[path] = "size"
+                    if xy[:1] != b"?":
+                        untrack.append(raw)
+                    continue
+                add.append(raw)
+                size += info.st_size
+            if size > MAX_SNAPSHOT_BYTES:
+                raise TooManyFiles(
+                    f"{size:,} bytes changed at once (the limit is {MAX_SNAPSHOT_BYTES:,}): this workspace is not recorded"
+                )
+            if newly:
+                excluded.update(newly)
+                self._save_excluded(excluded)
+            if untrack:
+                self._git("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
+                          stdin=b"\0".join(untrack))
+            if len(add) > WHOLE_TREE_ADD:
+                # git matches each path against every pathspec: 30,000 of them took 14 s, while
+                # adding the whole tree (the exclusions above already written) takes 0.3 s
+                self._git("add", "-A", "--", ".")
+            elif add:
+                self._git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=b"\0".join(add))
+            tree = self._git("write-tree").decode().strip()
+            if tree != head:
+                parents = ["-p", "HEAD"] if head is not None else []
+                commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
+                self._git("update-ref", "HEAD", commit)
+            return tree
+
+    def require(self, *trees: str) -> None:
+        """Raise CheckpointError unless every tree is stored."""
+
+        with self.locked():
+            for tree in trees:
+                if not tree:
+                    raise CheckpointError("that checkpoint was never taken")
+                try:
+                    self._git("cat-file", "-e", f"{tree}^{{tree}}")
+                except CheckpointError:
+                    raise CheckpointError(
+                        f"checkpoint {tree[:12]} is no longer in {self.git_dir} (the folder was removed or damaged)"
+                    ) from None
+
+    # ------------------------------------------------------------ reading
+
+    def changes(self, before: str, after: str) -> list[Change]:
+        """What changed from one tree to another, sorted by path."""
+
+        if before == after:
+            return []
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", before, after)
+        parts = [p for p in out.split(b"\0") if p]
+        found = [Change(os.fsdecode(parts[i + 1]), STATUSES.get(parts[i].decode()[:1], "modified"))
+                 for i in range(0, len(parts) - 1, 2)]
+        return sorted(found, key=lambda c: c.path)
+
+    def diff(self, before: str, after: str, path: str) -> str:
+        """The unified diff of one file between two trees, without git's own header lines."""
+
+        out = self._git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U3",
+                        before, after, "--", path)
+        lines = out.decode("utf-8", "replace").split("\n")
+        kept = [line for line in lines if not line.startswith((
+            "diff --git ", "index ", "new file mode ", "deleted file mode ", "similarity index ",
+        ))]
+        return "\n".join(kept).rstrip("\n")
+
+    def paths_in(self, tree: str, paths: list[str]) -> set[str]:
+        if not paths:
+            return set()
+        out = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree, "--",
+                        *[p for p in paths])
+        return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+    # ------------------------------------------------------------ writing
+
+    def restore(self, tree: str, paths: list[str]) -> list[str]:
+        """Give each path its content (and mode) in `tree`; remove those the tree lacks.
+        Returns the paths whose files changed."""
+
+        from tunacode_lsp.tools.beneath import folder_beneath  # the same no-link-out rule as the tools
+
+        with self.locked():
+            self._ensure()
+            present = self.paths_in(tree, paths)
+            restore = [p for p in paths if p in present]
+            remove = [p for p in paths if p not in present]
+            if restore:
+                self._git("checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
+                          stdin=b"\0".join(os.fsencode(p) for p in restore))
+            removed: list[str] = []
+            for path in remove:
+                full = self.root / path
+                try:
+                    info = full.lstat()
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    continue
+                try:
+                    with folder_beneath(self.root, full.parent, path) as fd:
+                        os.unlink(full.name, dir_fd=fd)
+                except Exception as exc:  # noqa: BLE001 - a link out, a permission: say which file
+                    raise CheckpointError(f"cannot remove {path}: {exc}") from None
+                removed.append(path)
+                self._prune_empty(full.parent)
+            self.snapshot()
+            return sorted(restore + removed)
+
+    def _prune_empty(self, folder: Path) -> None:
+        """Remove folders left empty by a removal, up to the root."""
+
+        from tunacode_lsp.tools.beneath import folder_beneath
+
+        while folder != self.root and str(folder).startswith(str(self.root) + os.sep):
+            try:
+                with folder_beneath(self.root, folder.parent, folder.parent.name) as fd:
+                    os.rmdir(folder.name, dir_fd=fd)
+            except Exception:  # noqa: BLE001 - not empty (or gone): stop
+                return
+            folder = folder.parent
