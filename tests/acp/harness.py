@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acp import PROTOCOL_VERSION, schema, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 
-from acp import PROTOCOL_VERSION, schema, spawn_agent_process
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 WAIT = 15.0  # seconds: generous, machines are shared

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from acp import RequestError, text_block
+
 from tests.acp.harness import Agent, acp_agent, scripted_settings, server_env
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

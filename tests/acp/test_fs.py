@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from acp import text_block
+
 from tests.acp.harness import acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

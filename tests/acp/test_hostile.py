@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from acp import RequestError, text_block
+
 from tests.acp.harness import RecordingClient, acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

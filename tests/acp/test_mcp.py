@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from acp import schema, text_block
+
 from tests.acp.harness import acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from acp import text_block
+
 from tests.acp.harness import acp_agent, scripted_settings, server_env
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

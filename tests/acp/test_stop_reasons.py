@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
+
 from tests.acp.harness import acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from acp import text_block
+
 from tests.acp.harness import RecordingClient, acp_agent, scripted_settings
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from acp import PROTOCOL_VERSION, RequestError, schema
 from acp.interfaces import Client
 
-from acp import PROTOCOL_VERSION, RequestError, schema
 from tunacode_lsp import __version__
 from tunacode_lsp.acp import errors
 from tunacode_lsp.acp.documents import AcpDocuments

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from acp import schema
+
 from tunacode_lsp.agent.config import ServerOptions
 from tunacode_lsp.agent.mcp.config import McpServerSpec, parse_servers
 

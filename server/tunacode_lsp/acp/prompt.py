@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp import RequestError, schema
+
 from tunacode_lsp.acp.updates import STOP_REASONS
 from tunacode_lsp.contract.protocol import RequestResult
 

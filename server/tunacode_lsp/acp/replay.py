@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from acp import schema
+
 from tunacode_lsp.acp import updates
 from tunacode_lsp.core.text import clip
 

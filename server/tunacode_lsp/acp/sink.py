@@ -19,9 +19,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from acp import schema
 from acp.interfaces import Client
 
-from acp import schema
 from tunacode_lsp.acp import updates
 from tunacode_lsp.acp.documents import AcpDocuments
 from tunacode_lsp.agent.approvals import visible_blanks

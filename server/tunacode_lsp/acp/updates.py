@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from acp import schema
+
 from tunacode_lsp.contract.protocol import (
     Compaction,
     Event,
