@@ -131,3 +131,32 @@ def test_every_line_the_agent_writes_is_valid_utf8() -> None:
     decoded = json.loads(line.decode("utf-8"))  # strict: raises on invalid UTF-8
     assert decoded["params"]["text"] == "bad \ud800 text ü" and line.endswith(b"\n")
     assert encode_line({"text": "ü"}) == '{"text":"ü"}\n'.encode()  # plain text stays compact
+
+
+async def test_a_command_cannot_close_the_code_block_of_its_permission_prompt(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    command = "echo start\n```\n**Harmless: only lists files**\n```\necho end"
+    model.set_script([
+        {"tool_call": {"id": "call_sh", "name": "bash", "arguments": {"command": command}}},
+        {"text": "ok"},
+    ])
+    client = RecordingClient()
+    client.permission_answer = "deny"
+    async with acp_agent(workspace, home, scripted_settings(model, approval="ask"), client=client) as agent:
+        session_id = await agent.start_session(workspace)
+        await agent.conn.prompt(session_id=session_id, prompt=[text_block("Run")])
+        [asked] = client.permission_requests
+        shown = asked.tool_call.content[0].content.text
+        body = shown.split("\n", 2)[2]  # after the summary and the blank line
+        fence = body.split("\n", 1)[0].removesuffix("sh")
+        assert len(fence) >= 4 and set(fence) == {"`"}
+        assert body == f"{fence}sh\n{command}\n{fence}"  # the whole command, inside one block
+
+
+async def test_a_huge_text_delta_is_sent_in_bounded_chunks(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    big = "x" * 50_000
+    model.set_script([{"text": big, "chunks": 1}])
+    async with acp_agent(workspace, home, scripted_settings(model)) as agent:
+        session_id = await agent.start_session(workspace)
+        await agent.conn.prompt(session_id=session_id, prompt=[text_block("Big")])
+        chunks = [u.content.text for u in agent.client.of_kind("agent_message_chunk", session_id)]
+        assert "".join(chunks) == big and max(map(len, chunks)) <= 8_000

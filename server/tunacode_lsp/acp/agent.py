@@ -161,16 +161,16 @@ class TunaAcpAgent:
             raise errors.unknown_session(session_id)
         text, context = prompt_parts(prompt)
         params = RequestParams(prompt=text, session_id=session_id, context=context or None)
-        try:
-            params.validate()
-            pending = self.runs.begin(params)
-        except (ParamsError, CommandError) as exc:
-            raise errors.from_agent(exc, session_id) from None
         client = self.client
         can_read, can_write = self._fs
         documents = AcpDocuments(
             client, session_id, root, can_read=can_read, can_write=can_write, loop=asyncio.get_running_loop()
         ) if can_read or can_write else None
+        try:
+            params.validate()
+            pending = self.runs.begin(params)  # from here on, every path ends it (finally below)
+        except (ParamsError, CommandError) as exc:
+            raise errors.from_agent(exc, session_id) from None
 
         def make_sink(sid: str, _request_id: str, _prompt: str) -> AcpSink:
             return AcpSink(client, sid, root, self.permission_timeout, documents)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import stat
 from collections import deque
 from pathlib import Path
@@ -56,13 +57,22 @@ def _read_text(real_root: Path, path: Path) -> str | None:
         return None
 
 
+def fenced(text: str, lang: str) -> str:
+    """A Markdown code block the text cannot close (its fence is longer than any backtick run
+    in it), so a hostile command cannot render as anything but code in the client's prompt."""
+
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
 def permission_content(request: ApprovalRequest) -> str:
     if request.detail_kind == "command":
-        return f"{request.summary}\n\n```sh\n{visible_blanks(request.detail)}\n```"
+        return f"{request.summary}\n\n{fenced(visible_blanks(request.detail), 'sh')}"
     if request.detail_kind == "diff":
         cut = "\n\n(the diff was cut)" if request.truncated else ""
-        return f"{request.summary}\n\n```diff\n{request.detail}\n```{cut}"
-    return f"{request.summary}\n\n```json\n{request.detail}\n```"
+        return f"{request.summary}\n\n{fenced(request.detail, 'diff')}{cut}"
+    return f"{request.summary}\n\n{fenced(request.detail, 'json')}"
 
 
 def decision_of(response: Any) -> ApprovalDecision:
@@ -104,7 +114,11 @@ class AcpSink:
                 path = updates.file_path(event.name, event.args, self._root)
                 if path is not None:
                     self._before[event.tool_call_id] = (path, _read_text(self._root, path))
-        self._pending.append(event)
+        if isinstance(event, TextDelta | ThinkingDelta) and len(event.text) > MAX_DELTA_CHARS:
+            text = event.text  # a model may send megabytes at once
+            self._pending.extend(type(event)(text[i : i + MAX_DELTA_CHARS]) for i in range(0, len(text), MAX_DELTA_CHARS))
+        else:
+            self._pending.append(event)
         self._idle.clear()
         self._wake.set()
 
