@@ -147,3 +147,26 @@ async def test_a_session_started_over_lsp_continues_over_acp_and_back(lsp, works
     assert again["stopReason"] == "end_turn"
     sent = json.dumps(model.wait_for_requests(3)[2]["messages"])
     assert "Continue in Zed" in sent and "Answered over ACP." in sent
+
+
+async def test_each_session_is_confined_to_its_own_cwd(workspace: Path, home: Path, tmp_path: Path, model: ScriptedModelServer) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (workspace / "a.txt").write_text("from the workspace\n")
+    (other / "a.txt").write_text("from the other project\n")
+    read = {"tool_call": {"id": "call_r", "name": "read_file", "arguments": {"filepath": "a.txt"}}}
+    escape = {"tool_call": {"id": "call_x", "name": "read_file", "arguments": {"filepath": str(workspace / "a.txt")}}}
+    model.set_script([read, {"text": "one"}, read, escape, {"text": "two"}])
+    async with acp_agent(workspace, home, scripted_settings(model)) as agent:
+        here = await agent.start_session(workspace)
+        there = (await agent.conn.new_session(cwd=str(other))).session_id
+        await agent.conn.prompt(session_id=here, prompt=[text_block("Read a.txt")])
+        await agent.conn.prompt(session_id=there, prompt=[text_block("Read a.txt")])
+
+        def results(session_id: str, call: str) -> list:
+            return [u for u in agent.client.of_kind("tool_call_update", session_id) if u.tool_call_id == call and u.status != "in_progress"]
+
+        assert "from the workspace" in results(here, "call_r")[0].content[0].content.text
+        assert "from the other project" in results(there, "call_r")[0].content[0].content.text
+        [outside] = results(there, "call_x")
+        assert outside.status == "failed" and "outside the workspace" in outside.content[0].content.text
