@@ -257,10 +257,12 @@ class RunService:
         diagnostics: DiagnosticsSource | None = None,
         extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
         documents: DocumentOverlay | None = None,
+        workspace_root: Path | None = None,
     ) -> RequestResult:
         """Resolve the model and session, hold the lease, run the agent, release everything.
 
-        The caller calls `end(pending)` afterwards, whatever happened."""
+        `workspace_root` overrides the service's root for this request (ACP: each session has
+        its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
@@ -269,7 +271,7 @@ class RunService:
 
         options = self._options()
         sessions = self._sessions()
-        root = self._workspace_root()
+        root = workspace_root if workspace_root is not None else self._workspace_root()
 
         if params.session_id is not None:
             record = await sessions.get(params.session_id)

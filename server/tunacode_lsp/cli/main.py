@@ -1,4 +1,4 @@
-"""Command line: `tunacode-lsp [serve]` (LSP on stdio), `run` (headless client), `sessions`,
+"""Command line: `tunacode-lsp [serve]` (LSP on stdio), `acp` (ACP on stdio), `run` (headless client), `sessions`,
 `scripted-model` (the offline model server), `demo` (the README's main job)."""
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def _delegate(module: str, func: str = "main") -> Callable[[list[str]], int]:
 DELEGATED: dict[str, tuple[str, str]] = {
     "run": ("cli.run", "Run one agent request headless (for CI and scripts)"),
     "sessions": ("cli.sessions", "List, show, export or delete stored sessions"),
+    "acp": ("acp.main", "Serve the Agent Client Protocol (Zed, JetBrains, Neovim ACP clients) on stdio"),
     "scripted-model": ("devtools.scripted_model", "Serve the scripted OpenAI-compatible model (tests, demo)"),
     "demo": ("devtools.demo", "The offline demo: a scripted model fixes a bug in a sample project"),
 }

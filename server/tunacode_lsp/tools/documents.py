@@ -4,10 +4,14 @@ With an overlay, read_file, edit_file and the approval's diff work on the editor
 open document (unsaved changes included), and edit_file hands its change to the editor
 (`apply`), which decides how it reaches the buffer and the disk. Without one (the CLI, ACP
 without fs support) the tools use the disk only.
+
+An overlay whose `text` waits on the client (ACP's fs/read_text_file is a round trip) sets
+`reads_block = True`; the tools then call `text` off the event loop (`overlay_text`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -46,3 +50,13 @@ class DocumentOverlay(Protocol):
     def buffer_edits(self) -> list[BufferEdit]:
         """The edits `apply` left in the editor only, in order (checkpoints count and rewind them)."""
         ...
+
+
+async def overlay_text(documents: DocumentOverlay | None, real_path: Path) -> str | None:
+    """`documents.text(real_path)`, on a worker thread when the overlay's reads block."""
+
+    if documents is None:
+        return None
+    if getattr(documents, "reads_block", False):
+        return await asyncio.to_thread(documents.text, real_path)
+    return documents.text(real_path)

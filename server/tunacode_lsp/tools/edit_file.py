@@ -13,7 +13,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.beneath import replace_beneath
-from tunacode_lsp.tools.documents import DocumentOverlay, StaleDocument
+from tunacode_lsp.tools.documents import DocumentOverlay, StaleDocument, overlay_text
 from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
@@ -168,7 +168,7 @@ def create_edit_file_tool(
                         "other than what the user approved. Nothing was written; read the file again."
                     )
                 call.check_abort()
-                if documents is not None and documents.text(real) is not None:
+                if documents is not None and await overlay_text(documents, real) is not None:
                     try:  # open in the editor: the change goes through it (one undo step)
                         note = await documents.apply(real, snapshot.text, new_text)
                         break

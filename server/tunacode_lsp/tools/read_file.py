@@ -9,7 +9,7 @@ from typing import Any
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
-from tunacode_lsp.tools.documents import DocumentOverlay
+from tunacode_lsp.tools.documents import DocumentOverlay, overlay_text
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.line_refs import LineRefLedger
@@ -94,7 +94,7 @@ def create_read_file_tool(
         shown = display_path(real_root, real)
         offset = args.get("offset", 0)
         limit = args.get("limit", settings.read_default_limit)
-        open_text = documents.text(real) if documents is not None else None
+        open_text = await overlay_text(documents, real)
         if open_text is not None:  # open in the editor: its text, unsaved changes included
             snapshot = Snapshot(real, encode(open_text))
         else:

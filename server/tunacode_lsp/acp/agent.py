@@ -1,0 +1,197 @@
+"""The ACP agent: the SDK calls these methods; each is thin over the runs and session services.
+
+One `TunaAcpAgent` serves one connection. Sessions become usable in this process by
+`session/new` or `session/load`, which fix their workspace root (the `cwd` given, made
+real): the tools are confined to it exactly as under LSP, and a stored cwd never widens it.
+The store is the same SQLite file the language server and the CLI use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError, schema
+from acp.interfaces import Client
+
+from tunacode_lsp import __version__
+from tunacode_lsp.acp import errors
+from tunacode_lsp.acp.documents import AcpDocuments
+from tunacode_lsp.acp.mcp import SessionMcp
+from tunacode_lsp.acp.prompt import prompt_parts, response_of
+from tunacode_lsp.acp.replay import replay_updates
+from tunacode_lsp.acp.sink import AcpSink
+from tunacode_lsp.agent.config import ServerOptions
+from tunacode_lsp.agent.runs import RunService, SessionUnreadable
+from tunacode_lsp.agent.sessions import SessionService
+from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.contract.protocol import ParamsError, RequestParams
+from tunacode_lsp.store.errors import UnreadableMessageError
+from tunacode_lsp.store.locations import default_store_path
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE = 100  # sessions per session/list page
+MAX_LISTED = 10_000
+
+
+def store_path(options: ServerOptions) -> Path:
+    if options.session_store:
+        return Path(options.session_store).expanduser() / "sessions.sqlite3"
+    return default_store_path()
+
+
+def workspace_root(cwd: str) -> Path:
+    """The real folder a session works in; -32602 when `cwd` is not an absolute existing folder."""
+
+    if not isinstance(cwd, str) or not os.path.isabs(cwd) or "\0" in cwd:
+        raise errors.invalid_params("cwd: must be an absolute path")
+    real = Path(os.path.realpath(cwd))
+    if not real.is_dir():
+        raise errors.invalid_params(f"cwd: {cwd[:200]!r} is not a folder")
+    return real
+
+
+class TunaAcpAgent:
+    def __init__(self, options: ServerOptions, *, permission_timeout: float) -> None:
+        self.options = options
+        self.permission_timeout = permission_timeout
+        self.sessions = SessionService(store_path(options))
+        self.runs = RunService(lambda: self.sessions, lambda: self.options, Path.cwd)
+        self._roots: dict[str, Path] = {}  # sessions usable on this connection -> their workspace root
+        self._client: Client | None = None
+        self.mcp = SessionMcp()
+        self._fs = (False, False)  # the client offers fs/read_text_file, fs/write_text_file
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:  # the SDK connects before it reads anything
+            raise RequestError.internal_error({"details": "no client connection"})
+        return self._client
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any
+    ) -> schema.InitializeResponse:
+        fs = getattr(client_capabilities, "fs", None)
+        self._fs = (bool(getattr(fs, "read_text_file", False)), bool(getattr(fs, "write_text_file", False)))
+        if client_info is not None:
+            log.info("ACP client %s %s, protocol %s", client_info.name, client_info.version, protocol_version)
+        return schema.InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=schema.AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=schema.PromptCapabilities(image=True, audio=False, embedded_context=True),
+                mcp_capabilities=schema.McpCapabilities(http=True, sse=False),
+                session_capabilities=schema.SessionCapabilities(list=schema.SessionListCapabilities()),
+            ),
+            auth_methods=[],
+            agent_info=schema.Implementation(name="tunacode", title="TunaCode", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> None:
+        return None
+
+    # ------------------------------------------------------------ sessions
+
+    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any) -> schema.NewSessionResponse:
+        root = workspace_root(cwd)
+        try:
+            model = self.runs.model_spec(None)
+            record = await self.sessions.create(cwd=str(root), model=model)
+        except (ParamsError, CommandError) as exc:
+            raise errors.from_agent(exc) from None
+        await self.mcp.configure(record.session_id, mcp_servers, self.options)
+        self._roots[record.session_id] = root
+        return schema.NewSessionResponse(session_id=record.session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> schema.LoadSessionResponse:
+        root = workspace_root(cwd)
+        record = await self.sessions.get(session_id)
+        if record is None:
+            raise errors.unknown_session(session_id)
+        try:
+            messages = await self.sessions.messages(session_id)
+            plan = await self.sessions.plan(session_id)
+        except UnreadableMessageError as exc:
+            raise RequestError.internal_error({"details": f"session {session_id} cannot be read: {exc}"}) from None
+        for update in replay_updates(messages, plan, root):
+            await self.client.session_update(session_id=session_id, update=update)
+        await self.mcp.configure(session_id, mcp_servers, self.options)
+        self._roots[session_id] = root
+        return schema.LoadSessionResponse()
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> schema.ListSessionsResponse:
+        offset = 0
+        if cursor is not None:
+            if not cursor.isdigit() or int(cursor) > MAX_LISTED:
+                raise errors.invalid_params("cursor: not a cursor this agent gave")
+            offset = int(cursor)
+        try:
+            records = await self.sessions.list(cwd=str(workspace_root(cwd)) if cwd else None, limit=offset + LIST_PAGE + 1)
+        except ParamsError as exc:
+            raise errors.from_agent(exc) from None
+        page = records[offset : offset + LIST_PAGE]
+        more = len(records) > offset + LIST_PAGE
+        return schema.ListSessionsResponse(
+            sessions=[
+                schema.SessionInfo(session_id=r.session_id, cwd=r.cwd, title=r.title or None, updated_at=r.modified_at)
+                for r in page
+            ],
+            next_cursor=str(offset + LIST_PAGE) if more else None,
+        )
+
+    # ------------------------------------------------------------ prompts
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> schema.PromptResponse:
+        """Run one prompt. Nothing is awaited before `begin`, so a `session/cancel` sent right
+        after the prompt reaches it, and a second prompt on the session is refused."""
+
+        root = self._roots.get(session_id)
+        if root is None:
+            raise errors.unknown_session(session_id)
+        text, context = prompt_parts(prompt)
+        params = RequestParams(prompt=text, session_id=session_id, context=context or None)
+        client = self.client
+        can_read, can_write = self._fs
+        documents = AcpDocuments(
+            client, session_id, root, can_read=can_read, can_write=can_write, loop=asyncio.get_running_loop()
+        ) if can_read or can_write else None
+        try:
+            params.validate()
+            pending = self.runs.begin(params)  # from here on, every path ends it (finally below)
+        except (ParamsError, CommandError) as exc:
+            raise errors.from_agent(exc, session_id) from None
+
+        def make_sink(sid: str, _request_id: str, _prompt: str) -> AcpSink:
+            return AcpSink(client, sid, root, self.permission_timeout, documents)
+
+        try:
+            result = await self.runs.run(
+                pending, params, make_sink, workspace_root=root, extra_tools=self.mcp.tools(session_id),
+                documents=documents,
+            )
+        except (ParamsError, CommandError) as exc:
+            raise errors.from_agent(exc, session_id) from None
+        except SessionUnreadable as exc:
+            raise RequestError.internal_error({"details": str(exc)}) from None
+        finally:
+            self.runs.end(pending)
+        state = getattr(pending.run, "state", None)
+        return response_of(result, getattr(state, "last_stop_reason", None))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        """`session/cancel`: the same abort path as LSP's tunacode.abort; the prompt answers `cancelled`."""
+
+        count = self.runs.abort(session_id=session_id)
+        log.info("session/cancel %s: %d request(s) stopped", session_id, count)
+

@@ -1,0 +1,190 @@
+"""Agent events and stored messages as ACP `session/update` payloads (pure functions).
+
+The mapping:
+
+- text_delta -> agent_message_chunk; thinking_delta -> agent_thought_chunk
+- tool_call -> tool_call (kind, title, locations, rawInput); tool_call_update -> tool_call_update
+  (`awaiting_approval` is not sent: the permission request carries it; `cancelled` and a
+  denial are `failed` with a text saying so, ACP has no cancelled tool status)
+- plan -> plan (every entry priority "medium"); turn_end -> usage_update (context used/size)
+- notice, compaction -> an agent_message_chunk of its own paragraph
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from acp import schema
+
+from tunacode_lsp.contract.protocol import (
+    Compaction,
+    Event,
+    Notice,
+    Plan,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    ToolCallUpdate,
+    TurnEnd,
+)
+from tunacode_lsp.core.text import clip
+from tunacode_lsp.tools import summarize_args
+from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.paths import resolve_in_workspace
+
+Update = (
+    schema.AgentMessageChunk | schema.AgentThoughtChunk | schema.UserMessageChunk | schema.ToolCallStart
+    | schema.ToolCallProgress | schema.AgentPlanUpdate | schema.UsageUpdate
+)
+
+MAX_RESULT_CHARS = 20_000  # a tool result shown in a tool card
+
+TOOL_KINDS: dict[str, schema.ToolKind] = {
+    "read_file": "read",
+    "diagnostics": "read",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "bash": "execute",
+    "grep": "search",
+    "list_files": "search",
+    "todo_write": "think",
+}
+FILE_TOOLS = ("read_file", "write_file", "edit_file")
+EDIT_TOOLS = ("write_file", "edit_file")
+
+# the agent's stop reason -> ACP's; "error" and "timeout" are JSON-RPC errors (prompt.py)
+STOP_REASONS: dict[str, schema.StopReason] = {
+    "end_turn": "end_turn",
+    "cancelled": "cancelled",
+    "max_turns": "max_turn_requests",
+}
+
+
+def tool_kind(name: str) -> schema.ToolKind:
+    return TOOL_KINDS.get(name, "other")  # MCP tools too: their kind is not known
+
+
+def tool_title(name: str, args: dict[str, Any], summary: str = "") -> str:
+    shown = summary or summarize_args(name, args)
+    if name.startswith("mcp__"):
+        _, server, tool = (name.split("__", 2) + ["", ""])[:3]
+        name = f"{server}: {tool}"
+    return f"{name} {shown}".strip()
+
+
+def file_path(name: str, args: dict[str, Any], real_root: Path) -> Path | None:
+    """The file a file tool names, confined to the workspace as the tool confines it; else None."""
+
+    raw = args.get("filepath") if name in FILE_TOOLS else args.get("path") if name in ("grep", "list_files") else None
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    try:
+        return resolve_in_workspace(real_root, raw)
+    except ToolError:
+        return None
+
+
+def locations(name: str, args: dict[str, Any], real_root: Path) -> list[schema.ToolCallLocation] | None:
+    path = file_path(name, args, real_root)
+    return [schema.ToolCallLocation(path=str(path))] if path is not None else None
+
+
+def text_content(text: str) -> schema.ContentToolCallContent:
+    return schema.ContentToolCallContent(type="content", content=schema.TextContentBlock(type="text", text=text))
+
+
+def diff_content(path: Path, old_text: str | None, new_text: str) -> schema.FileEditToolCallContent:
+    return schema.FileEditToolCallContent(type="diff", path=str(path), old_text=old_text, new_text=new_text)
+
+
+def message_chunk(text: str) -> schema.AgentMessageChunk:
+    return schema.AgentMessageChunk(session_update="agent_message_chunk", content=schema.TextContentBlock(type="text", text=text))
+
+
+def thought_chunk(text: str) -> schema.AgentThoughtChunk:
+    return schema.AgentThoughtChunk(session_update="agent_thought_chunk", content=schema.TextContentBlock(type="text", text=text))
+
+
+def tool_start(
+    event: ToolCallEvent, real_root: Path, status: schema.ToolCallStatus = "pending"
+) -> schema.ToolCallStart:
+    return schema.ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=event.tool_call_id,
+        title=tool_title(event.name, event.args, event.summary),
+        kind=tool_kind(event.name),
+        status=status,
+        locations=locations(event.name, event.args, real_root),
+        raw_input=event.args,
+    )
+
+
+def tool_progress(event: ToolCallUpdate, extra: list[Any] | None = None) -> schema.ToolCallProgress | None:
+    """The update for a status change; None for one ACP does not show (awaiting approval)."""
+
+    if event.status == "in_progress":
+        return schema.ToolCallProgress(session_update="tool_call_update", tool_call_id=event.tool_call_id, status="in_progress")
+    if event.status not in ("completed", "failed", "cancelled"):
+        return None
+    content: list[Any] = list(extra or [])
+    result = event.result or ""
+    if event.status == "cancelled":
+        result = result or "cancelled"
+    elif event.denied:
+        result = f"denied by the user. {result}".strip()
+    if result:
+        cut = len(result) > MAX_RESULT_CHARS
+        content.append(text_content(clip(result, MAX_RESULT_CHARS) + ("\n[cut]" if cut else "")))
+    raw_output: dict[str, Any] = {"status": event.status}
+    if event.exit_code is not None:
+        raw_output["exitCode"] = event.exit_code
+    if event.duration_ms is not None:
+        raw_output["durationMs"] = event.duration_ms
+    return schema.ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=event.tool_call_id,
+        status="completed" if event.status == "completed" else "failed",
+        content=content or None,
+        raw_output=raw_output,
+    )
+
+
+def plan_update(event: Plan) -> schema.AgentPlanUpdate:
+    return schema.AgentPlanUpdate(
+        session_update="plan",
+        entries=[plan_entry(item.content, item.status) for item in event.items],
+    )
+
+
+def plan_entry(content: str, status: str) -> schema.PlanEntry:
+    known = status if status in ("pending", "in_progress", "completed") else "pending"
+    return schema.PlanEntry(content=content, priority="medium", status=known)  # type: ignore[arg-type]
+
+
+def usage_update(event: TurnEnd) -> schema.UsageUpdate | None:
+    if event.context_window <= 0:
+        return None
+    return schema.UsageUpdate(
+        session_update="usage_update", used=max(0, event.context_tokens), size=event.context_window,
+    )
+
+
+def simple_update(event: Event, real_root: Path) -> Update | None:
+    """The update of an event that needs no state (tool calls and deltas are handled by the sink)."""
+
+    if isinstance(event, TextDelta):
+        return message_chunk(event.text)
+    if isinstance(event, ThinkingDelta):
+        return thought_chunk(event.text)
+    if isinstance(event, ToolCallEvent):
+        return tool_start(event, real_root)
+    if isinstance(event, Plan):
+        return plan_update(event)
+    if isinstance(event, TurnEnd):
+        return usage_update(event)
+    if isinstance(event, Notice):
+        return message_chunk(f"\n\n_{event.message}_\n\n")
+    if isinstance(event, Compaction):
+        return message_chunk(f"\n\n_The conversation was compacted: about {event.before} tokens became {event.after}._\n\n")
+    return None
