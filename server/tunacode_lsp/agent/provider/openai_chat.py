@@ -535,12 +535,19 @@ class OpenAIChatStream:
             if self._abort_waiter is None:
                 self._abort_waiter = asyncio.ensure_future(self._signal.wait())
             waiters.add(self._abort_waiter)
+        waited = False
         try:
             await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            waited = True
         finally:
             if not task.done():
                 task.cancel()
                 await asyncio.wait({task})  # let the cancelled read unwind and close the connection
+            if not waited or (self._signal is not None and self._signal.is_set()):
+                # The awaited work may have finished in the same loop turn as the abort or
+                # the caller's cancellation (a response whose headers just arrived): what it
+                # gave is never read, so close it, or its connection stays open.
+                await _close_unclaimed(task)
         if self._signal is not None and self._signal.is_set():
             raise _Aborted()
         if task.cancelled():
@@ -826,6 +833,16 @@ async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
         return await anext(chunks)
     except StopAsyncIteration:
         return None
+
+
+async def _close_unclaimed(task: asyncio.Future[Any]) -> None:
+    """Close what a finished task returned (an httpx.Response) when nobody will read it."""
+
+    if not task.done() or task.cancelled() or task.exception() is not None:
+        return
+    close = getattr(task.result(), "aclose", None)
+    if close is not None:
+        await asyncio.shield(close())
 
 
 def _discard(awaitable: Awaitable[Any]) -> None:
