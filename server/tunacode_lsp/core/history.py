@@ -200,13 +200,20 @@ def mark_interrupted(message: Message) -> Message:
 
 def clean_history(messages: list[Message]) -> list[Message]:
     """A valid history with everything valid of `messages`, in order (see module doc)."""
-    taken_ids = {
-        call_id
-        for message in messages
-        if isinstance(message, dict) and message.get("role") == "assistant"
-        for call in _tool_calls(message)
-        if (call_id := _call_id(call)) is not None
-    }
+    taken: set[str] | None = None  # every call id of the input, found only when a rename needs it
+
+    def taken_ids() -> set[str]:
+        nonlocal taken
+        if taken is None:
+            taken = {
+                call_id
+                for message in messages
+                if isinstance(message, dict) and message.get("role") == "assistant"
+                for call in _tool_calls(message)
+                if (call_id := _call_id(call)) is not None
+            }
+        return taken
+
     used_ids: set[str] = set()
     cleaned: list[Message] = []
     # The open run: original id -> final ids still waiting, and their call blocks.
@@ -214,18 +221,19 @@ def clean_history(messages: list[Message]) -> list[Message]:
     open_calls: dict[str, dict[str, Any]] = {}
 
     def close_run() -> None:
-        cleaned.extend(cancelled_results_for(list(open_calls.values())))
+        if open_calls:
+            cleaned.extend(cancelled_results_for(list(open_calls.values())))
+            open_calls.clear()
         waiting.clear()
-        open_calls.clear()
 
     def unique_id(wanted: str | None) -> str:
         if wanted is not None and wanted not in used_ids:
             return wanted
         base = wanted or UNNAMED_CALL_ID
-        if base not in used_ids and base not in taken_ids:
+        if base not in used_ids and base not in taken_ids():
             return base
         n = 2
-        while f"{base}~{n}" in used_ids or f"{base}~{n}" in taken_ids:
+        while f"{base}~{n}" in used_ids or f"{base}~{n}" in taken_ids():
             n += 1
         return f"{base}~{n}"
 
