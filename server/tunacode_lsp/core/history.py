@@ -295,9 +295,12 @@ PRUNE_TARGET_RATIO = 0.5
 PRUNE_HEAD_RATIO = 0.25  # of the budget: the start of the history, never pruned (see plan_pruning)
 
 
+PRUNED_MARK_PREFIX = "[output pruned: "
+
+
 def pruned_marker(chars: int) -> str:
     """The stable text that replaces a pruned tool output (the same bytes on every turn)."""
-    return f"[output pruned: {chars} chars; re-run the tool if needed]"
+    return f"{PRUNED_MARK_PREFIX}{chars} chars; re-run the tool if needed]"
 
 
 def plan_pruning(
