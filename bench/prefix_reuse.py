@@ -10,7 +10,9 @@ baseline, the best a growing history can do), `historyTokenBudget` 20,000 (the i
 measurement: 12% before pruning went to rare steps) and the default 100,000.
 
 The row's number is the share NOT reused (1 - reuse), so the table's "less is better" holds;
-the goal "< 0.10" is reuse >= 0.90.
+the goal "< 0.10" is reuse >= 0.90. The no-pruning baseline itself reuses only ~0.90 (its
+early calls are short, so each new 20 KB read is a large share of them): the goal is at
+the baseline, and the note gives reuse / baseline reuse and what the step calls reused.
 """
 
 from __future__ import annotations
@@ -54,15 +56,16 @@ def script(turns: int) -> list[dict[str, Any]]:
     ] + [{"text": "Read them all."}]
 
 
-def reuse_per_call(bodies: list[dict[str, Any]]) -> tuple[list[float], int]:
-    """(reuse share of each call after the first, calls that did not start with the whole previous input)."""
+def reuse_per_call(bodies: list[dict[str, Any]]) -> tuple[list[float], list[int]]:
+    """(reuse share of each call after the first, indexes in it of the calls that did not
+    start with the whole previous input: the pruning steps)."""
     inputs = [json.dumps(b["messages"], ensure_ascii=False) for b in bodies]
     shares = [len(commonprefix([inputs[n - 1], inputs[n]])) / len(inputs[n]) for n in range(1, len(inputs))]
-    steps = sum(not inputs[n].startswith(inputs[n - 1][:-1]) for n in range(1, len(inputs)))
+    steps = [n - 1 for n in range(1, len(inputs)) if not inputs[n].startswith(inputs[n - 1][:-1])]
     return shares, steps
 
 
-async def one_run(workspace: Path, budget: int, turns: int) -> tuple[float, int, int]:
+async def one_run(workspace: Path, budget: int, turns: int) -> tuple[float, list[float], int]:
     with ScriptedModelServer(script(turns)) as model:
         spec = RequestSpec(
             request_id=new_request_id(),
@@ -80,7 +83,7 @@ async def one_run(workspace: Path, budget: int, turns: int) -> tuple[float, int,
             raise RuntimeError(f"prefix reuse: the request ended with {result.stop_reason}: {result.error}")
         bodies = model.requests
     shares, steps = reuse_per_call(bodies)
-    return sum(shares) / len(shares), steps, len(bodies)
+    return sum(shares) / len(shares), [shares[n] for n in steps], len(bodies)
 
 
 async def run(config: BenchConfig) -> list[Row]:
@@ -98,6 +101,10 @@ async def run(config: BenchConfig) -> list[Row]:
             f"input not reused as prefix, {turns} turns x 20 KB, {name}",
             Samples([1 - reuse], unit="share"), baseline, f"no pruning: {1 - base_reuse:.3f} not reused",
             Goal("p50", 0.10),
-            note=f"reuse {reuse:.3f} (baseline {base_reuse:.3f}); {steps} of {calls - 1} calls changed earlier input",
+            note=(
+                f"reuse {reuse:.3f} (baseline {base_reuse:.3f}, ratio {reuse / base_reuse:.2f}); {len(steps)} of "
+                f"{calls - 1} calls changed earlier input (pruning steps), reusing "
+                + (f"{min(steps):.2f}..{max(steps):.2f}" if steps else "-")
+            ),
         ))
     return rows

@@ -184,8 +184,7 @@ async def test_compact_command_can_be_cancelled_and_stores_nothing(lsp, model):
     with pytest.raises(Exception) as info:
         await asyncio.wait_for(future, 5.0)
     assert getattr(info.value, "code", None) == -32800
-    # Known gap (closing note): a cancel that lands while the summary call is still connecting
-    # can leave that connection open a while; that the stream closes is not asserted here.
+    assert await asyncio.to_thread(model.wait_for_closed, 5.0)  # the summary stream was closed
     document = await lsp.command("tunacode.session.export", {"sessionId": session_id})
     assert document["compaction"] is None
     model.set_script([{"text": "ok"}])  # the lease was given back: the session takes requests

@@ -276,7 +276,7 @@ def test_prune_replaces_oldest_large_outputs_down_to_half_the_budget() -> None:
 def test_prune_spares_the_recent_outputs_when_it_can_and_the_latest_always() -> None:
     history = conversation_with_outputs([8000] * 8 + [100])
     budget = estimate_tokens(history) - 100  # passed at the last (small) output
-    pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=3)
+    pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=3, head_ratio=0)  # no kept head
     texts = [m["content"][0]["text"][:7] for m in pruned if m["role"] == "tool_result"]
     assert texts == ["[output"] * 5 + ["x" * 7] * 4  # half the budget reached before the three latest
     history = conversation_with_outputs([8000, 8000, 8000])

@@ -183,11 +183,15 @@ class RequestRun:
         """Run the tinyagent loop; an unexpected failure comes back as an error text."""
 
         try:
-            agent = self._build_agent()
+            # Validating a long history is CPU work (~25 us a message): on a thread, not the loop.
+            history = await asyncio.to_thread(self._load_history)
+            agent = self._build_agent(history)
         except Exception as exc:  # a stored history or a tool that cannot be loaded: an error result
             log.exception("the agent could not be built")
             self.abort_signal.set()
             return f"internal error: {exc}"
+        if self.abort_signal.is_set():  # aborted while the history loaded: the model is never called
+            return None
         prompt = UserMessage(content=prompt_content(self.spec), timestamp=int(time.time() * 1000))
         stream = agent.stream(prompt)
         abort_wait = asyncio.ensure_future(self.abort_signal.wait())
@@ -224,7 +228,21 @@ class RequestRun:
             except RuntimeError:  # still running after a cancelled step
                 pass
 
-    def _build_agent(self) -> Agent:
+    def _load_history(self) -> list[Any]:
+        """The history as tinyagent messages (full validation), with their token facts
+        (`_facts_of`) taken from the dumps at hand, so the first turn does not dump each
+        message again. Runs on a thread, before the agent exists."""
+
+        models: list[Any] = []
+        for dump in self.spec.history:
+            model = load_message(dump)
+            replacement = pruned_replacement(dump)
+            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
+            self._token_estimates[id(model)] = (model, estimate_tokens([dump]), pruned)
+            models.append(model)
+        return models
+
+    def _build_agent(self, history: list[Any] | None = None) -> Agent:
         spec = self.spec
         agent = Agent(
             AgentOptions(
@@ -246,7 +264,7 @@ class RequestRun:
         agent.set_system_prompt(build_system_prompt(spec.workspace_root))
         tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved, documents=spec.documents)
         agent.set_tools([self._wrap_tool(t) for t in [*tools, *spec.extra_tools]])
-        agent.replace_messages([load_message(m) for m in spec.history])
+        agent.replace_messages(history if history is not None else [load_message(m) for m in spec.history])
         self._agent = agent
         return agent
 

@@ -137,8 +137,7 @@ class SessionService:
         """
 
         entry = self._histories.pop(session_id, None)
-        version = await self._call("version_of", session_id)
-        if entry is None or entry.version != version:
+        if entry is None or entry.version != await self._call("version_of", session_id):
             version, stored, compaction = await self._call("load_state", session_id)
             entry = CachedHistory(version, stored, compaction)
         self._histories[session_id] = entry

@@ -200,13 +200,20 @@ def mark_interrupted(message: Message) -> Message:
 
 def clean_history(messages: list[Message]) -> list[Message]:
     """A valid history with everything valid of `messages`, in order (see module doc)."""
-    taken_ids = {
-        call_id
-        for message in messages
-        if isinstance(message, dict) and message.get("role") == "assistant"
-        for call in _tool_calls(message)
-        if (call_id := _call_id(call)) is not None
-    }
+    taken: set[str] | None = None  # every call id of the input, found only when a rename needs it
+
+    def taken_ids() -> set[str]:
+        nonlocal taken
+        if taken is None:
+            taken = {
+                call_id
+                for message in messages
+                if isinstance(message, dict) and message.get("role") == "assistant"
+                for call in _tool_calls(message)
+                if (call_id := _call_id(call)) is not None
+            }
+        return taken
+
     used_ids: set[str] = set()
     cleaned: list[Message] = []
     # The open run: original id -> final ids still waiting, and their call blocks.
@@ -214,18 +221,19 @@ def clean_history(messages: list[Message]) -> list[Message]:
     open_calls: dict[str, dict[str, Any]] = {}
 
     def close_run() -> None:
-        cleaned.extend(cancelled_results_for(list(open_calls.values())))
+        if open_calls:
+            cleaned.extend(cancelled_results_for(list(open_calls.values())))
+            open_calls.clear()
         waiting.clear()
-        open_calls.clear()
 
     def unique_id(wanted: str | None) -> str:
         if wanted is not None and wanted not in used_ids:
             return wanted
         base = wanted or UNNAMED_CALL_ID
-        if base not in used_ids and base not in taken_ids:
+        if base not in used_ids and base not in taken_ids():
             return base
         n = 2
-        while f"{base}~{n}" in used_ids or f"{base}~{n}" in taken_ids:
+        while f"{base}~{n}" in used_ids or f"{base}~{n}" in taken_ids():
             n += 1
         return f"{base}~{n}"
 
@@ -284,11 +292,15 @@ def estimate_tokens(messages: list[Message]) -> int:
 
 
 PRUNE_TARGET_RATIO = 0.5
+PRUNE_HEAD_RATIO = 0.25  # of the budget: the start of the history, never pruned (see plan_pruning)
+
+
+PRUNED_MARK_PREFIX = "[output pruned: "
 
 
 def pruned_marker(chars: int) -> str:
     """The stable text that replaces a pruned tool output (the same bytes on every turn)."""
-    return f"[output pruned: {chars} chars; re-run the tool if needed]"
+    return f"{PRUNED_MARK_PREFIX}{chars} chars; re-run the tool if needed]"
 
 
 def plan_pruning(
@@ -298,6 +310,7 @@ def plan_pruning(
     token_budget: int,
     keep_recent: int = 3,
     target_ratio: float = PRUNE_TARGET_RATIO,
+    head_ratio: float = PRUNE_HEAD_RATIO,
     is_result: list[bool] | None = None,
 ) -> set[int]:
     """Positions to prune, chosen in rare large steps (hysteresis) as a pure function of the list.
@@ -310,16 +323,24 @@ def plan_pruning(
     (with keep_recent=0, none is spared). Decisions at message i depend only on messages
     up to i, so a longer list keeps every earlier decision: between two steps the model's
     input only grows at its end, and the provider's prompt cache stays warm.
+
+    The head, the messages that fit in `head_ratio * token_budget` from the start (the
+    task and its first context), is never pruned: a step changes the input only after it,
+    so even the call that takes a step reuses the head from the provider's cache (the
+    step's cut started at the first output before, and such a call reused ~nothing).
     """
     results = is_result if is_result is not None else [p is not None for p in pruned_tokens]
     target = int(token_budget * target_ratio)
+    head = int(token_budget * head_ratio)
     chosen: set[int] = set()
     total = 0
+    grown = 0  # the estimate of the history so far, nothing pruned: where the head ends
     result_positions: list[int] = []
     cursor = 0  # index into result_positions: everything before it was considered
     for index, count in enumerate(tokens):
         total += count
-        if results[index]:
+        grown += count
+        if results[index] and grown > head:
             result_positions.append(index)
         if total <= token_budget:
             continue
@@ -346,13 +367,15 @@ def prune_tool_outputs(
     keep_recent: int = 3,
     large_output_chars: int = LARGE_OUTPUT_CHARS,
     target_ratio: float = PRUNE_TARGET_RATIO,
+    head_ratio: float = PRUNE_HEAD_RATIO,
 ) -> list[Message]:
     """A new list for the model, with old large tool outputs replaced by a short marker.
 
     The choice is `plan_pruning`'s: nothing while the history never passed `token_budget`;
-    past it, the oldest tool results of at least `large_output_chars` characters (sparing
-    the `keep_recent` most recent ones where it can, the latest always) are replaced, in large steps that bring the
-    estimate down to `target_ratio` of the budget. The input is not mutated.
+    past it, the oldest tool results of at least `large_output_chars` characters after the
+    head (`head_ratio` of the budget; sparing the `keep_recent` most recent ones where it
+    can, the latest always) are replaced, in large steps that bring the estimate down to
+    `target_ratio` of the budget. The input is not mutated.
     """
     tokens = [_message_tokens(m) for m in messages]
     replacements: list[Message | None] = [
@@ -364,6 +387,7 @@ def prune_tool_outputs(
         token_budget=token_budget,
         keep_recent=keep_recent,
         target_ratio=target_ratio,
+        head_ratio=head_ratio,
         is_result=[isinstance(m, dict) and m.get("role") == "tool_result" for m in messages],
     )
     return [replacements[i] if i in chosen else m for i, m in enumerate(messages)]  # type: ignore[misc]

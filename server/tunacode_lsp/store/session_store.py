@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tunacode_lsp.contract.protocol import SessionInfo, Usage
-from tunacode_lsp.core.codec import check_shape, decode, dump_message, encode, load_message
+from tunacode_lsp.core.codec import bulk_decoding, check_shape, decode, dump_message, encode, load_message
 from tunacode_lsp.core.history import clean_history
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.store.document import build_document, parse_document
@@ -615,18 +615,19 @@ def _read_rows(
 ) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     expected = first
-    for seq, body in rows:
-        if seq >= count:
-            raise UnreadableMessageError(session_id, seq, f"beyond message_count {count}")
-        if seq != expected:
-            raise UnreadableMessageError(session_id, expected, "row missing")
-        try:
-            dump = decode(body)
-            check_shape(dump)
-        except MessageFormatError as exc:
-            raise UnreadableMessageError(session_id, seq, str(exc)) from None
-        messages.append(dump)
-        expected += 1
+    with bulk_decoding():
+        for seq, body in rows:
+            if seq >= count:
+                raise UnreadableMessageError(session_id, seq, f"beyond message_count {count}")
+            if seq != expected:
+                raise UnreadableMessageError(session_id, expected, "row missing")
+            try:
+                dump = decode(body)
+                check_shape(dump)
+            except MessageFormatError as exc:
+                raise UnreadableMessageError(session_id, seq, str(exc)) from None
+            messages.append(dump)
+            expected += 1
     if expected != count:
         raise UnreadableMessageError(session_id, expected, "row missing")
     return messages

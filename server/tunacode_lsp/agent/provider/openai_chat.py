@@ -38,6 +38,7 @@ from tinyagent import (
 from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.text_tool_calls import extract_text_tool_calls
+from tunacode_lsp.core.history import PRUNED_MARK_PREFIX
 from tunacode_lsp.tools.limits import MAX_ARGS_BYTES
 
 ERROR_DETAIL_LIMIT = 2000
@@ -154,16 +155,26 @@ def wants_cache_hints(model: OpenAICompatModel) -> bool:
 
 
 def add_cache_hints(messages: list[dict[str, Any]]) -> None:
-    """Mark the system prompt and the last message as cache breakpoints (in place).
+    """Mark the system prompt, the last pruned tool output and the last message as cache
+    breakpoints (in place).
 
     Everything up to a marked block is cached; the next call, which appends to this
-    input, reads it back. Two markers of Anthropic's four: the system prompt (stable for
-    the whole session) and the end of this call's input.
+    input, reads it back. Three markers of Anthropic's four: the system prompt (stable for
+    the whole session), the last pruned output (pruning goes on after it, so the input up
+    to it stays the same through the next pruning step, whose call reads it back instead
+    of nothing: Anthropic looks back only ~20 blocks from a breakpoint), and the end of
+    this call's input.
     """
 
-    for position in {0, len(messages) - 1}:
-        if 0 <= position < len(messages):
+    last_pruned = next((i for i in range(len(messages) - 1, 0, -1) if _is_pruned_output(messages[i])), None)
+    for position in {0, len(messages) - 1, last_pruned}:
+        if position is not None and 0 <= position < len(messages):
             _mark(messages[position])
+
+
+def _is_pruned_output(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return message.get("role") == "tool" and isinstance(content, str) and content.startswith(PRUNED_MARK_PREFIX)
 
 
 def _mark(message: dict[str, Any]) -> None:
@@ -535,12 +546,19 @@ class OpenAIChatStream:
             if self._abort_waiter is None:
                 self._abort_waiter = asyncio.ensure_future(self._signal.wait())
             waiters.add(self._abort_waiter)
+        waited = False
         try:
             await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            waited = True
         finally:
             if not task.done():
                 task.cancel()
                 await asyncio.wait({task})  # let the cancelled read unwind and close the connection
+            if not waited or (self._signal is not None and self._signal.is_set()):
+                # The awaited work may have finished in the same loop turn as the abort or
+                # the caller's cancellation (a response whose headers just arrived): what it
+                # gave is never read, so close it, or its connection stays open.
+                await _close_unclaimed(task)
         if self._signal is not None and self._signal.is_set():
             raise _Aborted()
         if task.cancelled():
@@ -826,6 +844,16 @@ async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
         return await anext(chunks)
     except StopAsyncIteration:
         return None
+
+
+async def _close_unclaimed(task: asyncio.Future[Any]) -> None:
+    """Close what a finished task returned (an httpx.Response) when nobody will read it."""
+
+    if not task.done() or task.cancelled() or task.exception() is not None:
+        return
+    close = getattr(task.result(), "aclose", None)
+    if close is not None:
+        await asyncio.shield(close())
 
 
 def _discard(awaitable: Awaitable[Any]) -> None:

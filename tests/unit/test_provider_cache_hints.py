@@ -1,0 +1,55 @@
+"""Cache breakpoints for Anthropic through OpenRouter: the last pruned tool output is one.
+
+Pruning goes on after the last pruned output, so the input up to it stays the same through
+the next pruning step; a breakpoint there lets that step's call read it from the cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tinyagent import AssistantMessage, Context, SimpleStreamOptions, TextContent, ToolCallContent, ToolResultMessage, UserMessage
+
+from tunacode_lsp.agent.provider.openai_chat import OpenAICompatModel, stream_openai_chat
+from tunacode_lsp.core.history import pruned_marker
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def history(outputs: list[str]) -> list[Any]:
+    messages: list[Any] = [UserMessage(content=[TextContent(text="read them")])]
+    for n, text in enumerate(outputs):
+        messages.append(AssistantMessage(content=[ToolCallContent(id=f"c{n}", name="read_file", arguments={"filepath": f"f{n}"})],
+                                         stop_reason="tool_calls"))
+        messages.append(ToolResultMessage(tool_call_id=f"c{n}", tool_name="read_file", content=[TextContent(text=text)]))
+    return messages
+
+
+def marked(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("cache_control") == EPHEMERAL for b in content)
+
+
+async def test_the_last_pruned_output_is_a_cache_breakpoint(serve) -> None:
+    server = serve([{"text": "ok"}, {"text": "ok"}])
+    outputs = ["full output 0", pruned_marker(8000), pruned_marker(9000), "full output 3", "full output 4"]
+    context = Context(system_prompt="You are helpful.", messages=history(outputs))
+    for provider, model_id in (("openrouter", "anthropic/claude-sonnet-4.5"), ("openai-compatible", "scripted")):
+        model = OpenAICompatModel(provider=provider, id=model_id, base_url=server.chat_url)
+        stream = await stream_openai_chat(model, context, SimpleStreamOptions(api_key="k"))
+        await stream.result()
+    anthropic, plain = (body["messages"] for body in server.requests)
+    flags = [marked(m) for m in anthropic]
+    last_pruned = max(i for i, m in enumerate(plain) if m["role"] == "tool" and m["content"].startswith("[output pruned"))
+    assert [i for i, flag in enumerate(flags) if flag] == [0, last_pruned, len(anthropic) - 1]
+    assert anthropic[last_pruned]["content"] == [{"type": "text", "text": pruned_marker(9000), "cache_control": EPHEMERAL}]
+    assert not any(marked(m) for m in plain)
+
+
+async def test_without_pruned_outputs_two_breakpoints_as_before(serve) -> None:
+    server = serve([{"text": "ok"}])
+    context = Context(system_prompt="You are helpful.", messages=history(["a", "b"]))
+    model = OpenAICompatModel(provider="openrouter", id="anthropic/claude-sonnet-4.5", base_url=server.chat_url)
+    await (await stream_openai_chat(model, context, SimpleStreamOptions(api_key="k"))).result()
+    flags = [marked(m) for m in server.requests[0]["messages"]]
+    assert [i for i, flag in enumerate(flags) if flag] == [0, len(flags) - 1]
