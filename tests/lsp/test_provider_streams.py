@@ -123,3 +123,23 @@ async def test_text_tool_calls_off(lsp, model):
     await lsp.start(init_options=scripted_options(model, textToolCalls="off"))
     result = await lsp.command("tunacode.request", {"prompt": "list"})
     assert result["toolCalls"] == [] and "<tool_call>" in result["text"]
+
+
+async def test_a_lone_surrogate_from_the_model_is_replaced_not_fatal(lsp, model, workspace):
+    """Bug: `"\\ud800"` is valid JSON but no UTF-8: storing the model's message failed and the
+    request ended with an internal error, its answer lost."""
+
+    (workspace / "a.txt").write_text("x\n")
+    model.set_script([
+        {"steps": [{"text": "reading \ud800"}, {"tool_call": {"name": "read_file", "arguments": {"filepath": "a\udc00.txt"}}}]},
+        {"steps": [{"text": "done \udfff!"}]},
+    ])
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "hi"})
+    assert result["stopReason"] == "end_turn", result.get("error")
+    assert result["text"] == "done \ufffd!"
+    stored = await lsp.command("tunacode.session.get", {"sessionId": result["sessionId"]})
+    texts = [b.get("text") for m in stored["messages"] for b in m["content"] if isinstance(b, dict) and b.get("type") == "text"]
+    assert "reading \ufffd" in texts and "done \ufffd!" in texts
+    calls = [b for m in stored["messages"] for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_call"]
+    assert calls[0]["arguments"] == {"filepath": "a\ufffd.txt"}

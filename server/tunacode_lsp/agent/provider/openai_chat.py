@@ -39,6 +39,7 @@ from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.text_tool_calls import extract_text_tool_calls
 from tunacode_lsp.core.history import PRUNED_MARK_PREFIX
+from tunacode_lsp.core.text import loads_text
 from tunacode_lsp.tools.limits import MAX_ARGS_BYTES
 
 ERROR_DETAIL_LIMIT = 2000
@@ -354,7 +355,7 @@ def _parse_arguments(raw: str) -> dict[str, Any] | None:
     if not raw.strip():
         return {}
     try:
-        parsed = json.loads(raw)
+        parsed = loads_text(raw)
     except ValueError:
         return None
     return parsed if isinstance(parsed, dict) else None
@@ -575,7 +576,7 @@ class OpenAIChatStream:
             self._end_blocks()
             return
         try:
-            chunk = json.loads(data)
+            chunk = loads_text(data)
         except ValueError:
             self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
             return

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tunacode_lsp.core.text import loads_text
+
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _LLAMA = re.compile(r"<function=([A-Za-z0-9_.\-]+)>\s*(.*?)\s*</function>", re.S)
 _MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*")
@@ -37,7 +39,7 @@ class TextToolCall:
 def _arguments(value: Any) -> dict[str, Any] | None:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_text(value)
         except ValueError:
             return None
     return value if isinstance(value, dict) else None
@@ -59,7 +61,7 @@ def _calls_from_json(text: str, tools: frozenset[str]) -> list[TextToolCall] | N
     """A JSON object or list of objects, each a call of an offered tool; else None."""
 
     try:
-        value = json.loads(text)
+        value = loads_text(text)
     except ValueError:
         return None
     items = value if isinstance(value, list) else [value]
