@@ -6,13 +6,13 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { ANSWER_COMMAND, Approvals } from "./approvals";
-import { applyUnifiedDiff, reverseUnifiedDiff } from "./diff";
+import { ChangesController } from "./changes";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
 import { needsRestart } from "./settings";
-import type { ApprovalDecision, ChangesResult } from "./protocol";
+import type { ApprovalDecision, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
@@ -36,6 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     onReady: () => {
       panel.dispatch({ type: "server_state", ...tuna.status });
       void refreshModel();
+      void refreshStatus();
       void conversation?.reload();
     },
     onMessage: (message) => void handleWebviewMessage(message),
@@ -44,6 +45,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const convo = conversation;
   convo.restore(context.workspaceState.get<string>(LAST_SESSION));
   const approvals = new Approvals(panel, log);
+  const changes = new ChangesController(tuna, { get currentSessionId() { return convo.currentSessionId; }, get isRunning() { return convo.isRunning; }, resume: (id) => convo.resume(id) }, panel, log);
   tuna.setRequestHandlers({
     approve: (params, token) => approvals.ask(params, token),
     saveDocuments: async ({ uris }) => {
@@ -98,11 +100,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "pick_model":
         return pickModel();
       case "show_changes":
-        return showChanges();
+        return message.requestId ? changes.listRequest(message.requestId) : changes.pickSessionChange();
       case "rewind":
-        return rewind(message.requestId);
+        return changes.rewind(message.requestId);
       case "show_diff":
-        return showDiff(message.path, message.diff);
+        return changes.showDiff(message.path, message.diff, message.status);
+      case "undo_file":
+        return changes.undoFile(message.requestId, message.path, message.status, message.diff);
       case "ready":
         return;
     }
@@ -177,62 +181,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   }
 
-  async function showChanges(): Promise<void> {
-    const sessionId = convo.currentSessionId;
-    if (!sessionId) {
-      void vscode.window.showInformationMessage("TunaCode: no session yet.");
-      return;
-    }
-    let result: ChangesResult;
+  /** MCP servers from `tunacode.status`; polled briefly while one is still starting. */
+  let statusTimer: NodeJS.Timeout | undefined;
+  let statusPolls = 0;
+  async function refreshStatus(poll = false): Promise<void> {
+    clearTimeout(statusTimer);
+    if (!poll) statusPolls = 0;
+    if (tuna.status.state !== "running") return;
     try {
-      result = await tuna.executeCommand<ChangesResult>(Commands.changes, { sessionId });
+      const result = await tuna.executeCommand<StatusResult>(Commands.status, {});
+      panel.dispatch({ type: "mcp_servers", servers: result.mcpServers });
+      const starting = (result.mcpServers ?? []).some((s) => s && s.state === "starting");
+      if (starting && statusPolls++ < 30) statusTimer = setTimeout(() => void refreshStatus(true), 2000);
     } catch (err) {
-      void vscode.window.showInformationMessage(`TunaCode: this server cannot list changes yet (${errorMessage(err)}).`);
-      return;
-    }
-    if (result.files.length === 0) {
-      void vscode.window.showInformationMessage("TunaCode: no changes in this session.");
-      return;
-    }
-    const picked = await vscode.window.showQuickPick(
-      result.files.map((f) => ({ label: f.path, description: f.status, file: f })),
-      { title: `Changes of this session${result.truncated ? " (cut)" : ""}` },
-    );
-    if (!picked) return;
-    await showDiff(picked.file.path, picked.file.diff);
-  }
-
-  /**
-   * An edit's unified diff in VS Code's diff editor: the file as it is now against the file
-   * with the diff reversed (after the edit) or applied (before it, while approval asks).
-   */
-  async function showDiff(file: string, diff: string): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const current = folder && !path.isAbsolute(file) ? vscode.Uri.joinPath(folder, file) : vscode.Uri.file(file);
-    const other = (side: string): vscode.Uri =>
-      vscode.Uri.from({ scheme: BEFORE_SCHEME, path: current.path, query: `${side}&${encodeURIComponent(diff)}` });
-    const text = await readText(current);
-    if (text !== undefined && reverseUnifiedDiff(text, diff) !== undefined) {
-      await vscode.commands.executeCommand("vscode.diff", other("before"), current, `${file} (before ↔ after the edit)`);
-    } else {
-      await vscode.commands.executeCommand("vscode.diff", current, other("after"), `${file} (now ↔ with the edit)`);
-    }
-  }
-
-  async function rewind(requestId?: unknown): Promise<void> {
-    const sessionId = convo.currentSessionId;
-    if (!sessionId || typeof requestId !== "string") return;
-    const choice = await vscode.window.showWarningMessage(
-      "Rewind the session to before this request, restoring the files it changed?",
-      { modal: true },
-      "Rewind",
-    );
-    if (choice !== "Rewind") return;
-    try {
-      await tuna.executeCommand(Commands.sessionRewind, { sessionId, requestId, files: true });
-      await convo.resume(sessionId);
-    } catch (err) {
-      void vscode.window.showErrorMessage(`TunaCode: rewind failed: ${errorMessage(err)}`);
+      log.debug(`tunacode.status: ${errorMessage(err)}`);
     }
   }
 
@@ -278,12 +240,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.registerWebviewViewProvider(VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
     tuna.onStatus((status) => {
       panel.dispatch({ type: "server_state", ...status });
-      if (status.state === "running") void refreshModel();
+      if (status.state === "running") {
+        void refreshModel();
+        void refreshStatus();
+      }
     }),
     approvals,
     convo.onRunning(({ running, message }) => {
       statusBar.update(running, message);
       void vscode.commands.executeCommand("setContext", RUNNING_CONTEXT, running);
+      if (!running) void refreshStatus();
       if (!running && restartWhenIdle) restartForSettings();
     }),
     approvals.onDidChange(() => statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0)),
@@ -303,7 +269,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     tuna.onStatus((status) => {
       if (status.state !== "running") approvals.cancelAll();
     }),
-    vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, { provideTextDocumentContent: beforeContent }),
+    changes,
     vscode.workspace.onDidChangeConfiguration((event) => {
       // Agent settings apply live (the server re-reads them on didChangeConfiguration);
       // only how the server starts needs a new process.
@@ -323,10 +289,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       panel.post({ type: "focus_approval", toolCallId: approvals.waiting[0]?.toolCallId ?? [...awaitingV1][0] });
     }),
     vscode.commands.registerCommand("tunacode.focusPrompt", () => panel.reveal(true)),
-    vscode.commands.registerCommand("tunacode.showChanges", () => showChanges()),
-    vscode.commands.registerCommand("tunacode.rewind", (requestId?: unknown) => rewind(requestId)),
+    vscode.commands.registerCommand("tunacode.showChanges", () => changes.pickSessionChange()),
+    vscode.commands.registerCommand("tunacode.rewind", (requestId?: unknown) =>
+      typeof requestId === "string" ? changes.rewind(requestId) : undefined,
+    ),
     vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
     { dispose: () => clearTimeout(restartTimer) },
+    { dispose: () => clearTimeout(statusTimer) },
     vscode.commands.registerCommand("tunacode.newSession", async () => {
       convo.newSession();
       await panel.reveal();
@@ -379,28 +348,6 @@ function sessionPickItem(session: Session): vscode.QuickPickItem & { session: Se
     session,
   };
 }
-
-/** The "before" side of a change's diff: the diff reversed onto the current file. */
-const BEFORE_SCHEME = "tunacode-before";
-
-async function readText(uri: vscode.Uri): Promise<string | undefined> {
-  try {
-    return new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-  } catch {
-    return undefined;
-  }
-}
-
-/** `before&<diff>`: the file with the diff reversed; `after&<diff>`: with it applied. */
-async function beforeContent(uri: vscode.Uri): Promise<string> {
-  const amp = uri.query.indexOf("&");
-  const side = uri.query.slice(0, amp);
-  const diff = decodeURIComponent(uri.query.slice(amp + 1));
-  const current = (await readText(vscode.Uri.file(uri.path))) ?? "";
-  if (side === "after") return applyUnifiedDiff(current, diff) ?? current;
-  return reverseUnifiedDiff(current, diff) ?? current;
-}
-
 
 function toLspDiagnostic(d: vscode.Diagnostic): object {
   const severity = { 0: 1, 1: 2, 2: 3, 3: 4 }[d.severity] ?? 1;

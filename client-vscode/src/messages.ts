@@ -29,6 +29,7 @@ export type WebviewMessage =
   | { type: "show_output"; requestId?: string; toolCallId: string; name: string }
   | { type: "insert"; text: string }
   | { type: "pick_model" }
-  | { type: "show_changes" }
+  | { type: "show_changes"; requestId?: string }
   | { type: "rewind"; requestId: string }
-  | { type: "show_diff"; path: string; diff: string };
+  | { type: "show_diff"; path: string; diff: string; status?: string }
+  | { type: "undo_file"; requestId: string; path: string; status: string; diff: string };

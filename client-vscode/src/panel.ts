@@ -131,7 +131,7 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
         <button id="stop" type="button" hidden title="Stop the running request (Esc)">Stop</button>
       </div>
     </form>
-    <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><span id="usage"></span></footer>
+    <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><span id="mcp" role="status" hidden></span><span id="usage"></span></footer>
   </div>
   <script nonce="${nonce}" src="${script}"></script>
 </body>

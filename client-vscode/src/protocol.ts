@@ -64,6 +64,28 @@ export interface ChangedFile {
   status: string;
   diff: string;
 }
+export type ChangeStatus = "added" | "modified" | "deleted";
+
+/** `tunacode.status`'s MCP servers (docs/mcp.md). */
+export interface McpServerInfo {
+  name: string;
+  state: "starting" | "ready" | "failed" | "not_allowed";
+  tools: number;
+  error?: string;
+}
+
+export interface StatusResult {
+  version?: string;
+  protocolVersion?: number;
+  activeRequests?: { requestId: string; sessionId: string; startedAt: string }[];
+  mcpServers?: McpServerInfo[];
+}
+
+export interface RewindResult {
+  session: Session;
+  restored: string[];
+}
+
 export interface ChangesResult {
   files: ChangedFile[];
   truncated: boolean;
@@ -82,6 +104,8 @@ export const ErrorCodes = {
   unknownSession: -32001,
   sessionBusy: -32002,
   modelNotUsable: -32003,
+  /** `tunacode.session.rewind`: files changed since the agent wrote them (`data.files`). */
+  rewindConflict: -32004,
   requestCancelled: -32800,
 } as const;
 

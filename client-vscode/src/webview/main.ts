@@ -17,6 +17,7 @@ import {
   fileLink,
   initialState,
   isDenied,
+  mcpSummary,
   isRunning,
   pendingApprovals,
   plural,
@@ -342,20 +343,7 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   status.className = `turn-status status-${turn.status}`;
   const text = STATUS_TEXT[turn.status];
   if (text) status.append(el("span", "turn-status-text", text));
-  if (turn.changedFiles && turn.changedFiles.length > 0 && turn.requestId) {
-    const requestId = turn.requestId;
-    const box = el("div", "turn-changes");
-    box.append(el("span", "turn-changes-text", `${plural(turn.changedFiles.length, "file")} changed`));
-    const review = el("button", "link-button turn-review", "Review");
-    review.type = "button";
-    review.addEventListener("click", () => post({ type: "show_changes" }));
-    const rewind = el("button", "link-button turn-rewind", "Rewind");
-    rewind.type = "button";
-    rewind.title = "Restore the files and the conversation to before this request";
-    rewind.addEventListener("click", () => post({ type: "rewind", requestId }));
-    box.append(" · ", review, " · ", rewind);
-    status.append(box);
-  }
+  if (turn.changedFiles && turn.changedFiles.length > 0 && turn.requestId) status.append(changesBox(turn, turn.requestId));
   if (turn.missedEvents > 0) status.append(el("span", "turn-gap", ` (${turn.missedEvents} updates missed; the final answer is shown)`));
   if (turn.error) {
     const box = el("div", "turn-error");
@@ -364,6 +352,72 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
     if (turn.error.hint) box.append(el("div", "turn-error-hint", turn.error.hint));
     status.append(box);
   }
+}
+
+/** Requests whose Changes list is open (a view choice, not state). */
+const openChanges = new Set<string>();
+
+const CHANGE_MARK: Record<string, string> = { added: "A", modified: "M", deleted: "D" };
+
+/** "2 files changed · Changes · Rewind to before this prompt", and the list when open. */
+function changesBox(turn: Turn, requestId: string): HTMLElement {
+  const box = el("div", "turn-changes");
+  const open = openChanges.has(requestId);
+  box.append(el("span", "turn-changes-text", `${plural(turn.changedFiles?.length ?? 0, "file")} changed`));
+  const toggle = el("button", "link-button turn-review", "Changes");
+  toggle.type = "button";
+  toggle.setAttribute("aria-expanded", String(open));
+  toggle.title = "List the files this request changed, with their diffs";
+  toggle.addEventListener("click", () => {
+    if (openChanges.has(requestId)) openChanges.delete(requestId);
+    else {
+      openChanges.add(requestId);
+      post({ type: "show_changes", requestId });
+    }
+    rerenderTurn(turn.key);
+  });
+  const rewind = el("button", "link-button turn-rewind", "Rewind to before this prompt");
+  rewind.type = "button";
+  rewind.title = "Restore the files this request (and later ones) changed, and cut the conversation back to before it";
+  rewind.disabled = isRunning(state);
+  rewind.addEventListener("click", () => post({ type: "rewind", requestId }));
+  box.append(" · ", toggle, " · ", rewind);
+  if (!open) return box;
+
+  const list = el("ul", "change-list");
+  list.setAttribute("aria-label", "Changed files");
+  const changes = turn.changes;
+  if (!changes) list.append(el("li", "change-empty", "Loading changes…"));
+  else if (changes.error) list.append(el("li", "change-error", changes.error));
+  else if (changes.files.length === 0) list.append(el("li", "change-empty", "No changes recorded for this request."));
+  for (const file of changes?.files ?? []) {
+    const row = el("li", "change-row");
+    row.dataset.path = file.path;
+    row.dataset.status = file.status;
+    if (file.undone) row.dataset.undone = "true";
+    const mark = el("span", `change-mark change-${file.status}`, CHANGE_MARK[file.status] ?? "?");
+    mark.title = file.status;
+    const open = el("button", "link-button change-diff", file.path);
+    open.type = "button";
+    open.title = `Show the diff of ${file.path} (${file.status})`;
+    open.addEventListener("click", () => post({ type: "show_diff", path: file.path, diff: file.diff, status: file.status }));
+    const undo = el("button", "link-button change-undo", file.undone ? "Undone" : "Undo");
+    undo.type = "button";
+    undo.disabled = file.undone === true || isRunning(state);
+    undo.title = `Put ${file.path} back as it was before this request (an editor edit, undoable)`;
+    undo.setAttribute("aria-label", `Undo the change of ${file.path}`);
+    undo.addEventListener("click", () => post({ type: "undo_file", requestId, path: file.path, status: file.status, diff: file.diff }));
+    row.append(mark, " ", open, " ", undo);
+    list.append(row);
+  }
+  if (changes?.truncated) list.append(el("li", "change-note", "The list or a diff was cut: the change is larger."));
+  box.append(list);
+  return box;
+}
+
+function rerenderTurn(key: string): void {
+  const view = turnViews.get(key);
+  if (view) updateTurn(view.el, view.turn);
 }
 
 function itemElement(item: Item, turn: Turn): HTMLElement {
@@ -636,6 +690,12 @@ function renderFooter(): void {
     meter.title = `${formatTokens(state.context.tokens)} of ${formatTokens(state.context.window)} tokens of the model's context window`;
     meter.dataset.level = pct >= 90 ? "high" : pct >= 70 ? "medium" : "low";
   }
+  const mcp = $<HTMLElement>("mcp");
+  const summary = mcpSummary(state.mcpServers);
+  mcp.hidden = !summary;
+  mcp.textContent = summary?.text ?? "";
+  mcp.title = summary?.detail ?? "";
+  if (summary) mcp.dataset.level = summary.level;
   const usage = sessionUsage(state);
   const parts = [`${formatTokens(usage.totalTokens || usage.inputTokens + usage.outputTokens)} tokens`];
   parts.push(`$${usage.cost.toFixed(usage.cost > 0 && usage.cost < 0.01 ? 4 : 2)}`);

@@ -10,6 +10,8 @@
 import type {
   ApprovalDecision,
   ApproveParams,
+  ChangedFile,
+  McpServerInfo,
   PlanItem,
   RequestResult,
   Session,
@@ -88,6 +90,18 @@ export interface Turn {
   ended: boolean;
   /** v2: the files the request changed (RequestResult.changedFiles). */
   changedFiles?: string[];
+  /** The request's changes with their diffs (`tunacode.changes`), once asked for. */
+  changes?: TurnChanges;
+}
+
+/** A request's changed files for the Changes list; `undone` after a per-file Undo. */
+export interface ChangeEntry extends ChangedFile {
+  undone?: boolean;
+}
+export interface TurnChanges {
+  files: ChangeEntry[];
+  truncated: boolean;
+  error?: string;
 }
 
 export type ServerState = "starting" | "running" | "stopped" | "failed";
@@ -117,6 +131,8 @@ export interface ViewState {
   context?: { tokens: number; window: number };
   /** Models from `tunacode.models.list`, for the picker. */
   models?: string[];
+  /** MCP servers from `tunacode.status` (undefined: not known yet, or none configured). */
+  mcpServers?: McpServerInfo[];
 }
 
 export type Action =
@@ -134,7 +150,11 @@ export type Action =
   | { type: "models"; models: string[]; model?: string }
   | { type: "approval_request"; params: ApproveParams }
   | { type: "approval_settled"; requestId: string; toolCallId: string; state: Exclude<ApprovalState, "asking"> }
-  | { type: "dismiss_banner" };
+  | { type: "dismiss_banner" }
+  | { type: "changes"; requestId: string; files: ChangedFile[]; truncated: boolean }
+  | { type: "changes_failed"; requestId: string; message: string }
+  | { type: "file_undone"; requestId: string; path: string }
+  | { type: "mcp_servers"; servers: unknown };
 
 /** Early events kept while waiting for a gap to fill; past this the gap counts as lost. */
 export const MAX_EARLY_EVENTS = 64;
@@ -328,7 +348,76 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return settleApproval(state, action.requestId, action.toolCallId, action.state);
     case "dismiss_banner":
       return { ...state, banner: undefined };
+    case "changes":
+      return withChanges(state, action.requestId, () => ({
+        files: (Array.isArray(action.files) ? action.files : []).filter(isChangedFile).map((f) => ({ ...f })),
+        truncated: action.truncated === true,
+      }));
+    case "changes_failed":
+      return withChanges(state, action.requestId, (old) => ({ files: old?.files ?? [], truncated: old?.truncated ?? false, error: action.message }));
+    case "file_undone":
+      return withChanges(state, action.requestId, (old) =>
+        old ? { ...old, files: old.files.map((f) => (f.path === action.path ? { ...f, undone: true } : f)) } : undefined,
+      );
+    case "mcp_servers":
+      return { ...state, mcpServers: mcpServersFrom(action.servers) };
   }
+}
+
+function isChangedFile(f: unknown): f is ChangedFile {
+  if (!f || typeof f !== "object") return false;
+  const c = f as Record<string, unknown>;
+  return typeof c.path === "string" && typeof c.status === "string" && typeof c.diff === "string";
+}
+
+function withChanges(state: ViewState, requestId: string, make: (old: TurnChanges | undefined) => TurnChanges | undefined): ViewState {
+  const idx = state.turns.findIndex((t) => t.requestId === requestId);
+  if (idx < 0) return state;
+  const turn = state.turns[idx];
+  const changes = make(turn.changes);
+  return changes ? replaceTurn(state, idx, { ...turn, changes }) : state;
+}
+
+const MCP_STATES: ReadonlySet<string> = new Set(["starting", "ready", "failed", "not_allowed"]);
+
+/** `tunacode.status`'s `mcpServers`, checked: unknown states and malformed rows are dropped. */
+export function mcpServersFrom(raw: unknown): McpServerInfo[] | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  const out: McpServerInfo[] = [];
+  for (const s of raw) {
+    if (!s || typeof s !== "object") continue;
+    const r = s as Record<string, unknown>;
+    if (typeof r.name !== "string" || typeof r.state !== "string" || !MCP_STATES.has(r.state)) continue;
+    out.push({
+      name: r.name,
+      state: r.state as McpServerInfo["state"],
+      tools: typeof r.tools === "number" && Number.isFinite(r.tools) ? r.tools : 0,
+      ...(typeof r.error === "string" && r.error ? { error: r.error } : {}),
+    });
+  }
+  return out;
+}
+
+/** One line for the panel: `MCP: 2 ready · 1 failed`; undefined without servers. */
+export function mcpSummary(servers: McpServerInfo[] | undefined): { text: string; level: "ok" | "busy" | "error"; detail: string } | undefined {
+  if (!servers || servers.length === 0) return undefined;
+  const count = (state: McpServerInfo["state"]): number => servers.filter((s) => s.state === state).length;
+  const parts: string[] = [];
+  const labels: [McpServerInfo["state"], string][] = [
+    ["ready", "ready"],
+    ["starting", "starting"],
+    ["failed", "failed"],
+    ["not_allowed", "not allowed"],
+  ];
+  for (const [state, label] of labels) if (count(state) > 0) parts.push(`${count(state)} ${label}`);
+  const level = count("failed") > 0 ? "error" : count("starting") > 0 ? "busy" : "ok";
+  const detail = servers
+    .map((s) => {
+      const what = s.state === "ready" ? `ready, ${plural(s.tools, "tool")}` : s.state.replace("_", " ");
+      return `${s.name}: ${what}${s.error ? ` (${s.error})` : ""}`;
+    })
+    .join("\n");
+  return { text: `MCP: ${parts.join(" · ")}`, level, detail };
 }
 
 /** Feeds many actions; handy for tests and for replaying a log. */
