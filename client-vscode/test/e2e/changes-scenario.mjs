@@ -1,0 +1,145 @@
+// The Changes view in a real VS Code: the agent edits two files through the scripted model;
+// the turn lists them; the Changes list shows a file's diff in VS Code's diff editor; Undo
+// puts one file's bytes back; someone else edits the other; "Rewind to before this prompt"
+// names that file in a conflict, Overwrite restores every file to its exact bytes, and the
+// conversation is cut back. Every file check reads the bytes on disk.
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+/** The workspace's files before the request (b.py has no final newline on purpose). */
+export const CHANGES_FILES = {
+  "a.py": "def add(a, b):\n    return a - b\n\n\nprint(add(1, 2))\n",
+  "b.py": "VALUE = 1\nOTHER = 2",
+};
+const A_AFTER = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))\n";
+const B_AFTER = "VALUE = 10\nOTHER = 2";
+const EDIT_PROMPT = "Fix add() and raise VALUE.";
+
+const editTwoFiles = {
+  turns: [
+    {
+      steps: [
+        { tool_call: { name: "edit_file", arguments: { filepath: "a.py", old_text: "return a - b", new_text: "return a + b" } } },
+        { finish: "tool_calls" },
+      ],
+    },
+    {
+      steps: [
+        { tool_call: { name: "edit_file", arguments: { filepath: "b.py", old_text: "VALUE = 1\n", new_text: "VALUE = 10\n" } } },
+        { finish: "tool_calls" },
+      ],
+    },
+    { steps: [{ text: "Fixed `add` and raised `VALUE`.", chunks: 2 }, { finish: "stop" }] },
+  ],
+};
+
+const PANEL_TITLE = "TunaCode";
+
+export async function runChangesScenario({ context, url, extensionId, modelRoot, artifacts, summary, log, workspace }) {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(20_000);
+  const file = (name) => path.join(workspace, name);
+  const read = (name) => (fs.existsSync(file(name)) ? fs.readFileSync(file(name), "utf8") : null);
+  const shot = async (name) => {
+    const out = path.join(artifacts, `${name}.png`);
+    await page.screenshot({ path: out });
+    summary.screenshots.push(out);
+  };
+  const setScript = async (script) => {
+    const res = await fetch(`${modelRoot}/_scripted/script`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(script),
+    });
+    if (!res.ok) throw new Error(`setting the model's script failed: ${res.status} ${await res.text()}`);
+  };
+  /** Polls the bytes on disk (the extension host writes them, not this process). */
+  const waitForBytes = async (name, expected, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (read(name) !== expected) {
+      if (Date.now() > deadline) throw new Error(`${name} on disk is ${JSON.stringify(read(name))}, expected ${JSON.stringify(expected)}`);
+      await page.waitForTimeout(100);
+    }
+  };
+  const step = async (name, fn) => {
+    const t0 = Date.now();
+    log(`step: ${name}`);
+    try {
+      const detail = await fn();
+      summary.steps.push({ name, ok: true, ms: Date.now() - t0, ...(detail ?? {}) });
+    } catch (err) {
+      summary.steps.push({ name, ok: false, ms: Date.now() - t0, error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
+      await shot(`failure-${summary.steps.length}-${name.replace(/\W+/g, "-")}`).catch(() => undefined);
+      throw err;
+    }
+  };
+  const dialogButton = (label) => page.locator(".monaco-dialog-box").getByRole("button", { name: label, exact: true });
+
+  let panel;
+  await step("open the TunaCode panel", async () => {
+    await page.goto(url);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    const entry = page.locator(`.activitybar a.action-label[aria-label^="${PANEL_TITLE}"]`);
+    await entry.waitFor({ timeout: 60_000 });
+    const item = entry.locator("xpath=ancestor::li[contains(@class, 'action-item')][1]");
+    if (!((await item.getAttribute("class")) ?? "").includes("checked")) await entry.click();
+    panel = page.frameLocator(`iframe.webview[src*="extensionId=${extensionId}"]`).frameLocator("#active-frame");
+    await panel.locator("#prompt").waitFor({ timeout: 60_000 });
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
+  });
+
+  let turn;
+  await step("an agent edit of two files: the turn says 2 files changed", async () => {
+    await setScript(editTwoFiles);
+    const prompt = panel.locator("#prompt");
+    await prompt.fill(EDIT_PROMPT);
+    await prompt.press("Enter");
+    turn = panel.locator("article.turn").last();
+    await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
+    await turn.locator(".turn-changes-text", { hasText: "2 files changed" }).waitFor();
+    await waitForBytes("a.py", A_AFTER);
+    await waitForBytes("b.py", B_AFTER);
+  });
+
+  await step("the Changes list shows a file's diff in VS Code's diff editor", async () => {
+    await turn.locator(".turn-review").click();
+    const row = turn.locator('.change-row[data-path="a.py"][data-status="modified"]');
+    await row.waitFor();
+    await turn.locator('.change-row[data-path="b.py"][data-status="modified"]').waitFor();
+    await row.locator(".change-diff").click();
+    const diffEditor = page.locator(".monaco-diff-editor").first();
+    await diffEditor.waitFor();
+    await page.locator(".tabs-container .tab", { hasText: "a.py (before ↔ after this request)" }).first().waitFor();
+    await diffEditor.locator(".editor.original .view-lines", { hasText: "return a - b" }).waitFor();
+    await diffEditor.locator(".editor.modified .view-lines", { hasText: "return a + b" }).waitFor();
+    await shot("20-changes-list-and-diff");
+  });
+
+  await step("Undo of one file puts its exact bytes back; the other keeps the edit", async () => {
+    const row = turn.locator('.change-row[data-path="a.py"]');
+    await row.locator(".change-undo").click();
+    await row.locator('xpath=self::*[@data-undone="true"]').waitFor();
+    await waitForBytes("a.py", CHANGES_FILES["a.py"]);
+    if (read("b.py") !== B_AFTER) throw new Error(`b.py changed too: ${JSON.stringify(read("b.py"))}`);
+    await shot("21-undo-one-file");
+  });
+
+  await step("Rewind to before this prompt: a conflict names the file, Overwrite restores every byte", async () => {
+    // Someone else edits b.py after the request: the rewind must ask before overwriting it.
+    fs.writeFileSync(file("b.py"), `${B_AFTER}\n# edited by hand\n`);
+    await turn.locator(".turn-rewind").click();
+    await dialogButton("Rewind").click();
+    const conflict = page.locator(".monaco-dialog-box", { hasText: "b.py" });
+    await conflict.waitFor({ timeout: 15_000 });
+    const conflictText = (await conflict.innerText()).replace(/\s+/g, " ");
+    await shot("22-rewind-conflict");
+    await dialogButton("Overwrite").click();
+    await waitForBytes("a.py", CHANGES_FILES["a.py"]);
+    await waitForBytes("b.py", CHANGES_FILES["b.py"]);
+    // The history is cut back to before the prompt: the turn is gone.
+    await panel.locator("article.turn").first().waitFor({ state: "detached", timeout: 15_000 });
+    await page.locator(".notifications-toasts .notification-toast", { hasText: "rewound to before the prompt" }).first().waitFor();
+    await shot("23-rewound");
+    return { conflictText: conflictText.slice(0, 300) };
+  });
+}
