@@ -7,12 +7,13 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ANSWER_COMMAND, Approvals } from "./approvals";
 import { ChangesController } from "./changes";
+import { MAX_CONTEXT_ITEMS, mentionedPaths, mergeContext, selectionItem } from "./context";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
 import { needsRestart } from "./settings";
-import type { ApprovalDecision, StatusResult } from "./protocol";
+import type { ApprovalDecision, ContextItem, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
@@ -68,7 +69,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   async function handleWebviewMessage(message: WebviewMessage): Promise<void> {
     switch (message.type) {
       case "send":
-        return convo.ask(message.prompt);
+        return convo.ask(message.prompt, await withMentions(message.prompt, Array.isArray(message.context) ? message.context : []));
+      case "pick_files":
+        return pickFiles();
       case "stop":
         return convo.stop();
       case "new_session":
@@ -110,6 +113,65 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "ready":
         return;
     }
+  }
+
+  /** `@path` mentions of files that exist in the workspace become `file` context items. */
+  async function withMentions(prompt: string, context: ContextItem[]): Promise<ContextItem[]> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    if (!folder) return context;
+    const mentioned: ContextItem[] = [];
+    for (const p of mentionedPaths(prompt).slice(0, MAX_CONTEXT_ITEMS)) {
+      if (path.isAbsolute(p) || p.split(/[\\/]/).includes("..")) continue;
+      const uri = vscode.Uri.joinPath(folder, p);
+      try {
+        if ((await vscode.workspace.fs.stat(uri)).type & vscode.FileType.File) mentioned.push({ type: "file", uri: uri.toString() });
+      } catch {
+        // not a file of this workspace: left as text
+      }
+    }
+    return mergeContext([...context, ...mentioned]);
+  }
+
+  /** "Add file": a pick of workspace files (the open ones first) to send as context. */
+  async function pickFiles(): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    if (!folder) {
+      void vscode.window.showInformationMessage("TunaCode: open a folder to add its files as context.");
+      return;
+    }
+    const found = await vscode.workspace.findFiles("**/*", "{**/node_modules/**,**/.git/**}", 5000);
+    const open = new Set(vscode.workspace.textDocuments.filter((d) => d.uri.scheme === "file").map((d) => d.uri.toString()));
+    const items = found
+      .map((uri) => ({ label: vscode.workspace.asRelativePath(uri, false), uri, open: open.has(uri.toString()) }))
+      .sort((a, b) => Number(b.open) - Number(a.open) || a.label.localeCompare(b.label))
+      .map((f) => ({ label: f.label, description: f.open ? "open" : undefined, uri: f.uri }));
+    const picked = await vscode.window.showQuickPick(items, { title: "Add files as context", canPickMany: true, matchOnDescription: true });
+    for (const p of picked ?? []) panel.dispatch({ type: "attach", item: { type: "file", uri: p.uri.toString() } });
+    await panel.reveal(true);
+  }
+
+  /** "Ask about Selection": the selection (or the whole file) as context, then the prompt. */
+  async function askAboutSelection(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      void vscode.window.showInformationMessage("TunaCode: select some code in an editor first.");
+      return;
+    }
+    const doc = editor.document;
+    if (doc.uri.scheme !== "file" || !vscode.workspace.getWorkspaceFolder(doc.uri)) {
+      void vscode.window.showInformationMessage("TunaCode: only files of this workspace can be sent as context.");
+      return;
+    }
+    const selections = editor.selections.filter((s) => !s.isEmpty);
+    if (selections.length === 0) panel.dispatch({ type: "attach", item: { type: "file", uri: doc.uri.toString() } });
+    for (const sel of selections.slice(0, MAX_CONTEXT_ITEMS)) {
+      const range = {
+        start: { line: sel.start.line, character: sel.start.character },
+        end: { line: sel.end.line, character: sel.end.character },
+      };
+      panel.dispatch({ type: "attach", item: selectionItem(doc.uri.toString(), range, doc.getText(sel)) });
+    }
+    await panel.reveal(true);
   }
 
   async function openFile(file: string, line?: number): Promise<void> {
@@ -294,6 +356,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       typeof requestId === "string" ? changes.rewind(requestId) : undefined,
     ),
     vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
+    vscode.commands.registerCommand("tunacode.askAboutSelection", () => askAboutSelection()),
+    vscode.commands.registerCommand("tunacode.addFiles", () => pickFiles()),
     { dispose: () => clearTimeout(restartTimer) },
     { dispose: () => clearTimeout(statusTimer) },
     vscode.commands.registerCommand("tunacode.newSession", async () => {

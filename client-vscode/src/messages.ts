@@ -3,7 +3,7 @@
  * The host forwards server traffic as reducer actions; the webview sends what the person did.
  */
 
-import type { ApprovalDecision } from "./protocol";
+import type { ApprovalDecision, ContextItem } from "./protocol";
 import type { Action, BannerAction } from "./webview/state";
 
 /** Host -> webview. */
@@ -16,7 +16,8 @@ export type HostMessage =
 /** Webview -> host. */
 export type WebviewMessage =
   | { type: "ready" }
-  | { type: "send"; prompt: string }
+  | { type: "send"; prompt: string; context?: ContextItem[] }
+  | { type: "pick_files" }
   | { type: "stop" }
   | { type: "new_session" }
   | { type: "list_sessions" }

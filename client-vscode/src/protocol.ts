@@ -135,11 +135,25 @@ export interface Session {
   busy?: boolean;
 }
 
+/** LSP's range: 0-based lines, characters in UTF-16 code units. */
+export interface LspRange {
+  start: { line: number; character: number };
+  end: { line: number; character: number };
+}
+
+/** `tunacode.request`'s context items (docs/protocol.md, "Context from the editor"). */
+export type ContextItem =
+  | { type: "file"; uri: string }
+  | { type: "selection"; uri: string; range: LspRange; text?: string }
+  | { type: "diagnostic"; uri: string; range: LspRange; message: string; severity?: number; source?: string; code?: string | number }
+  | { type: "image"; mimeType: string; data: string };
+
 export interface RequestParams {
   prompt: string;
   sessionId?: string;
   model?: string;
   maxTurns?: number;
+  context?: ContextItem[];
 }
 
 export interface RequestResult {

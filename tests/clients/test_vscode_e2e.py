@@ -134,7 +134,8 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
         "the Changes list shows a file's diff in VS Code's diff editor",
         "Undo of one file puts its exact bytes back; the other keeps the edit",
         "Rewind to before this prompt: a conflict names the file, Overwrite restores every byte",
+        "Ask about Selection from the editor's context menu sends the selection and an @file mention",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
-    assert "b.py" in summary["steps"][-1]["conflictText"], report
-    assert len(summary["screenshots"]) == 4, report
+    assert "b.py" in summary["steps"][-2]["conflictText"], report
+    assert len(summary["screenshots"]) == 5, report

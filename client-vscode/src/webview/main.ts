@@ -27,6 +27,7 @@ import {
   toolFilePath,
 } from "./state";
 import type { ApprovalDecision } from "../protocol";
+import { IMAGE_TYPES, MAX_IMAGE_BYTES } from "../context";
 
 declare function acquireVsCodeApi(): {
   postMessage(message: WebviewMessage): void;
@@ -81,7 +82,8 @@ function send(): void {
   historyIndex = history.length;
   draft = "";
   vscode.setState({ history });
-  post({ type: "send", prompt });
+  const context = state.attachments.map((a) => a.item);
+  post(context.length > 0 ? { type: "send", prompt, context } : { type: "send", prompt });
 }
 
 function walkHistory(step: -1 | 1): boolean {
@@ -142,6 +144,33 @@ $<HTMLFormElement>("composer").addEventListener("submit", (e) => {
 });
 stopButton.addEventListener("click", stop);
 $<HTMLButtonElement>("model").addEventListener("click", () => post({ type: "pick_model" }));
+$<HTMLButtonElement>("add-file").addEventListener("click", () => post({ type: "pick_files" }));
+
+// An image pasted into the prompt goes with it as an `image` context item.
+promptBox.addEventListener("paste", (e) => {
+  const files = Array.from(e.clipboardData?.items ?? [])
+    .filter((i) => i.kind === "file")
+    .map((i) => i.getAsFile())
+    .filter((f): f is File => f !== null);
+  if (files.length === 0) return;
+  e.preventDefault();
+  for (const file of files) void attachImage(file);
+});
+
+async function attachImage(file: File): Promise<void> {
+  if (!IMAGE_TYPES.has(file.type)) {
+    dispatch({ type: "server_state", state: state.server, message: `Only PNG, JPEG, GIF and WebP images can be added (not ${file.type || "this file"}).` });
+    return;
+  }
+  if (file.size > MAX_IMAGE_BYTES) {
+    dispatch({ type: "server_state", state: state.server, message: `The image is too large (${Math.round(file.size / 1024 / 1024)} MB; at most 5 MB).` });
+    return;
+  }
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  dispatch({ type: "attach", item: { type: "image", mimeType: file.type, data: btoa(binary) } });
+}
 $<HTMLButtonElement>("new-session").addEventListener("click", () => post({ type: "new_session" }));
 sessionsButton.addEventListener("click", () => setSessionsOpen(!sessionsOpen));
 
@@ -211,6 +240,7 @@ function render(): void {
   stopButton.hidden = !running;
   sendButton.hidden = running;
   renderBanner();
+  renderAttachments();
   renderSessions();
   renderConversation();
   renderPlan();
@@ -233,6 +263,32 @@ function renderBanner(): void {
     button.addEventListener("click", () => post({ type: "banner_action", action }));
     bannerBox.append(button);
   }
+}
+
+let renderedAttachments: ViewState["attachments"] | undefined;
+
+function renderAttachments(): void {
+  if (state.attachments === renderedAttachments) return;
+  renderedAttachments = state.attachments;
+  const box = $<HTMLUListElement>("attachments");
+  box.hidden = state.attachments.length === 0;
+  box.replaceChildren(
+    ...state.attachments.map((a) => {
+      const chip = el("li", "attachment");
+      chip.dataset.type = a.item.type;
+      chip.title = a.item.type === "image" ? a.label : "uri" in a.item ? a.item.uri : a.label;
+      chip.append(el("span", "attachment-label", a.label));
+      const remove = el("button", "link-button attachment-remove", "×");
+      remove.type = "button";
+      remove.setAttribute("aria-label", `Remove ${a.label} from the context`);
+      remove.addEventListener("click", () => {
+        dispatch({ type: "detach", key: a.key });
+        promptBox.focus();
+      });
+      chip.append(remove);
+      return chip;
+    }),
+  );
 }
 
 function renderSessions(): void {
@@ -330,6 +386,12 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   if (turn.replayed) article.dataset.replayed = "true";
   const promptText = article.querySelector(".user-prompt-text") as HTMLElement;
   if (promptText.textContent !== turn.prompt) promptText.textContent = turn.prompt;
+  if (turn.context && turn.context.length > 0 && !article.querySelector(".prompt-context")) {
+    const list = el("ul", "prompt-context");
+    list.setAttribute("aria-label", "Context sent");
+    for (const label of turn.context) list.append(el("li", "prompt-context-item", label));
+    promptText.after(list);
+  }
 
   const itemsBox = article.querySelector(".turn-items") as HTMLElement;
   const elements = turn.items.map((item) => itemElement(item, turn));

@@ -11,6 +11,7 @@ import type {
   ApprovalDecision,
   ApproveParams,
   ChangedFile,
+  ContextItem,
   McpServerInfo,
   PlanItem,
   RequestResult,
@@ -21,6 +22,7 @@ import type {
   TunaEvent,
   Usage,
 } from "../protocol";
+import { contextLabel, mergeContext } from "../context";
 
 export interface TextItem {
   kind: "text";
@@ -92,6 +94,15 @@ export interface Turn {
   changedFiles?: string[];
   /** The request's changes with their diffs (`tunacode.changes`), once asked for. */
   changes?: TurnChanges;
+  /** Labels of the context items sent with the prompt (selection, files, images). */
+  context?: string[];
+}
+
+/** A context item waiting to go with the next prompt (a chip above the prompt box). */
+export interface Attachment {
+  key: string;
+  label: string;
+  item: ContextItem;
 }
 
 /** A request's changed files for the Changes list; `undone` after a per-file Undo. */
@@ -133,10 +144,14 @@ export interface ViewState {
   models?: string[];
   /** MCP servers from `tunacode.status` (undefined: not known yet, or none configured). */
   mcpServers?: McpServerInfo[];
+  /** Context for the next prompt. */
+  attachments: Attachment[];
 }
 
 export type Action =
-  | { type: "prompt_sent"; prompt: string }
+  | { type: "prompt_sent"; prompt: string; context?: string[] }
+  | { type: "attach"; item: ContextItem }
+  | { type: "detach"; key: string }
   | { type: "event"; event: TunaEvent }
   | { type: "request_done"; result: RequestResult }
   | { type: "request_failed"; message: string; code?: number }
@@ -176,6 +191,7 @@ export function initialState(): ViewState {
     sessionsLoaded: false,
     server: "starting",
     nextKey: 1,
+    attachments: [],
   };
 }
 
@@ -294,7 +310,12 @@ export function hintForError(code: number | undefined, message: string): string 
 export function reduce(state: ViewState, action: Action): ViewState {
   switch (action.type) {
     case "prompt_sent": {
-      const next = pushTurn(state, action.prompt);
+      let next = pushTurn(state, action.prompt);
+      if (action.context && action.context.length > 0) {
+        const idx = next.turns.length - 1;
+        next = replaceTurn(next, idx, { ...next.turns[idx], context: action.context.slice() });
+      }
+      if (next.attachments.length > 0) next = { ...next, attachments: [] };
       // A new session is known by its first prompt until the server's title arrives.
       return next.sessionId === undefined && !next.title ? { ...next, title: firstLine(action.prompt) } : next;
     }
@@ -348,6 +369,14 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return settleApproval(state, action.requestId, action.toolCallId, action.state);
     case "dismiss_banner":
       return { ...state, banner: undefined };
+    case "attach": {
+      const merged = mergeContext([...state.attachments.map((a) => a.item), action.item]);
+      if (merged.length === state.attachments.length) return state; // a duplicate, or full
+      const attachment: Attachment = { key: `c${state.nextKey}`, label: contextLabel(action.item), item: action.item };
+      return { ...state, attachments: [...state.attachments, attachment], nextKey: state.nextKey + 1 };
+    }
+    case "detach":
+      return { ...state, attachments: state.attachments.filter((a) => a.key !== action.key) };
     case "changes":
       return withChanges(state, action.requestId, () => ({
         files: (Array.isArray(action.files) ? action.files : []).filter(isChangedFile).map((f) => ({ ...f })),

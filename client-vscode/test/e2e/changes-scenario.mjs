@@ -33,6 +33,9 @@ const editTwoFiles = {
   ],
 };
 
+const CONTEXT_PROMPT = "What does this do? Compare with @b.py";
+const explain = { turns: [{ steps: [{ text: "It adds two numbers.", chunks: 1 }, { finish: "stop" }] }] };
+
 const PANEL_TITLE = "TunaCode";
 
 export async function runChangesScenario({ context, url, extensionId, modelRoot, artifacts, summary, log, workspace }) {
@@ -141,5 +144,44 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     await page.locator(".notifications-toasts .notification-toast", { hasText: "rewound to before the prompt" }).first().waitFor();
     await shot("23-rewound");
     return { conflictText: conflictText.slice(0, 300) };
+  });
+
+  await step("Ask about Selection from the editor's context menu sends the selection and an @file mention", async () => {
+    // Close the diff editor, open a.py and select its first two lines.
+    await page.keyboard.press("F1");
+    await page.locator(".quick-input-widget input").fill(">View: Close All Editors");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "View: Close All Editors" }).first().click();
+    await page.locator(".monaco-diff-editor").first().waitFor({ state: "detached" });
+    await page.keyboard.press("Control+P");
+    await page.locator(".quick-input-widget input").fill("a.py");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "a.py" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const editor = page.locator(".editor-instance .monaco-editor", { hasText: "def add" }).first();
+    await editor.locator(".view-lines", { hasText: "def add" }).waitFor();
+    await editor.locator(".view-line", { hasText: "def add" }).click();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+End");
+    await editor.locator(".view-line", { hasText: "return a - b" }).click({ button: "right", position: { x: 20, y: 5 } });
+    await page.locator(".context-view .action-label", { hasText: "Ask about Selection" }).first().click();
+    const chip = panel.locator("#attachments .attachment", { hasText: "a.py:1-2" });
+    await chip.waitFor();
+    await setScript(explain);
+    const before = (await (await fetch(`${modelRoot}/_scripted/requests`)).json()).length;
+    const prompt = panel.locator("#prompt");
+    await prompt.fill(CONTEXT_PROMPT);
+    await prompt.press("Enter");
+    const turn = panel.locator("article.turn").last();
+    await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
+    await turn.locator(".prompt-context-item", { hasText: "a.py:1-2" }).waitFor();
+    await turn.locator(".prompt-context-item", { hasText: "b.py" }).waitFor();
+    if ((await panel.locator("#attachments .attachment").count()) !== 0) throw new Error("the chips stayed after sending");
+    const requests = await (await fetch(`${modelRoot}/_scripted/requests`)).json();
+    if (requests.length !== before + 1) throw new Error(`${requests.length - before} model requests, expected 1`);
+    const sent = JSON.stringify(requests[requests.length - 1].messages);
+    for (const expected of ["Context from the editor:", "Selection in a.py, lines 1-2", "def add(a, b):", "File b.py", "OTHER = 2", CONTEXT_PROMPT]) {
+      if (!sent.includes(JSON.stringify(expected).slice(1, -1))) throw new Error(`the model did not get ${JSON.stringify(expected)}: ${sent.slice(0, 600)}`);
+    }
+    await shot("24-ask-about-selection");
   });
 }
