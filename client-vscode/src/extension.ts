@@ -357,6 +357,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ),
     vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
     vscode.commands.registerCommand("tunacode.askAboutSelection", () => askAboutSelection()),
+    // The server's code actions (lightbulb "TunaCode: Fix" / "TunaCode: Explain") run
+    // `tunacode.request {prompt, context}`: the panel gets the context as chips and the
+    // prompt to edit, instead of a request started unseen (docs/protocol.md, Code actions).
+    vscode.commands.registerCommand(Commands.request, async (arg?: unknown) => {
+      const { prompt, context } = (arg && typeof arg === "object" ? arg : {}) as { prompt?: unknown; context?: unknown };
+      for (const item of Array.isArray(context) ? context : []) {
+        if (item && typeof item === "object" && typeof (item as { type?: unknown }).type === "string") {
+          panel.dispatch({ type: "attach", item: item as ContextItem });
+        }
+      }
+      await panel.reveal(false);
+      panel.post({ type: "focus_prompt", text: typeof prompt === "string" ? prompt : undefined });
+    }),
     vscode.commands.registerCommand("tunacode.addFiles", () => pickFiles()),
     { dispose: () => clearTimeout(restartTimer) },
     { dispose: () => clearTimeout(statusTimer) },

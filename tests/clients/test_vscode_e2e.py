@@ -135,7 +135,9 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
         "Undo of one file puts its exact bytes back; the other keeps the edit",
         "Rewind to before this prompt: a conflict names the file, Overwrite restores every byte",
         "Ask about Selection from the editor's context menu sends the selection and an @file mention",
+        "the lightbulb's TunaCode: Explain puts the prompt and the selection in the panel to edit",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
-    assert "b.py" in summary["steps"][-2]["conflictText"], report
-    assert len(summary["screenshots"]) == 5, report
+    assert "b.py" in summary["steps"][4]["conflictText"], report
+    assert summary["steps"][6]["prompt"].startswith("Explain"), report
+    assert len(summary["screenshots"]) == 6, report

@@ -184,4 +184,25 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     }
     await shot("24-ask-about-selection");
   });
+
+  await step("the lightbulb's TunaCode: Explain puts the prompt and the selection in the panel to edit", async () => {
+    const editor = page.locator(".editor-instance .monaco-editor", { hasText: "def add" }).first();
+    await editor.locator(".view-line", { hasText: "return a - b" }).click();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+End");
+    await page.keyboard.press("Control+.");
+    await page.getByText("TunaCode: Explain", { exact: true }).first().click();
+    await panel.locator("#attachments .attachment", { hasText: "a.py:1-2" }).waitFor();
+    const prompt = panel.locator("#prompt");
+    const deadline = Date.now() + 10_000;
+    while (!(await prompt.inputValue()).startsWith("Explain")) {
+      if (Date.now() > deadline) throw new Error(`the prompt is ${JSON.stringify(await prompt.inputValue())}`);
+      await page.waitForTimeout(100);
+    }
+    const turns = await panel.locator("article.turn").count();
+    if (turns !== 1) throw new Error(`a request started by itself: ${turns} turns`);
+    await shot("25-code-action-explain");
+    return { prompt: await prompt.inputValue() };
+  });
 }
