@@ -136,8 +136,10 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
         "Rewind to before this prompt: a conflict names the file, Overwrite restores every byte",
         "Ask about Selection from the editor's context menu sends the selection and an @file mention",
         "the lightbulb's TunaCode: Explain puts the prompt and the selection in the panel to edit",
+        "Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image becomes a chip",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
     assert "b.py" in summary["steps"][4]["conflictText"], report
     assert summary["steps"][6]["prompt"].startswith("Explain"), report
-    assert len(summary["screenshots"]) == 6, report
+    assert summary["steps"][7]["tabOrder"][-1] == "prompt", report
+    assert len(summary["screenshots"]) == 7, report

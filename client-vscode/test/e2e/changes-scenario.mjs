@@ -34,7 +34,7 @@ const editTwoFiles = {
 };
 
 const CONTEXT_PROMPT = "What does this do? Compare with @b.py";
-const explain = { turns: [{ steps: [{ text: "It adds two numbers.", chunks: 1 }, { finish: "stop" }] }] };
+const explain = { turns: [{ steps: [{ text: "It adds two numbers: see [a.py line 2](a.py#L2).", chunks: 1 }, { finish: "stop" }] }] };
 
 const PANEL_TITLE = "TunaCode";
 
@@ -204,5 +204,34 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     if (turns !== 1) throw new Error(`a request started by itself: ${turns} turns`);
     await shot("25-code-action-explain");
     return { prompt: await prompt.inputValue() };
+  });
+
+  await step("Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image becomes a chip", async () => {
+    await panel.locator("#new-session").focus();
+    const walked = [];
+    for (let i = 0; i < 8; i++) {
+      await page.keyboard.press("Tab");
+      const where = await panel.locator("body").evaluate(() => {
+        const a = document.activeElement;
+        return { id: a?.id ?? "", inConversation: !!a?.closest("#conversation"), text: (a?.textContent ?? "").slice(0, 30) };
+      });
+      walked.push(where.id || where.text);
+      if (where.inConversation) throw new Error(`Tab reached the conversation before the prompt: ${JSON.stringify(walked)}`);
+      if (where.id === "prompt") break;
+    }
+    if (walked[walked.length - 1] !== "prompt") throw new Error(`Tab never reached the prompt: ${JSON.stringify(walked)}`);
+    // Paste a PNG into the prompt (a real ClipboardEvent with a File in its DataTransfer).
+    await panel.locator("#prompt").evaluate((box) => {
+      const png = Uint8Array.from(atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="), (c) => c.charCodeAt(0));
+      const data = new DataTransfer();
+      data.items.add(new File([png], "dot.png", { type: "image/png" }));
+      box.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    });
+    const chip = panel.locator('#attachments .attachment[data-type="image"]', { hasText: "image/png" });
+    await chip.waitFor();
+    await shot("26-tab-order-and-pasted-image");
+    await chip.locator(".attachment-remove").click();
+    await chip.waitFor({ state: "detached" });
+    return { tabOrder: walked };
   });
 }
