@@ -163,7 +163,11 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     await page.keyboard.press("Shift+ArrowDown");
     await page.keyboard.press("Shift+End");
     await editor.locator(".view-line", { hasText: "return a - b" }).click({ button: "right", position: { x: 20, y: 5 } });
-    await page.locator(".context-view .action-label", { hasText: "Ask about Selection" }).first().click();
+    const item = page.getByRole("menuitem", { name: /Ask about Selection/ });
+    await item.waitFor();
+    await item.hover();
+    await item.click();
+    await page.locator(".context-view .monaco-menu").waitFor({ state: "detached" });
     const chip = panel.locator("#attachments .attachment", { hasText: "a.py:1-2" });
     await chip.waitFor();
     await setScript(explain);
@@ -233,5 +237,16 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     await chip.locator(".attachment-remove").click();
     await chip.waitFor({ state: "detached" });
     return { tabOrder: walked };
+  });
+
+  await step("the footer shows the MCP servers' state from tunacode.status", async () => {
+    const mcp = panel.locator("#mcp");
+    await mcp.locator('xpath=self::*[@data-level="error"]').waitFor({ timeout: 30_000 });
+    const text = (await mcp.innerText()).trim();
+    const detail = (await mcp.getAttribute("title")) ?? "";
+    if (text !== "MCP: 1 ready · 1 failed") throw new Error(`the MCP line says ${JSON.stringify(text)}`);
+    if (!/^demo: ready, \d+ tools$/m.test(detail) || !/^broken: failed/m.test(detail)) throw new Error(`the MCP details say ${JSON.stringify(detail)}`);
+    await shot("27-mcp-status");
+    return { mcp: text, mcpDetail: detail };
   });
 }

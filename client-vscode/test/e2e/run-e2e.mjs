@@ -96,6 +96,15 @@ async function main() {
     fs.writeFileSync(path.join(dirs.workspace, "hello.txt"), "hello from the e2e workspace\n");
     if (opts.scenario === "changes") {
       for (const [name, bytes] of Object.entries(CHANGES_FILES)) fs.writeFileSync(path.join(dirs.workspace, name), bytes);
+      // Two MCP servers for the footer's status line: the tests' demo server (ready) and a
+      // command that does not exist (failed). approval "auto" lets workspace servers start.
+      const mcp = {
+        mcpServers: {
+          demo: { command: python, args: [path.join(REPO, "tests/mcp/demo_server.py")], env: { NOTES_DIR: tmp } },
+          broken: { command: path.join(tmp, "no-such-mcp-server") },
+        },
+      };
+      fs.writeFileSync(path.join(dirs.workspace, ".mcp.json"), JSON.stringify(mcp, null, 2));
     } else if (opts.scenario !== "main") {
       throw new Error(`unknown --scenario ${opts.scenario} (main or changes)`);
     }
