@@ -11,9 +11,11 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
+import { isInsidePath } from "./context";
 import { applyUnifiedDiff, reverseUnifiedDiff } from "./diff";
 import { type ChangesResult, Commands, ErrorCodes, type RewindResult } from "./protocol";
 import { type TunaServer, errorMessage } from "./server";
+import type { HostMessage } from "./messages";
 import type { Action } from "./webview/state";
 
 /** Read-only documents for the sides of a diff that exist nowhere on disk. */
@@ -35,7 +37,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
   constructor(
     private readonly server: TunaServer,
     private readonly host: ChangesHost,
-    private readonly view: { dispatch(action: Action): void },
+    private readonly view: { dispatch(action: Action): void; post(message: HostMessage): void },
     private readonly log: vscode.LogOutputChannel,
   ) {
     this.registration = vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, this);
@@ -94,6 +96,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
    */
   async showDiff(file: string, diff: string, status?: string): Promise<void> {
     const uri = this.resolve(file);
+    if (!uri) return;
     const name = path.basename(file);
     const current = await readText(uri);
     if (status === "deleted" || (status !== undefined && current === undefined)) {
@@ -129,6 +132,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
    */
   async undoFile(requestId: string, file: string, status: string, diff: string): Promise<void> {
     const uri = this.resolve(file);
+    if (!uri) return;
     const current = await readText(uri);
     const changedSince = (): void =>
       void vscode.window.showWarningMessage(
@@ -174,7 +178,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
   }
 
   /** "Rewind to before this prompt": files and history; a conflict asks before forcing. */
-  async rewind(requestId: string): Promise<void> {
+  async rewind(requestId: string, prompt?: string): Promise<void> {
     const sessionId = this.host.currentSessionId;
     if (!sessionId) return;
     if (this.host.isRunning) {
@@ -214,15 +218,21 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
     }
     this.log.info(`Rewound session ${sessionId} to before ${requestId}: restored ${JSON.stringify(result.restored)}`);
     await this.host.resume(sessionId);
+    if (prompt) this.view.post({ type: "restore_prompt", text: prompt });
     const n = result.restored.length;
     void vscode.window.showInformationMessage(
       `TunaCode: rewound to before the prompt${n > 0 ? `; ${n === 1 ? "1 file" : `${n} files`} restored` : ""}.`,
     );
   }
 
-  private resolve(file: string): vscode.Uri {
+  /** A changed file's URI; undefined for a path that is not inside the workspace folder. */
+  private resolve(file: string): vscode.Uri | undefined {
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    return path.isAbsolute(file) || !folder ? vscode.Uri.file(file) : vscode.Uri.joinPath(folder, file);
+    if (!folder || !isInsidePath(file)) {
+      void vscode.window.showWarningMessage(`TunaCode: ${file} is not a path inside this workspace.`);
+      return undefined;
+    }
+    return vscode.Uri.joinPath(folder, file);
   }
 
   private virtual(file: string, text: string): vscode.Uri {

@@ -81,3 +81,13 @@ export function mergeContext(items: ContextItem[]): ContextItem[] {
   }
   return out.slice(0, MAX_CONTEXT_ITEMS);
 }
+
+/**
+ * A relative path that stays inside its folder: not absolute (`/x`, `C:\\x`, `\\\\server`), no
+ * `..` segment, no NUL. Paths from the server (changed files) and from `@mentions` pass
+ * this before the extension reads or writes them.
+ */
+export function isInsidePath(file: string): boolean {
+  if (!file || file.includes("\0") || /^([\\/]|[a-zA-Z]:)/.test(file)) return false;
+  return !file.split(/[\\/]/).some((part) => part === "..");
+}

@@ -7,13 +7,13 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ANSWER_COMMAND, Approvals } from "./approvals";
 import { ChangesController } from "./changes";
-import { MAX_CONTEXT_ITEMS, mentionedPaths, mergeContext, selectionItem } from "./context";
+import { MAX_CONTEXT_ITEMS, isInsidePath, mentionedPaths, mergeContext, selectionItem } from "./context";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
 import { needsRestart } from "./settings";
-import type { ApprovalDecision, ContextItem, StatusResult } from "./protocol";
+import type { ApprovalDecision, ContextItem, LspRange, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
@@ -105,7 +105,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "show_changes":
         return message.requestId ? changes.listRequest(message.requestId) : changes.pickSessionChange();
       case "rewind":
-        return changes.rewind(message.requestId);
+        return changes.rewind(message.requestId, message.prompt);
       case "show_diff":
         return changes.showDiff(message.path, message.diff, message.status);
       case "undo_file":
@@ -121,7 +121,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (!folder) return context;
     const mentioned: ContextItem[] = [];
     for (const p of mentionedPaths(prompt).slice(0, MAX_CONTEXT_ITEMS)) {
-      if (path.isAbsolute(p) || p.split(/[\\/]/).includes("..")) continue;
+      if (!isInsidePath(p)) continue;
       const uri = vscode.Uri.joinPath(folder, p);
       try {
         if ((await vscode.workspace.fs.stat(uri)).type & vscode.FileType.File) mentioned.push({ type: "file", uri: uri.toString() });
@@ -170,6 +170,26 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         end: { line: sel.end.line, character: sel.end.character },
       };
       panel.dispatch({ type: "attach", item: selectionItem(doc.uri.toString(), range, doc.getText(sel)) });
+    }
+    // The errors the editor shows in the selection go along (at most 20).
+    const diagnostics = vscode.languages
+      .getDiagnostics(doc.uri)
+      .filter((d) => selections.some((sel) => sel.intersection(d.range) !== undefined))
+      .slice(0, 20);
+    for (const d of diagnostics) {
+      const lsp = toLspDiagnostic(d);
+      panel.dispatch({
+        type: "attach",
+        item: {
+          type: "diagnostic",
+          uri: doc.uri.toString(),
+          range: lsp.range,
+          message: d.message.slice(0, 4000),
+          severity: lsp.severity,
+          ...(lsp.source ? { source: lsp.source } : {}),
+          ...(lsp.code !== undefined ? { code: lsp.code } : {}),
+        },
+      });
     }
     await panel.reveal(true);
   }
@@ -426,7 +446,7 @@ function sessionPickItem(session: Session): vscode.QuickPickItem & { session: Se
   };
 }
 
-function toLspDiagnostic(d: vscode.Diagnostic): object {
+function toLspDiagnostic(d: vscode.Diagnostic): { range: LspRange; severity: number; code?: string | number; source?: string; message: string } {
   const severity = { 0: 1, 1: 2, 2: 3, 3: 4 }[d.severity] ?? 1;
   const code = typeof d.code === "object" && d.code !== null ? d.code.value : d.code;
   return {

@@ -11,7 +11,9 @@ export type HostMessage =
   | { type: "action"; action: Action }
   | { type: "focus_prompt"; text?: string }
   | { type: "show_sessions" }
-  | { type: "focus_approval"; toolCallId?: string };
+  | { type: "focus_approval"; toolCallId?: string }
+  /** After a rewind: the prompt back in the box, unless the person is typing another. */
+  | { type: "restore_prompt"; text: string };
 
 /** Webview -> host. */
 export type WebviewMessage =
@@ -31,6 +33,6 @@ export type WebviewMessage =
   | { type: "insert"; text: string }
   | { type: "pick_model" }
   | { type: "show_changes"; requestId?: string }
-  | { type: "rewind"; requestId: string }
+  | { type: "rewind"; requestId: string; prompt?: string }
   | { type: "show_diff"; path: string; diff: string; status?: string }
   | { type: "undo_file"; requestId: string; path: string; status: string; diff: string };

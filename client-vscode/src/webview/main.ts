@@ -204,6 +204,10 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "focus_approval":
       focusApproval(message.toolCallId);
       break;
+    case "restore_prompt":
+      if (!promptBox.value.trim()) promptBox.value = message.text;
+      promptBox.focus();
+      break;
   }
 });
 
@@ -425,7 +429,9 @@ const CHANGE_MARK: Record<string, string> = { added: "A", modified: "M", deleted
 function changesBox(turn: Turn, requestId: string): HTMLElement {
   const box = el("div", "turn-changes");
   const open = openChanges.has(requestId);
-  box.append(el("span", "turn-changes-text", `${plural(turn.changedFiles?.length ?? 0, "file")} changed`));
+  const count = el("span", "turn-changes-text", `${plural(turn.changedFiles?.length ?? 0, "file")} changed`);
+  count.title = (turn.changedFiles ?? []).slice(0, 50).join("\n");
+  box.append(count);
   const toggle = el("button", "link-button turn-review", "Changes");
   toggle.type = "button";
   toggle.setAttribute("aria-expanded", String(open));
@@ -442,7 +448,7 @@ function changesBox(turn: Turn, requestId: string): HTMLElement {
   rewind.type = "button";
   rewind.title = "Restore the files this request (and later ones) changed, and cut the conversation back to before it";
   rewind.disabled = isRunning(state);
-  rewind.addEventListener("click", () => post({ type: "rewind", requestId }));
+  rewind.addEventListener("click", () => post({ type: "rewind", requestId, prompt: turn.prompt }));
   box.append(" · ", toggle, " · ", rewind);
   if (!open) return box;
 

@@ -142,6 +142,9 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     // The history is cut back to before the prompt: the turn is gone.
     await panel.locator("article.turn").first().waitFor({ state: "detached", timeout: 15_000 });
     await page.locator(".notifications-toasts .notification-toast", { hasText: "rewound to before the prompt" }).first().waitFor();
+    // The rewound prompt is back in the box, to edit and send again.
+    const restored = await panel.locator("#prompt").inputValue();
+    if (restored !== EDIT_PROMPT) throw new Error(`the prompt box holds ${JSON.stringify(restored)} after the rewind`);
     await shot("23-rewound");
     return { conflictText: conflictText.slice(0, 300) };
   });

@@ -75,3 +75,13 @@ describe("attachments in the panel", () => {
     assert.equal(s.turns[0].context, undefined);
   });
 });
+
+describe("paths inside the workspace", async () => {
+  const { isInsidePath } = await import("../../out/test/context.mjs");
+  it("accepts relative paths and refuses escapes", () => {
+    for (const ok of ["a.py", "src/a.py", "src\\a.py", "a..b.py", ".hidden/x"]) assert.equal(isInsidePath(ok), true, ok);
+    for (const bad of ["", "/etc/passwd", "../x", "src/../../x", "src\\..\\x", "C:\\x", "c:x", "\\\\server\\share", "a\0b"]) {
+      assert.equal(isInsidePath(bad), false, JSON.stringify(bad));
+    }
+  });
+});
