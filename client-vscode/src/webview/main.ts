@@ -16,6 +16,7 @@ import {
   diffLines,
   fileLink,
   initialState,
+  isBufferOnly,
   isDenied,
   mcpSummary,
   isRunning,
@@ -476,6 +477,11 @@ function changesBox(turn: Turn, requestId: string): HTMLElement {
     undo.setAttribute("aria-label", `Undo the change of ${file.path}`);
     undo.addEventListener("click", () => post({ type: "undo_file", requestId, path: file.path, status: file.status, diff: file.diff }));
     row.append(mark, " ", open, " ", undo);
+    if (isBufferOnly(file.diff)) {
+      const note = el("span", "change-note change-unsaved", "unsaved");
+      note.title = "The agent's edit is in the editor's buffer only (the document had unsaved changes of yours)";
+      row.append(" ", note);
+    }
     list.append(row);
   }
   if (changes?.truncated) list.append(el("li", "change-note", "The list or a diff was cut: the change is larger."));

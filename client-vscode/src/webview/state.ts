@@ -407,6 +407,13 @@ function withChanges(state: ViewState, requestId: string, make: (old: TurnChange
   return changes ? replaceTurn(state, idx, { ...turn, changes }) : state;
 }
 
+/** The server's mark on a change that lives only in an editor buffer (not on disk). */
+export const BUFFER_ONLY_MARK = "(in the editor's buffer, not saved)";
+
+export function isBufferOnly(diff: string): boolean {
+  return diff.trimEnd().endsWith(BUFFER_ONLY_MARK);
+}
+
 const MCP_STATES: ReadonlySet<string> = new Set(["starting", "ready", "failed", "not_allowed"]);
 
 /** `tunacode.status`'s `mcpServers`, checked: unknown states and malformed rows are dropped. */

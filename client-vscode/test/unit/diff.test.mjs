@@ -100,3 +100,13 @@ describe("unified diffs both ways, against git", { skip: !hasGit && "git is not 
     assert.equal(reverseUnifiedDiff("x", "Binary files a/x.png and b/x.png differ"), undefined);
   });
 });
+
+describe("a change that lives only in an editor buffer", async () => {
+  const { isBufferOnly } = await import("../../out/test/state.mjs");
+  const diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n(in the editor's buffer, not saved)";
+  it("is marked, and its diff still reverses onto the buffer's text", () => {
+    assert.equal(isBufferOnly(diff), true);
+    assert.equal(isBufferOnly("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b"), false);
+    assert.equal(reverseUnifiedDiff("x = 1\ny = 3\n", diff), "x = 1\ny = 2\n");
+  });
+});
