@@ -90,6 +90,9 @@ async def test_rich_clients_get_tunacode_approve_with_the_diff(lsp, model, works
     [params] = asked
     get = (lambda k: params[k]) if isinstance(params, dict) else (lambda k: getattr(params, k))
     assert get("tool") == "edit_file" and get("detailKind") == "diff" and "-old" in get("detail") and "+new" in get("detail")
+    # one summary for the call: the approval's is the tool_call event's (no "edit edit a.txt" in a card)
+    [event] = [e for e in lsp.events if e["type"] == "tool_call"]
+    assert get("summary") == event["summary"] == "a.txt"
     assert lsp.approvals.prompts == []  # no showMessageRequest for a rich client
     assert (workspace / "a.txt").read_text() == "new\n"
 

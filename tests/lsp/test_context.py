@@ -41,7 +41,7 @@ async def test_each_context_item_reaches_the_model(lsp, model, workspace):
 
     await lsp.command("tunacode.request", {"prompt": "Look at this", "context": [{"type": "file", "uri": uri}]})
     text = _user_text(model)
-    assert "File calc.py (7 lines)" in text and "return a - b" in text and text.endswith("Look at this")
+    assert "File calc.py (6 lines)" in text and "return a - b" in text and text.endswith("Look at this")
 
     await lsp.command("tunacode.request", {
         "prompt": "Why?",

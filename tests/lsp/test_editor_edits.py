@@ -156,3 +156,42 @@ async def test_a_document_the_user_changed_meanwhile_is_planned_again(lsp, model
     await lsp.command("tunacode.request", {"prompt": "fix"})
     assert len(editor.edits) == 2  # the first, against version 1, was refused; the second applied
     assert editor.docs[uri][0] == "def add(a, b):\n    return a + b\n# unsaved\n# the user typed this\n"
+
+
+async def _rewind_error(lsp, args: dict) -> tuple[int, Any]:
+    try:
+        await lsp.command("tunacode.session.rewind", args)
+    except Exception as exc:  # noqa: BLE001 - the JSON-RPC error the server answered
+        return getattr(exc, "code", None), getattr(exc, "data", None)
+    raise AssertionError("the rewind succeeded")
+
+
+async def test_an_edit_left_in_a_buffer_with_unsaved_changes_is_listed_and_rewound(lsp, model, workspace):
+    """Bug: an edit that went only into the buffer (it held the user's unsaved change) was
+    invisible to checkpoints: changedFiles [], and a rewind left it in the buffer."""
+
+    (workspace / "calc.py").write_text(CALC)
+    editor = await _start(lsp, model, workspace, [EDIT, DONE, EDIT, DONE], rich=True)
+    mine = CALC + "# an unsaved line of the user's\n"
+    uri = editor.open("calc.py", mine)
+    result = await lsp.command("tunacode.request", {"prompt": "fix"})
+    assert result["changedFiles"] == ["calc.py"]
+    agents = "def add(a, b):\n    return a + b\n# an unsaved line of the user's\n"
+    assert editor.docs[uri][0] == agents
+    changes = await lsp.command("tunacode.changes", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    [changed] = changes["files"]
+    assert changed["path"] == "calc.py" and "-    return a - b" in changed["diff"] and "+    return a + b" in changed["diff"]
+
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert rewound["restored"] == ["calc.py"]
+    assert editor.docs[uri][0] == mine  # the agent's edit is gone, the user's unsaved line stays
+    assert (workspace / "calc.py").read_text() == CALC and editor.saves == []  # nothing saved behind their back
+
+    # the user types after a second agent edit: a conflict, unless forced
+    again = await lsp.command("tunacode.request", {"prompt": "fix", "sessionId": result["sessionId"]})
+    editor.change(uri, editor.docs[uri][0] + "# typed later\n")
+    code, data = await _rewind_error(lsp, {"sessionId": again["sessionId"], "requestId": again["requestId"]})
+    assert code == -32004 and data == {"files": ["calc.py"]}
+    assert editor.docs[uri][0] == agents + "# typed later\n"  # nothing taken back
+    await lsp.command("tunacode.session.rewind", {"sessionId": again["sessionId"], "requestId": again["requestId"], "force": True})
+    assert editor.docs[uri][0] == mine

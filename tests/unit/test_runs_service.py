@@ -14,8 +14,7 @@ from tunacode_lsp.agent import runs as runs_module
 from tunacode_lsp.agent.config import ServerOptions
 from tunacode_lsp.agent.runs import RunService
 from tunacode_lsp.contract.errors import CommandError
-from tunacode_lsp.contract.protocol import RequestEnd, RequestParams
-from tunacode_lsp.store.records import SessionRecord
+from tunacode_lsp.contract.protocol import RequestEnd, RequestParams, SessionInfo, Usage
 
 
 class FakeSessions:
@@ -24,16 +23,17 @@ class FakeSessions:
     def __init__(self) -> None:
         self.messages: dict[str, list[dict[str, Any]]] = {}
         self.leases: dict[str, str] = {}
-        self.records: dict[str, SessionRecord] = {}
+        self.records: dict[str, SessionInfo] = {}
 
-    def _record(self, session_id: str) -> SessionRecord:
-        return SessionRecord(session_id=session_id, title="", cwd="/", project_id="p", model="",
-                             created_at="2026-01-01T00:00:00.000Z", modified_at="2026-01-01T00:00:00.000Z", message_count=0)
+    def _record(self, session_id: str) -> SessionInfo:
+        return SessionInfo(session_id=session_id, title="", cwd="/", project_id="p", model="",
+                             created_at="2026-01-01T00:00:00.000Z", modified_at="2026-01-01T00:00:00.000Z", message_count=0,
+                           usage=Usage(), busy=False)
 
-    async def get(self, session_id: str) -> SessionRecord | None:
+    async def get(self, session_id: str) -> SessionInfo | None:
         return self.records.get(session_id)
 
-    async def create(self, *, cwd: str, model: str, title: str = "") -> SessionRecord:
+    async def create(self, *, cwd: str, model: str, title: str = "") -> SessionInfo:
         sid = f"s{len(self.records) + 1}"
         self.records[sid] = self._record(sid)
         self.messages[sid] = []

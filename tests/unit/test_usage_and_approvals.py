@@ -35,22 +35,22 @@ def test_approval_views(tmp_path):
     (tmp_path / "a.py").write_text("a\nb\n")
     ledger = LineRefLedger()
     view = approval_view("bash", {"command": "make test", "cwd": "sub"}, tmp_path, ledger)
-    assert (view.summary, view.detail, view.detail_kind) == ("run make test (in sub)", "make test", "command")
+    assert (view.headline, view.detail, view.detail_kind) == ("run make test (in sub)", "make test", "command")
     padded = "echo hi" + " " * 400 + "; touch HIDDEN"
     view = approval_view("bash", {"command": padded}, tmp_path, ledger)
-    assert view.detail == padded and "[400 blanks]; touch HIDDEN" in view.summary  # never cut, padding visible
+    assert view.detail == padded and "[400 blanks]; touch HIDDEN" in view.headline  # never cut, padding visible
     with pytest.raises(ToolError, match="characters long"):
         approval_view("bash", {"command": "x" * 5000}, tmp_path, ledger)
 
     view = approval_view("write_file", {"filepath": "n.py", "content": "x\ny\n"}, tmp_path, ledger)
-    assert view.summary == "create n.py (2 lines)" and "+x\n+y" in view.detail and view.digest
+    assert view.headline == "create n.py (2 lines)" and "+x\n+y" in view.detail and view.digest
 
     for args in (
         {"filepath": "a.py", "edits": [{"old_text": "a", "new_text": "b\nc"}]},
         {"filepath": "a.py", "edits": '[{"old_text": "a", "new_text": "b\\nc"}]'},  # edits as a JSON string
     ):
         view = approval_view("edit_file", args, tmp_path, ledger)
-        assert view.summary == "edit a.py: 1 change (-1 +2 lines)", args
+        assert view.headline == "edit a.py: 1 change (-1 +2 lines)", args
         assert {"-a", "+c"} <= set(view.detail.splitlines()) and view.detail_kind == "diff"
-    assert approval_view("edit_file", {"filepath": "a.py", "old_text": "a\nb", "new_text": ""}, tmp_path, ledger).summary == \
+    assert approval_view("edit_file", {"filepath": "a.py", "old_text": "a\nb", "new_text": ""}, tmp_path, ledger).headline == \
         "edit a.py: 1 change (-2 +1 lines)"  # the real diff: an empty line is left

@@ -28,7 +28,7 @@ MAX_ARGUMENTS_SHOWN = 20_000
 
 @dataclass(frozen=True)
 class ApprovalView:
-    summary: str  # one line
+    headline: str  # what will happen, one line (`run npm test`): plain clients' message, denials
     detail: str  # the full command, the diff, or the JSON arguments
     detail_kind: str  # command | diff | arguments
     truncated: bool = False

@@ -22,6 +22,7 @@ request) counts as that request's change: the snapshots see files, not authors.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import logging
 import os
 from collections.abc import Callable
@@ -48,6 +49,7 @@ from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import data_dir, project_id_for
 from tunacode_lsp.store.records import RequestCheckpointRecord
+from tunacode_lsp.tools.documents import BufferEdit, DocumentOverlay
 
 if TYPE_CHECKING:
     from tunacode_lsp.agent.runs import RunService
@@ -85,17 +87,59 @@ class RequestCheckpoints:
     repo: ShadowRepo | None
     before: str = ""
     notices: list[str] = field(default_factory=list)
+    taking: asyncio.Future[str] | None = None  # the 'before' snapshot, taken while the model starts
+    _settling: asyncio.Future[list[str]] | None = None
+    _told: bool = False
 
-    async def step(self) -> None:
-        """Before a shell command: a snapshot, kept as the request's latest 'after'."""
+    async def _settle(self) -> list[str]:
+        if self.taking is None:
+            return []
+        try:
+            self.before = await self.taking
+        except CheckpointError as exc:
+            assert self.repo is not None
+            if isinstance(exc, CheckpointsOff):
+                self.service.turn_off(str(self.repo.root), str(exc))
+            log.warning("checkpoint before %s failed: %s", self.request_id, exc)
+            return [f"Checkpoints are off for this request ({exc}): its changes cannot be listed or rewound."]
+        await self._save(before=self.before)
+        return []
 
-        tree = await self.service.snapshot(self.repo)
-        if tree:
-            await self._save(after=tree)
+    async def ready(self) -> list[str]:
+        """Wait for the 'before' snapshot; the first caller gets the notices to tell the user
+        when it failed. Cancelling the wait does not cancel the snapshot."""
 
-    async def finish(self) -> list[str] | None:
-        """After the request: its last snapshot; the files it changed (None: unknown)."""
+        if self._settling is None:
+            self._settling = asyncio.ensure_future(self._settle())
+        notices = await asyncio.shield(self._settling)
+        if self._told:
+            return []
+        self._told = True
+        return notices
 
+    async def step(self, snapshot: bool) -> list[str]:
+        """Before a tool that changes files: the 'before' snapshot is taken; before a shell command
+        (`snapshot`) also a new one, kept as the request's latest 'after'. Returns notices."""
+
+        notices = await self.ready()
+        if snapshot and self.before:
+            tree = await self.service.snapshot(self.repo)
+            if tree:
+                await self._save(after=tree)
+        return notices
+
+    async def finish(self, buffer_edits: list[BufferEdit] | None = None) -> list[str] | None:
+        """After the request: its last snapshot; the files it changed, on disk or only in an
+        editor's buffer (None: unknown)."""
+
+        await self.ready()
+        in_buffers = self.service.remember_buffer_edits(self.session_id, self.request_id, buffer_edits or [])
+        on_disk = await self._disk_changes()
+        if on_disk is None and not in_buffers:
+            return None
+        return sorted({*(on_disk or []), *in_buffers})
+
+    async def _disk_changes(self) -> list[str] | None:
         if self.repo is None or not self.before:
             return None
         after = await self.service.snapshot(self.repo)
@@ -124,6 +168,8 @@ class Checkpoints:
         self._folder = folder or (lambda: data_dir() / "checkpoints")
         self._repos: dict[str, ShadowRepo] = {}
         self._off: dict[str, str] = {}  # workspace -> why checkpoints are off in this process
+        # (session, request) -> its edits that live only in an editor's buffer (this process only)
+        self._buffer_edits: dict[tuple[str, str], list[BufferEdit]] = {}
         self._said: set[str] = set()  # notices given once per process
 
     def repo(self, root: Path) -> ShadowRepo:
@@ -151,7 +197,7 @@ class Checkpoints:
     # ------------------------------------------------------------ a request
 
     async def begin(self, session_id: str, request_id: str, root: Path) -> RequestCheckpoints:
-        """Note the request and take its 'before' snapshot (before its prompt is stored)."""
+        """Note the request (where its messages start) and start its 'before' snapshot."""
 
         sessions = self._sessions()
         real = os.path.realpath(root)
@@ -168,19 +214,37 @@ class Checkpoints:
                 self._said.add("checkpoints_off")
                 checkpoint.notices.append(f"Checkpoints are off in this workspace ({self._off[real]}): changes cannot be listed or rewound.")
             return checkpoint
-        try:
-            checkpoint.before = await asyncio.to_thread(repo.snapshot)
-        except CheckpointError as exc:
-            if isinstance(exc, CheckpointsOff):
-                self._off[real] = str(exc)
-                self._said.add("checkpoints_off")
-            checkpoint.notices.append(
-                f"Checkpoints are off for this request ({exc}): its changes cannot be listed or rewound."
-            )
-            log.warning("checkpoint before %s failed: %s", request_id, exc)
-            return checkpoint
-        await checkpoint._save(before=checkpoint.before)
+        # not awaited here: the request starts (and the model is called) meanwhile; every tool that
+        # changes files waits for it (RequestCheckpoints.step)
+        checkpoint.taking = asyncio.ensure_future(asyncio.to_thread(repo.snapshot))
+        checkpoint.taking.add_done_callback(lambda f: f.cancelled() or f.exception())  # a request that fails never asks
         return checkpoint
+
+    def remember_buffer_edits(self, session_id: str, request_id: str, edits: list[BufferEdit]) -> list[str]:
+        """Keep a request's buffer-only edits for changes and rewind; their paths for the result."""
+
+        if not edits:
+            return []
+        self._buffer_edits[(session_id, request_id)] = list(edits)
+        root = self._repos_root_of(edits[0].real_path)
+        return sorted({_relative(edit.real_path, root) for edit in edits})
+
+    def _repos_root_of(self, path: Path) -> Path | None:
+        return next((repo.root for repo in self._repos.values() if path.is_relative_to(repo.root)), None)
+
+    def _buffer_edits_of(self, session_id: str, request_ids: list[str]) -> dict[Path, tuple[str, str]]:
+        """Per file: its text before the first of these requests' buffer edits and after the last."""
+
+        spans: dict[Path, tuple[str, str]] = {}
+        for request_id in request_ids:
+            for edit in self._buffer_edits.get((session_id, request_id), []):
+                first = spans.get(edit.real_path, (edit.old_text, edit.new_text))[0]
+                spans[edit.real_path] = (first, edit.new_text)
+        return spans
+
+    def turn_off(self, real: str, why: str) -> None:
+        self._off[real] = why
+        self._said.add("checkpoints_off")
 
     def warm(self, root: Path) -> None:
         """Take a snapshot now (on a worker thread, at start-up): the first one of a workspace
@@ -199,10 +263,16 @@ class Checkpoints:
         if await self._sessions().get(params.session_id) is None:
             raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
         running = {p.request_id for p in runs.pending() if p.session_id == params.session_id}
-        return await self.changes(params.session_id, params.request_id, root, running=running)
+        result = await self.changes(params.session_id, params.request_id, root, running=running)
+        if params.request_id is not None:
+            ids = [params.request_id]
+        else:
+            ids = [row.request_id for row in await self._sessions().request_checkpoints(params.session_id)]
+        return _with_buffer_edits(result, self._buffer_edits_of(params.session_id, ids), Path(os.path.realpath(root)))
 
     async def rewind_command(
-        self, runs: RunService, params: RewindParams, root: Path, *, open_text: OpenText | None = None
+        self, runs: RunService, params: RewindParams, root: Path, *, open_text: OpenText | None = None,
+        documents: DocumentOverlay | None = None,
     ) -> RewindResult:
         """`tunacode.session.rewind`: files first (nothing is cut when they cannot be restored),
         then the history; the session is held (here and in the store) throughout."""
@@ -217,10 +287,18 @@ class Checkpoints:
                 raise CommandError(SESSION_BUSY, f"session {session_id} is busy with a request; stop it first")
             try:
                 rows = await sessions.request_checkpoints(session_id)
-                self._find(rows, params.request_id, session_id)
+                index = self._find(rows, params.request_id, session_id)
+                later = [row.request_id for row in rows[index:]]
                 restored: list[str] = []
                 if params.files:
+                    buffers = self._buffer_edits_of(session_id, later)
+                    unsafe = _buffer_conflicts(buffers, root, documents)
+                    if unsafe and not params.force:
+                        raise _conflict(unsafe)
                     restored = await self.rewind_files(session_id, params.request_id, root, force=params.force, open_text=open_text)
+                    restored = sorted({*restored, *await _undo_buffer_edits(buffers, root, documents)})
+                for request_id in later:
+                    self._buffer_edits.pop((session_id, request_id), None)
                 record = await sessions.rewind(session_id, params.request_id)
             finally:
                 await sessions.release(session_id, owner)
@@ -344,14 +422,7 @@ class Checkpoints:
                 if open_text is not None:
                     conflicts.update(path for path in touched if _unsaved(repo.root / path, open_text))
                 if conflicts and not force:
-                    names = sorted(_wire_path(p) for p in conflicts)
-                    listed = ", ".join(names[:MAX_CONFLICTS_NAMED]) + (f" and {len(names) - MAX_CONFLICTS_NAMED} more" if len(names) > MAX_CONFLICTS_NAMED else "")
-                    raise CommandError(
-                        CHANGED_SINCE,
-                        f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "
-                        "else, or unsaved in the editor); nothing was restored. Rewind with force to overwrite.",
-                        {"files": names},
-                    )
+                    raise _conflict(sorted(_wire_path(p) for p in conflicts))
                 if not touched:
                     return []
                 return [_wire_path(p) for p in repo.restore(rows[0].before_tree, sorted(touched))]
@@ -369,3 +440,72 @@ def _unsaved(path: Path, open_text: OpenText) -> bool:
         return path.read_bytes() != text.encode("utf-8", "surrogateescape")
     except OSError:
         return True
+
+
+def _conflict(names: list[str]) -> CommandError:
+    listed = ", ".join(names[:MAX_CONFLICTS_NAMED]) + (
+        f" and {len(names) - MAX_CONFLICTS_NAMED} more" if len(names) > MAX_CONFLICTS_NAMED else "")
+    return CommandError(
+        CHANGED_SINCE,
+        f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "
+        "else, or unsaved in the editor); nothing was restored. Rewind with force to overwrite.",
+        {"files": names},
+    )
+
+
+def _relative(path: Path, root: Path | None) -> str:
+    if root is not None and path.is_relative_to(root):
+        return _wire_path(path.relative_to(root).as_posix())
+    return _wire_path(str(path))
+
+
+def _buffer_conflicts(buffers: dict[Path, tuple[str, str]], root: Path, documents: DocumentOverlay | None) -> list[str]:
+    """Buffer-only edits whose document no longer shows the agent's text (the user typed since)."""
+
+    real_root = Path(os.path.realpath(root))
+    found = []
+    for path, (_, agents) in buffers.items():
+        now = documents.text(path) if documents is not None else None
+        if now is not None and now != agents:
+            found.append(_relative(path, real_root))
+    return sorted(found)
+
+
+async def _undo_buffer_edits(buffers: dict[Path, tuple[str, str]], root: Path, documents: DocumentOverlay | None) -> list[str]:
+    """Give each edited buffer its text from before the agent's edits, through the editor (the
+    user's unsaved changes stay). A document closed since is left alone: its buffer, and the
+    edit in it, are gone, unless it was saved, which the disk checkpoints then hold."""
+
+    real_root = Path(os.path.realpath(root))
+    undone = []
+    for path, (before, _) in buffers.items():
+        now = documents.text(path) if documents is not None else None
+        if now is None or now == before or documents is None:
+            continue
+        try:
+            await documents.apply(path, now, before)
+        except Exception as exc:  # noqa: BLE001 - StaleDocument, a refusal: say which file
+            raise CommandError(CHECKPOINTS_UNAVAILABLE, f"the editor did not take back the edit of {_relative(path, real_root)}: "
+                               f"{exc or type(exc).__name__}; the files on disk were restored") from None
+        undone.append(_relative(path, real_root))
+    return undone
+
+
+def _with_buffer_edits(result: ChangesResult, buffers: dict[Path, tuple[str, str]], real_root: Path) -> ChangesResult:
+    """Add the edits that live only in editors' buffers (the disk never saw them)."""
+
+    listed = {f.path for f in result.files}
+    added = []
+    for path, (before, after) in buffers.items():
+        shown_path = _relative(path, real_root)
+        if shown_path in listed or before == after:
+            continue
+        diff = "".join(difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown_path}", f"b/{shown_path}", n=3,
+        ))
+        cut, truncated = _cut(diff.rstrip("\n"), MAX_DIFF_CHARS)
+        added.append(ChangedFile(shown_path, "modified", cut + "\n(in the editor's buffer, not saved)"))
+        result.truncated |= truncated
+    if added:
+        result.files = sorted([*result.files, *added], key=lambda f: f.path)
+    return result

@@ -176,8 +176,9 @@ def _fence(text: str) -> str:
 def _file_block(shown_path: str, text: str, limit: int) -> str:
     body, note = _cut(text, limit)
     fence = _fence(body)
-    lines = text.count("\n") + 1
-    return f"File {shown_path} ({lines} lines):\n{fence}\n{body}\n{fence}{note}"
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)  # a final newline ends a line
+    end = "" if body.endswith("\n") else "\n"
+    return f"File {shown_path} ({lines} line{'' if lines == 1 else 's'}):\n{fence}\n{body}{end}{fence}{note}"
 
 
 def _selection_block(shown_path: str, rng: Range, text: str, limit: int) -> str:

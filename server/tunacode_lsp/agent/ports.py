@@ -27,11 +27,12 @@ ApprovalDecision = Literal["allow", "allow_session", "deny"]
 class ApprovalRequest:
     tool_call_id: str
     tool_name: str
-    summary: str  # one line: what will happen
+    summary: str  # one line, the same as the tool_call event's (tools.summarize_args)
     args: dict[str, Any]
     detail: str = ""  # exactly what will run: the whole command, the diff, or the arguments
     detail_kind: str = "arguments"  # command | diff | arguments
     truncated: bool = False  # the diff was cut (commands never are)
+    headline: str = ""  # what will happen, as a phrase (`run npm test`, `edit a.py: 1 change ...`)
 
 
 class AgentSink(Protocol):
@@ -82,4 +83,5 @@ class RequestSpec:
     extra_changing_tools: frozenset[str] = frozenset()  # those of them that need approval
     start_notices: list[str] = field(default_factory=list)  # said right after request_start
     documents: DocumentOverlay | None = None  # the editor's open documents (edits go through it)
-    checkpoint: Callable[[], Awaitable[None]] | None = None  # snapshot the workspace (before a shell command)
+    # before a tool that changes files (True: a shell command, snapshot again); returns notices
+    checkpoint: Callable[[bool], Awaitable[list[str]]] | None = None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tunacode_lsp.contract.protocol import FINAL_TOOL_STATUSES, Event, ToolCallEvent, ToolCallSummary, ToolCallUpdate
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools import summarize_args
 
 PREVIEW_CHARS = 400
@@ -29,7 +30,7 @@ ARG_DEPTH = 6
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def bounded_args(value: Any, depth: int = 0) -> Any:

@@ -50,7 +50,7 @@ from tunacode_lsp.core.history import (
 )
 from tunacode_lsp.core.redact import Redactor, process_redactor
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import CHANGING_TOOLS, build_tools
+from tunacode_lsp.tools import CHANGING_TOOLS, build_tools, summarize_args
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ EMPTY_RESPONSE_NUDGE = (
 )
 ABORT_GRACE_SECONDS = 5.0
 TOOL_STOP_GRACE_SECONDS = 0.5
+CHECKPOINT_NOTICE_WAIT = 2.0  # seconds the end of a request waits for its 'before' snapshot
 
 
 def new_request_id() -> str:
@@ -311,8 +312,10 @@ class RequestRun:
                     raise ToolCancelled("cancelled before it started")
                 self.registry.start(tool_call_id, tool.name, args)
                 try:
-                    if self.spec.checkpoint is not None and (tool.name == "bash" or tool.name in self.spec.extra_changing_tools):
-                        await self.spec.checkpoint()  # the workspace before a command (agent/checkpoints.py)
+                    shell = tool.name == "bash" or tool.name in self.spec.extra_changing_tools
+                    if self.spec.checkpoint is not None and (shell or tool.name in CHANGING_TOOLS):
+                        for notice in await self.spec.checkpoint(shell):  # the workspace before (agent/checkpoints.py)
+                            self.sink.emit(Notice(notice))
                     result = await self._run_abortable(inner(tool_call_id, args, self.abort_signal, on_update))
                 except BaseException as exc:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
@@ -395,14 +398,14 @@ class RequestRun:
             )
         except ToolError as exc:
             return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
-        summary = view.summary
+        summary = view.headline
         if approval == "read-only":
             self.registry.mark_denied(call_id, name, args)
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
-        decision = await self._ask(
-            ApprovalRequest(call_id, name, summary, args, view.detail, view.detail_kind, view.truncated)
-        )
+        decision = await self._ask(ApprovalRequest(
+            call_id, name, summarize_args(name, args), args, view.detail, view.detail_kind, view.truncated, summary,
+        ))
         if decision == "allow_session":
             self.spec.session_allowed_tools.add(name)
         if decision in ("allow", "allow_session"):
@@ -477,6 +480,12 @@ class RequestRun:
             if state.last_stop_reason == "length":
                 self.sink.emit(Notice("The model stopped at its output token limit; the answer may be cut short."))
 
+        if self.spec.checkpoint is not None and self.abort_reason is None:  # an abort answers at once
+            try:  # a request that ran no changing tool still hears that its checkpoint failed
+                for notice in await asyncio.wait_for(self.spec.checkpoint(False), CHECKPOINT_NOTICE_WAIT):
+                    self.sink.emit(Notice(notice))
+            except TimeoutError:
+                pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
         return redactor.value(RequestResult(

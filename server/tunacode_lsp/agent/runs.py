@@ -349,7 +349,7 @@ class RunService:
             started = time.monotonic()
             try:
                 result = await run.run()
-                result.changed_files = await checkpoint.finish()
+                result.changed_files = await checkpoint.finish(documents.buffer_edits() if documents is not None else [])
             finally:
                 await sessions.release(session_id, owner)  # never waits on the client
                 try:

@@ -17,6 +17,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
+
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import SESSION_BUSY, ParamsError, SessionInfo, Usage
 from tunacode_lsp.core.history import clean_history
@@ -24,7 +26,7 @@ from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.store.errors import SessionBusy
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import project_id_for
-from tunacode_lsp.store.records import RequestCheckpointRecord, SessionRecord
+from tunacode_lsp.store.records import RequestCheckpointRecord
 from tunacode_lsp.store.session_state import compacted_view
 
 if TYPE_CHECKING:
@@ -39,19 +41,9 @@ MAX_TITLE_CHARS = 1_000
 MAX_PATH_BYTES = 4_096  # PATH_MAX on Linux
 
 
-def session_info(record: SessionRecord, *, busy: bool | None = None) -> SessionInfo:
-    return SessionInfo(
-        session_id=record.session_id,
-        title=record.title,
-        cwd=record.cwd,
-        project_id=record.project_id,
-        model=record.model,
-        created_at=record.created_at,
-        modified_at=record.modified_at,
-        message_count=record.message_count,
-        usage=Usage.from_store_dict(record.usage),
-        busy=record.busy if busy is None else busy,
-    )
+def session_info(record: SessionInfo, *, busy: bool | None = None) -> SessionInfo:
+    """The session as the store read it, with `busy` as this server knows it when given."""
+    return record if busy is None else attrs.evolve(record, busy=busy)
 
 
 def _usable_path(cwd: str) -> str:
@@ -112,15 +104,15 @@ class SessionService:
             self._store = await loop.run_in_executor(self._pool, SessionStore, self.path)
         return await loop.run_in_executor(self._pool, partial(getattr(self._store, method), *args, **kwargs))
 
-    async def create(self, *, cwd: str, model: str, title: str = "") -> SessionRecord:
+    async def create(self, *, cwd: str, model: str, title: str = "") -> SessionInfo:
         if len(title) > MAX_TITLE_CHARS:
             raise ParamsError(f"params.title is longer than {MAX_TITLE_CHARS} characters")
         return await self._call("create_session", cwd=_usable_path(cwd), model=model, title=title)
 
-    async def get(self, session_id: str) -> SessionRecord | None:
+    async def get(self, session_id: str) -> SessionInfo | None:
         return await self._call("get_session", session_id)
 
-    async def list(self, *, cwd: str | None, limit: int) -> list[SessionRecord]:
+    async def list(self, *, cwd: str | None, limit: int) -> list[SessionInfo]:
         project = project_id_for(_usable_path(cwd)) if cwd else None
         return await self._call("list_sessions", project_id=project, limit=limit)
 
@@ -201,10 +193,10 @@ class SessionService:
     async def export(self, session_id: str) -> dict[str, Any]:
         return await self._call("export_document", session_id)
 
-    async def import_(self, document: Any) -> SessionRecord:
+    async def import_(self, document: Any) -> SessionInfo:
         return await self._call("import_document", document)
 
-    async def fork(self, session_id: str, message_count: int | None) -> SessionRecord:
+    async def fork(self, session_id: str, message_count: int | None) -> SessionInfo:
         return await self._call("fork_session", session_id, message_count)
 
     async def mcp_trust(self, cwd: str, name: str, fingerprint: str) -> bool | None:
@@ -276,7 +268,7 @@ class SessionService:
     async def request_checkpoints(self, session_id: str) -> builtins.list[RequestCheckpointRecord]:
         return await self._call("request_checkpoints", session_id)
 
-    async def rewind(self, session_id: str, request_id: str) -> SessionRecord:
+    async def rewind(self, session_id: str, request_id: str) -> SessionInfo:
         """Cut the history back to before the request (KeyError: no such request)."""
         try:
             return await self._call("rewind_session", session_id, request_id)

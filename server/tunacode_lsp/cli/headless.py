@@ -36,6 +36,7 @@ from tunacode_lsp.cli.run import (
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_REQUEST,
+    COMMAND_STATUS,
     EVENT_NOTIFICATION,
     MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
@@ -45,6 +46,8 @@ from tunacode_lsp.contract.protocol import (
 # JSON-RPC errors of requests that never started which are the caller's to fix
 USAGE_ERROR_CODES = frozenset({MODEL_NOT_USABLE, UNKNOWN_SESSION, -32602})
 START_TIMEOUT_S = 30.0  # server start + initialize, on a busy machine
+MCP_WAIT_S = 40.0  # --mcp-config: the servers' start (the server gives each mcpStartupTimeout, 30 s)
+MCP_POLL_S = 0.1
 TIMEOUT_GRACE_S = 15.0  # past --timeout, the server's own timeout should have answered
 SHUTDOWN_TIMEOUT_S = 5.0
 # After answering `shutdown` the server has settled everything (history stored, leases
@@ -308,6 +311,29 @@ class HeadlessRun:
         tail = "".join(self._stderr_tail).strip()
         return f"\n--- server stderr (last lines) ---\n{tail}" if tail and not self.opts.verbose else ""
 
+    async def _mcp_started(self) -> None:
+        """--mcp-config: the server starts MCP servers in the background and a request takes the
+        tools that are ready when it starts, so a run waits (bounded) until none is `starting`."""
+
+        assert self.peer is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MCP_WAIT_S
+        servers: list[Any] = []
+        while True:
+            status = await self._answer(
+                self.peer.request("workspace/executeCommand", {"command": COMMAND_STATUS, "arguments": [{}]}), START_TIMEOUT_S
+            )
+            servers = [s for s in (status or {}).get("mcpServers") or [] if isinstance(s, dict)]
+            if not any(s.get("state") == "starting" for s in servers) or loop.time() > deadline:
+                break
+            if self.interrupted:
+                raise _Cancelled
+            await asyncio.sleep(MCP_POLL_S)  # the server has no notification for a state change
+        for server in servers:
+            if server.get("state") != "ready":
+                why = f": {server['error']}" if server.get("error") else ""
+                self.output.note(f"warning: MCP server {server.get('name')!r} is {server.get('state')}{why}")
+
     # ------------------------------------------------------------ the request
 
     async def _request(self) -> dict[str, Any]:
@@ -382,6 +408,8 @@ class HeadlessRun:
             self._before = asyncio.ensure_future(asyncio.to_thread(changes.take, self.opts.cwd))
             await self._connect()
             await self._initialize()
+            if self.opts.mcp_servers:
+                await self._mcp_started()
             result = await self._request()
         except _Cancelled:
             self._kill()  # nothing was asked of it yet: nothing to settle

@@ -17,6 +17,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from tunacode_lsp.core.text import clip
+
 SUMMARY_KEYS = ("filepath", "command", "pattern", "path", "glob")
 # C0 controls but tab and newline, DEL, C1: a model's text must not drive the terminal
 # (hide lines with \r, set the title, write the clipboard with OSC 52, ...)
@@ -62,7 +64,7 @@ def tool_summary(args: Any, limit: int = 80) -> str:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
             lines = value.strip().split("\n")  # not splitlines: a \r must show, not end the line
-            line = lines[0] if len(lines[0]) <= limit else lines[0][: limit - 1] + "…"
+            line = clip(lines[0], limit)
             return line + (f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else "")
     return ""
 

@@ -61,6 +61,8 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
     verbose: bool = False
     fail_on_denied: bool = False
     require_changes: bool = False
+    context: tuple[dict[str, Any], ...] = ()  # context items (cli/inputs.py)
+    mcp_servers: dict[str, Any] | None = None  # --mcp-config
 
 
 # ---------------------------------------------------------------- command line
@@ -87,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fail-on-denied", action="store_true", help="exit 4 when any tool call was denied")
     parser.add_argument("--require-changes", action="store_true", help="exit 5 when the request changed no file")
     parser.add_argument("--verbose", action="store_true", help="pass the server's log (stderr) through")
+    parser.add_argument(
+        "--context-file", metavar="PATH[:START-END]", action="append", default=[],
+        help="give the model this file, or these lines of it (1-based, inclusive), as context; repeatable",
+    )
+    parser.add_argument("--image", metavar="PATH", action="append", default=[],
+                        help="give the model this PNG, JPEG, GIF or WebP image; repeatable")
+    parser.add_argument("--mcp-config", metavar="FILE",
+                        help='MCP servers for this run: a JSON file {"mcpServers": {...}} as .mcp.json (docs/mcp.md)')
     return parser
 
 
@@ -115,6 +125,13 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
     for flag, value in (("--session", args.session), ("--model", args.model), ("--base-url", args.base_url)):
         if value is not None and not value.strip():
             raise UsageError(f"{flag} must not be empty")
+    from tunacode_lsp.cli import inputs  # light: json, base64, pathlib
+
+    try:
+        context = inputs.context_items(args.context_file, args.image)
+        servers = inputs.mcp_servers(args.mcp_config) if args.mcp_config is not None else None
+    except inputs.InputError as exc:
+        raise UsageError(str(exc)) from None
     return RunOptions(
         prompt=prompt,
         session_id=args.session,
@@ -128,6 +145,8 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         verbose=args.verbose,
         fail_on_denied=args.fail_on_denied,
         require_changes=args.require_changes,
+        context=tuple(context),
+        mcp_servers=servers,
     )
 
 
@@ -188,6 +207,10 @@ def initialization_options(opts: RunOptions) -> dict[str, Any]:
     ):
         if value is not None:
             options[key] = value
+    if opts.mcp_servers is not None:
+        options["mcpServers"] = opts.mcp_servers  # named by the user: trusted, like the setting
+    if any(item.get("type") == "image" for item in opts.context):
+        options["imageInput"] = "on"  # an image named on the command line is meant for the model
     return options
 
 
@@ -197,6 +220,8 @@ def request_params(opts: RunOptions) -> dict[str, Any]:
         params["sessionId"] = opts.session_id
     if opts.model:  # beats the model a resumed session recorded
         params["model"] = opts.model
+    if opts.context:
+        params["context"] = list(opts.context)
     return params
 
 

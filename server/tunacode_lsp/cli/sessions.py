@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tunacode_lsp.agent.sessions import session_info
-from tunacode_lsp.contract.protocol import to_wire
+from tunacode_lsp.contract.protocol import SessionInfo, to_wire
 from tunacode_lsp.store.errors import DocumentError, SessionBusy, SessionError, SessionNotFound
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import default_store_path, project_id_for
-from tunacode_lsp.store.records import SessionRecord
 from tunacode_lsp.store.session_store import SessionStore
 
 EXIT_OK = 0
@@ -69,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- rendering
 
 
-def _session_line(record: SessionRecord) -> str:
+def _session_line(record: SessionInfo) -> str:
     title = record.title or "(untitled)"
     busy = "  [busy]" if record.busy else ""
     return f"{record.session_id}  {record.modified_at}  {record.message_count:>4} msgs  {title}{busy}"
@@ -87,7 +86,7 @@ def _block_text(block: dict[str, Any]) -> list[str]:
     return [f"({kind})"]
 
 
-def render_transcript(session: SessionRecord, messages: list[dict[str, Any]], out: TextIO) -> None:
+def render_transcript(session: SessionInfo, messages: list[dict[str, Any]], out: TextIO) -> None:
     usage = session.usage
     out.write(
         f"session   {session.session_id}\n"
@@ -97,8 +96,8 @@ def render_transcript(session: SessionRecord, messages: list[dict[str, Any]], ou
         f"created   {session.created_at}\n"
         f"modified  {session.modified_at}\n"
         f"messages  {session.message_count}\n"
-        f"tokens    {usage.get('total_tokens', 0)} (in {usage.get('input_tokens', 0)}, "
-        f"out {usage.get('output_tokens', 0)}), cost {usage.get('cost', 0.0):g}\n"
+        f"tokens    {usage.total_tokens} (in {usage.input_tokens}, "
+        f"out {usage.output_tokens}), cost {usage.cost:g}\n"
     )
     for message in messages:
         role = message.get("role")
@@ -132,7 +131,7 @@ def _open(path: Path, *, create: bool) -> SessionStore | None:
         raise CommandFailed(str(exc), EXIT_USAGE) from None
 
 
-def _require(store: SessionStore | None, session_id: str) -> SessionRecord:
+def _require(store: SessionStore | None, session_id: str) -> SessionInfo:
     record = store.get_session(session_id) if store is not None else None
     if record is None:
         raise CommandFailed(f"no session {session_id!r} in the store", EXIT_NOT_FOUND)

@@ -36,7 +36,7 @@ from pygls.lsp.server import LanguageServer
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.tools.beneath import replace_beneath
-from tunacode_lsp.tools.documents import StaleDocument
+from tunacode_lsp.tools.documents import BufferEdit, StaleDocument
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.textfile import encode
 
@@ -64,6 +64,10 @@ class LspDocuments:
     def __init__(self, ls: LanguageServer, real_root: Path) -> None:
         self._ls = ls
         self._root = real_root
+        self._buffer_only: list[BufferEdit] = []
+
+    def buffer_edits(self) -> list[BufferEdit]:
+        return list(self._buffer_only)
 
     def _document(self, real_path: Path) -> Any:
         for uri, document in self._ls.workspace.text_documents.items():
@@ -76,6 +80,15 @@ class LspDocuments:
     def text(self, real_path: Path) -> str | None:
         document = self._document(real_path)
         return document.source if document is not None else None
+
+    def texts(self) -> dict[Path, str]:
+        found: dict[Path, str] = {}
+        for uri, document in self._ls.workspace.text_documents.items():
+            if document.version is not None and uri.startswith("file:"):
+                fs_path = uris.to_fs_path(uri)
+                if fs_path:
+                    found[Path(os.path.realpath(fs_path))] = document.source
+        return found
 
     async def apply(self, real_path: Path, old_text: str, new_text: str) -> str:
         document = self._document(real_path)
@@ -121,6 +134,7 @@ class LspDocuments:
             reason = getattr(answer, "failure_reason", None) if not isinstance(answer, dict) else answer.get("failureReason")
             raise ToolError(f"The editor refused the edit of '{shown}'{f': {reason}' if reason else ''}. Nothing was written.")
         if not clean:
+            self._buffer_only.append(BufferEdit(real_path, old_text, new_text))
             return (f" The edit is in the editor's buffer of {shown}, which has unsaved changes of the user's: "
                     "the file on disk is not updated until the user saves it.")
         await self._to_disk(real_path, shown, document.uri, encode(new_text))

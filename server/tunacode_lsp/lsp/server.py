@@ -613,5 +613,8 @@ async def session_rewind(ls: TunaLanguageServer, params: types.ExecuteCommandPar
     """Thin: agent/checkpoints.py restores the files and cuts the history; a document open in
     the editor with unsaved changes counts as changed since (-32004 unless forced)."""
     p = parse_params(RewindParams, params.arguments)
+    from tunacode_lsp.lsp.documents import LspDocuments
+
     open_text = ls.runs.open_documents()  # taken on the event loop
-    return to_wire(await ls.runs.checkpoints.rewind_command(ls.runs, p, ls.workspace_root, open_text=open_text))
+    documents = LspDocuments(ls, Path(os.path.realpath(ls.workspace_root)))  # edits that live only in buffers go back there
+    return to_wire(await ls.runs.checkpoints.rewind_command(ls.runs, p, ls.workspace_root, open_text=open_text, documents=documents))

@@ -28,6 +28,7 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
@@ -54,7 +55,7 @@ def approval_message(request: ApprovalRequest) -> str:
     """For plain clients: the summary, then exactly what will run (never cut: the detail is
     bounded where it is made, and a diff says when it was cut)."""
 
-    head = f"TunaCode wants to {request.summary} ({request.tool_name})"
+    head = f"TunaCode wants to {request.headline or request.summary} ({request.tool_name})"
     if request.detail_kind == "command":
         return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
     if request.detail_kind == "diff":
@@ -74,7 +75,7 @@ def decision_of(answer: Any) -> ApprovalDecision:
 
 def first_line(text: str, limit: int = 80) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip(line, limit)
 
 
 class ProgressReporter:

@@ -15,11 +15,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tunacode_lsp.contract.protocol import SessionInfo
 from tunacode_lsp.core.codec import load_message
 from tunacode_lsp.core.errors import MessageFormatError
 from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import DocumentError
-from tunacode_lsp.store.records import SessionRecord, check_usage, us_from_iso
+from tunacode_lsp.store.records import check_usage, us_from_iso
 
 DOCUMENT_VERSION = 1
 MAX_STORED_INT = 2**63 - 1  # SQLite INTEGER
@@ -57,7 +58,7 @@ class ParsedDocument:
 
 
 def build_document(
-    record: SessionRecord, *, thoughts: str, messages: list[dict[str, Any]]
+    record: SessionInfo, *, thoughts: str, messages: list[dict[str, Any]]
 ) -> dict[str, Any]:
     return {
         "version": DOCUMENT_VERSION,
@@ -67,8 +68,8 @@ def build_document(
         "last_modified": record.modified_at,
         "working_directory": record.cwd,
         "current_model": record.model,
-        "total_tokens": record.usage["total_tokens"],
-        "session_total_usage": dict(record.usage),
+        "total_tokens": record.usage.total_tokens,
+        "session_total_usage": record.usage.as_store_dict(),
         "thoughts": thoughts,
         "messages": messages,
     }

@@ -1,12 +1,11 @@
-"""SessionRecord, usage totals and the time format of the store."""
+"""Usage totals and the time format of the store. A session is the contract's SessionInfo."""
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from tunacode_lsp.core.text import shown
 
@@ -23,22 +22,6 @@ TOKEN_KEYS: tuple[str, ...] = USAGE_KEYS[:-1]
 
 def zero_usage() -> dict[str, int | float]:
     return {**{key: 0 for key in TOKEN_KEYS}, "cost": 0.0}
-
-
-@dataclass(frozen=True)
-class SessionRecord:
-    """One session as the store sees it (the contract's Session, snake_case)."""
-
-    session_id: str
-    title: str
-    cwd: str
-    project_id: str
-    model: str
-    created_at: str
-    modified_at: str
-    message_count: int
-    usage: dict[str, Any] = field(default_factory=zero_usage)
-    busy: bool = False
 
 
 def check_usage(usage: object, *, where: str = "usage") -> dict[str, int | float]:

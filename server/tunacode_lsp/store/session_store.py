@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tunacode_lsp.contract.protocol import SessionInfo, Usage
 from tunacode_lsp.core.codec import check_shape, decode, dump_message, encode, load_message
 from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.store.document import build_document, parse_document
 from tunacode_lsp.store.errors import (
     MessageFormatError,
@@ -34,7 +36,6 @@ from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import (
     TOKEN_KEYS,
     RequestCheckpointRecord,
-    SessionRecord,
     check_usage,
     iso_from_us,
     now_us,
@@ -157,7 +158,7 @@ class SessionStore:
 
     def create_session(
         self, *, cwd: str, model: str, title: str = "", session_id: str | None = None
-    ) -> SessionRecord:
+    ) -> SessionInfo:
         session_id = session_id or str(uuid.uuid4())
         resolved = str(Path(cwd).expanduser().resolve())
         with self._write() as conn:
@@ -171,13 +172,13 @@ class SessionStore:
             )
         return self._require(session_id)
 
-    def get_session(self, session_id: str) -> SessionRecord | None:
+    def get_session(self, session_id: str) -> SessionInfo | None:
         row = self._conn().execute(
             f"{_SELECT_SESSIONS} WHERE s.session_id = ?", (session_id,)
         ).fetchone()
         return _record(row) if row else None
 
-    def list_sessions(self, *, project_id: str | None = None, limit: int = 50) -> list[SessionRecord]:
+    def list_sessions(self, *, project_id: str | None = None, limit: int = 50) -> list[SessionInfo]:
         """Newest modified first."""
         if limit < 1:
             raise ValueError(f"limit: expected a positive integer, got {limit!r}")
@@ -360,7 +361,7 @@ class SessionStore:
         document["compaction"] = decode_compaction(compaction)
         return document
 
-    def import_document(self, document: object) -> SessionRecord:
+    def import_document(self, document: object) -> SessionInfo:
         """Store a SessionDocument as a session; raises DocumentError naming a bad field.
 
         The history is cleaned (a valid one is kept as is). If the document's session id
@@ -400,7 +401,7 @@ class SessionStore:
             _insert_messages(conn, session_id, messages)
         return self._require(session_id)
 
-    def fork_session(self, session_id: str, message_count: int | None = None) -> SessionRecord:
+    def fork_session(self, session_id: str, message_count: int | None = None) -> SessionInfo:
         """A new session with the first `message_count` messages (all when None), cut back
         to a clean point: no tool call there whose result lies beyond the cut. The copy
         starts with zero usage and no thoughts.
@@ -460,7 +461,7 @@ class SessionStore:
         ).fetchall()
         return [RequestCheckpointRecord(*row) for row in rows]
 
-    def rewind_session(self, session_id: str, request_id: str) -> SessionRecord:
+    def rewind_session(self, session_id: str, request_id: str) -> SessionInfo:
         """Cut the history back to before `request_id`'s first message and forget the
         checkpoints of that request and every later one, in one transaction. Usage totals
         stay (the tokens were spent); a compaction summary that reaches past the cut goes."""
@@ -538,7 +539,7 @@ class SessionStore:
 
     # ------------------------------------------------------------ helpers
 
-    def _require(self, session_id: str) -> SessionRecord:
+    def _require(self, session_id: str) -> SessionInfo:
         record = self.get_session(session_id)
         if record is None:
             raise SessionNotFound(session_id)
@@ -666,9 +667,7 @@ def _title_from(messages: list[dict[str, Any]]) -> str:
             for line in (text or "").splitlines():
                 line = line.strip()
                 if line:
-                    if len(line) > TITLE_MAX_CHARS:
-                        return line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
-                    return line
+                    return clip(line, TITLE_MAX_CHARS)
     return ""
 
 
@@ -678,13 +677,13 @@ def _join_thoughts(old: str, new: str | None) -> str:
     return f"{old}\n\n{new}" if old else new
 
 
-def _record(row: tuple[Any, ...]) -> SessionRecord:
+def _record(row: tuple[Any, ...]) -> SessionInfo:
     (session_id, title, cwd, project_id, model, created_us, modified_us, count,
      *usage_values, owner) = row
     usage = zero_usage()
     usage.update(zip((*TOKEN_KEYS, "cost"), usage_values))
     usage["cost"] = float(usage["cost"])
-    return SessionRecord(
+    return SessionInfo(  # the contract's type: the store has no session record of its own
         session_id=session_id,
         title=title,
         cwd=cwd,
@@ -693,6 +692,6 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         created_at=iso_from_us(created_us),
         modified_at=iso_from_us(modified_us),
         message_count=count,
-        usage=usage,
+        usage=Usage.from_store_dict(usage),
         busy=owner is not None and owner_is_alive(owner),
     )

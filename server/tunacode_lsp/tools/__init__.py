@@ -9,6 +9,7 @@ from typing import Any
 
 from tinyagent.agent_types import AgentTool
 
+from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.bash import create_bash_tool
 from tunacode_lsp.tools.diagnostics import DiagnosticsSource, create_diagnostics_tool
 from tunacode_lsp.tools.documents import DocumentOverlay
@@ -63,7 +64,7 @@ def build_tools(
         create_write_file_tool(root, settings, approved=approved),
         create_edit_file_tool(root, settings, ledger=ledger, approved=approved, documents=documents),
         create_bash_tool(root, settings),
-        create_grep_tool(root, settings),
+        create_grep_tool(root, settings, documents=documents),
         create_list_files_tool(root, settings),
         create_todo_write_tool(root),
     ]
@@ -74,7 +75,7 @@ def build_tools(
 
 def _short(text: str) -> str:
     line = " ".join(text.split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 3] + "..."
+    return clip(line, SUMMARY_CHARS)
 
 
 def summarize_args(name: str, args: dict[str, Any]) -> str:

@@ -1,7 +1,12 @@
-"""grep: search file contents with ripgrep (Rust regex syntax), honouring .gitignore."""
+"""grep: search file contents with ripgrep (Rust regex syntax), honouring .gitignore.
+
+Documents open in the editor with unsaved changes are searched in their editor text (fed to
+rg on stdin, so the regex is the same), and their disk lines are left out."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,14 +14,16 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
+from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS, MAX_PATTERN_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
-from tunacode_lsp.tools.ripgrep import glob_matcher, run_rg
+from tunacode_lsp.tools.ripgrep import SKIPPED_FOLDERS, glob_matcher, run_rg
 from tunacode_lsp.tools.settings import ToolSettings
 
 MAX_MATCHES = 200
 MAX_LINE_CHARS = 300
+STDIN_NAME = "<stdin>"
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -64,7 +71,32 @@ def _order(line: str) -> tuple[str, int]:
     return path, int(number) if number.isdigit() else 0
 
 
-def create_grep_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
+def _unsaved(texts: dict[Path, str], real_root: Path, shown: str, wanted: Callable[[str], bool]) -> dict[str, bytes]:
+    """The open documents under the searched path whose editor text differs from the disk,
+    by their path as rg prints it."""
+
+    found: dict[str, bytes] = {}
+    for real, text in texts.items():
+        if not real.is_relative_to(real_root) or real == real_root:
+            continue
+        rel = real.relative_to(real_root).as_posix()
+        if shown != "." and rel != shown and not rel.startswith(shown + "/"):
+            continue
+        if not wanted(rel) or any(part in SKIPPED_FOLDERS or part == ".git" for part in rel.split("/")[:-1]):
+            continue
+        data = text.encode("utf-8", "surrogateescape")
+        try:
+            if real.read_bytes() == data:
+                continue
+        except OSError:
+            pass  # not on disk (yet): the editor's text is all there is
+        found[rel] = data
+    return found
+
+
+def create_grep_tool(
+    root: Path, settings: ToolSettings | None = None, *, documents: DocumentOverlay | None = None
+) -> AgentTool:
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
 
@@ -76,11 +108,26 @@ def create_grep_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         rg_args = ["--no-heading", "--with-filename", "--line-number", "--max-filesize", "10M",
                    "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview"]
         wanted = glob_matcher(args.get("glob"))
-        rg_args += ["-e", args["pattern"], "--", shown]
+        texts = documents.texts() if documents is not None else {}  # taken on the event loop
+        unsaved = await asyncio.to_thread(_unsaved, texts, real_root, shown, wanted) if texts else {}
         found = await run_rg(
-            rg_args, real_root, call, max_lines=MAX_MATCHES, max_chars=settings.max_output_chars,
-            keep=(lambda line: wanted(line.partition(":")[0])) if args.get("glob") else None,
+            [*rg_args, "-e", args["pattern"], "--", shown], real_root, call,
+            max_lines=MAX_MATCHES, max_chars=settings.max_output_chars,
+            keep=(lambda line: wanted(path := line.partition(":")[0]) and path not in unsaved)
+            if args.get("glob") or unsaved else None,
         )
+        for rel, data in sorted(unsaved.items()):
+            if found.stopped or (found.code == 2 and not found.lines):
+                break
+            more = await run_rg(
+                [*rg_args, "-e", args["pattern"], "-"], real_root, call,
+                max_lines=MAX_MATCHES - len(found.lines),
+                max_chars=settings.max_output_chars - sum(len(line) + 1 for line in found.lines),
+                stdin_data=data,
+            )
+            # rg 14.1.0 has no --label: it names stdin `<stdin>`
+            found.lines += [rel + line.removeprefix(STDIN_NAME) for line in more.lines]
+            found.stopped |= more.stopped
         if found.code == 2 and found.error and not found.lines and not found.stopped:  # a pattern error, not a file's
             raise ToolError(
                 f"ripgrep refused the search: {clip(found.error, 400) or 'exit code 2'}. The pattern is a Rust "

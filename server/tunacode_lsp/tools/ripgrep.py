@@ -81,16 +81,22 @@ class Lines:
 
 
 async def run_rg(
-    args: list[str], cwd: Path, call: ToolCall, *, max_lines: int, max_chars: int, keep: Callable[[str], bool] | None = None
+    args: list[str], cwd: Path, call: ToolCall, *, max_lines: int, max_chars: int, keep: Callable[[str], bool] | None = None,
+    stdin_data: bytes | None = None,
 ) -> Lines:
     """rg with our flags; `keep` filters lines before they count (ripgrep's own --glob would
-    override .gitignore, so a glob is applied here instead)."""
+    override .gitignore, so a glob is applied here instead). With `stdin_data`, rg searches
+    that text (args name `-`)."""
     out = Lines()
     proc = await asyncio.create_subprocess_exec(
         *confined([rg_binary(), *COMMON_FLAGS, *args], cwd), cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL if stdin_data is None else asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
+    feeding: asyncio.Task[None] | None = None
+    if stdin_data is not None:
+        feeding = asyncio.ensure_future(_feed(proc, stdin_data))
 
     async def read() -> None:
         assert proc.stdout is not None
@@ -117,6 +123,8 @@ async def run_rg(
         if raced.timed_out:
             out.stopped = True
     finally:
+        if feeding is not None:
+            feeding.cancel()
         if proc.returncode is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -129,3 +137,14 @@ async def run_rg(
             pass
         out.code = await proc.wait()
     return out
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write the text rg searches, then close its stdin (rg may stop reading early: fine)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+        proc.stdin.close()
+    except (BrokenPipeError, ConnectionResetError):
+        pass

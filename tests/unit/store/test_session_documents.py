@@ -53,7 +53,7 @@ def test_export_has_exactly_the_document_keys(store: SessionStore, tmp_path: Pat
     assert document["working_directory"] == record.cwd
     assert document["current_model"] == "openrouter:moonshotai/kimi-k2.5"
     assert document["total_tokens"] == 120
-    assert document["session_total_usage"] == record.usage
+    assert document["session_total_usage"] == record.usage.as_store_dict()
     assert document["thoughts"] == "plan"
     assert document["messages"] == conversation()
     orjson.dumps(document)  # plain JSON
@@ -114,8 +114,8 @@ def test_a_valid_document_imports_as_is(store: SessionStore) -> None:
     assert record.session_id == "doc-1"
     assert record.created_at == "2026-11-22T02:31:50.123Z"
     assert record.modified_at == "2026-11-22T03:00:00.000Z"
-    assert record.usage["input_tokens"] == 5
-    assert record.usage["cache_read_tokens"] == 0
+    assert record.usage.input_tokens == 5
+    assert record.usage.cache_read_tokens == 0
 
 
 def broken(path: str, value: object) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def test_two_processes_append_at_once_and_lose_nothing(
         record = store.get_session(sid)
         assert record is not None
         assert record.message_count == len(store.load_messages(sid))
-        assert record.usage["output_tokens"] == record.message_count
+        assert record.usage.output_tokens == record.message_count
     for tag in "AB":  # each writer's own order is kept
         mine = [int(t.split()[1]) for t in texts if t.startswith(tag)]
         assert mine == sorted(mine)

@@ -62,7 +62,7 @@ def test_a_version_1_file_migrates_and_keeps_its_sessions(tmp_path: Path) -> Non
     with SessionStore(path) as store:
         record = store.get_session("old")
         assert record is not None
-        assert (record.title, record.message_count, record.usage["input_tokens"]) == ("Old one", 2, 42)
+        assert (record.title, record.message_count, record.usage.input_tokens) == ("Old one", 2, 42)
         assert record.created_at == "2025-11-22T02:31:50.123Z"
         assert [m["content"][0]["text"] for m in store.load_messages("old")] == ["hi", "hello"]
         assert store.acquire("old", new_owner()) is True  # the leases table of version 2

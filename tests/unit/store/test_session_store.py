@@ -38,7 +38,7 @@ def test_create_and_get(store: SessionStore, tmp_path: Path) -> None:
     assert record.model == "openai:gpt-4.1"
     assert record.message_count == 0
     assert record.busy is False
-    assert record.usage == {
+    assert record.usage.as_store_dict() == {
         "input_tokens": 0,
         "output_tokens": 0,
         "cache_read_tokens": 0,
@@ -80,10 +80,10 @@ def test_append_counts_titles_usage_thoughts_and_model(store: SessionStore, tmp_
     assert updated.message_count == 7
     assert updated.title == "Fix the bug in a.py"
     assert updated.model == "m2"
-    assert updated.usage["input_tokens"] == 11
-    assert updated.usage["output_tokens"] == 5
-    assert updated.usage["total_tokens"] == 15
-    assert updated.usage["cost"] == pytest.approx(0.75)
+    assert updated.usage.input_tokens == 11
+    assert updated.usage.output_tokens == 5
+    assert updated.usage.total_tokens == 15
+    assert updated.usage.cost == pytest.approx(0.75)
     assert updated.modified_at >= record.modified_at
     assert store.export_document(record.session_id)["thoughts"] == "plan\n\nmore"
     assert store.load_messages(record.session_id) == messages
@@ -228,7 +228,7 @@ def test_fork_copies_a_prefix_into_a_new_session(store: SessionStore, tmp_path: 
     assert fork.title == "Bug hunt (fork)"
     assert (fork.cwd, fork.project_id, fork.model) == (source.cwd, source.project_id, source.model)
     assert fork.message_count == 5
-    assert fork.usage["input_tokens"] == 0
+    assert fork.usage.input_tokens == 0
     assert store.load_messages(fork.session_id) == conversation()[:5]
     assert store.fork_session(source.session_id).message_count == 7
     assert store.load_messages(source.session_id) == conversation()
@@ -280,7 +280,7 @@ def test_threads_appending_to_one_session_lose_nothing(store: SessionStore, tmp_
     loaded = store.load_messages(record.session_id)
     assert len(loaded) == 100
     assert sorted(m["content"][0]["text"] for m in loaded) == sorted(f"{w}-{n}" for w in range(4) for n in range(25))
-    assert store.get_session(record.session_id).usage["output_tokens"] == 100  # type: ignore[union-attr]
+    assert store.get_session(record.session_id).usage.output_tokens == 100  # type: ignore[union-attr]
 
 
 async def test_usable_through_asyncio_to_thread(store: SessionStore, tmp_path: Path) -> None:

@@ -99,5 +99,5 @@ def test_summarize_args(name: str, args: dict, summary: str) -> None:
 
 def test_summaries_are_short_and_single_line() -> None:
     summary = summarize_args("bash", {"command": "echo " + "word " * 100})
-    assert len(summary) == 80 and summary.endswith("...") and "\n" not in summary
+    assert len(summary) == 80 and summary.endswith("…") and "\n" not in summary
     assert summarize_args("bash", "not a dict") == ""  # type: ignore[arg-type]
