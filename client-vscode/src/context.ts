@@ -91,3 +91,12 @@ export function isInsidePath(file: string): boolean {
   if (!file || file.includes("\0") || /^([\\/]|[a-zA-Z]:)/.test(file)) return false;
   return !file.split(/[\\/]/).some((part) => part === "..");
 }
+
+/** The URIs of a `text/uri-list` drop (comments and blank lines skipped), at most 50. */
+export function parseUriList(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"))
+    .slice(0, MAX_CONTEXT_ITEMS);
+}

@@ -72,6 +72,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return convo.ask(message.prompt, await withMentions(message.prompt, Array.isArray(message.context) ? message.context : []));
       case "pick_files":
         return pickFiles();
+      case "attach_uris":
+        return attachUris(Array.isArray(message.uris) ? message.uris : []);
       case "stop":
         return convo.stop();
       case "new_session":
@@ -130,6 +132,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }
     return mergeContext([...context, ...mentioned]);
+  }
+
+  /** Files dropped on the panel (Shift+drag from the explorer or an editor tab). */
+  async function attachUris(uris: unknown[]): Promise<void> {
+    let refused = 0;
+    for (const raw of uris.slice(0, MAX_CONTEXT_ITEMS)) {
+      let uri: vscode.Uri;
+      try {
+        uri = vscode.Uri.parse(String(raw), true);
+      } catch {
+        refused++;
+        continue;
+      }
+      const inside = uri.scheme === "file" && vscode.workspace.getWorkspaceFolder(uri) !== undefined;
+      const isFile = inside && (await vscode.workspace.fs.stat(uri).then((s) => (s.type & vscode.FileType.File) !== 0, () => false));
+      if (isFile) panel.dispatch({ type: "attach", item: { type: "file", uri: uri.toString() } });
+      else refused++;
+    }
+    if (refused > 0) void vscode.window.showInformationMessage(`TunaCode: only files of this workspace can be added (${refused} left out).`);
   }
 
   /** "Add file": a pick of workspace files (the open ones first) to send as context. */

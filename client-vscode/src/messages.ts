@@ -20,6 +20,7 @@ export type WebviewMessage =
   | { type: "ready" }
   | { type: "send"; prompt: string; context?: ContextItem[] }
   | { type: "pick_files" }
+  | { type: "attach_uris"; uris: string[] }
   | { type: "stop" }
   | { type: "new_session" }
   | { type: "list_sessions" }

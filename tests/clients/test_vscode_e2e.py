@@ -136,7 +136,7 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
         "Rewind to before this prompt: a conflict names the file, Overwrite restores every byte",
         "Ask about Selection from the editor's context menu sends the selection and an @file mention",
         "the lightbulb's TunaCode: Explain puts the prompt and the selection in the panel to edit",
-        "Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image becomes a chip",
+        "Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image and a dropped file become chips",
         "the footer shows the MCP servers' state from tunacode.status",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report

@@ -28,7 +28,7 @@ import {
   toolFilePath,
 } from "./state";
 import type { ApprovalDecision } from "../protocol";
-import { IMAGE_TYPES, MAX_IMAGE_BYTES } from "../context";
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, parseUriList } from "../context";
 
 declare function acquireVsCodeApi(): {
   postMessage(message: WebviewMessage): void;
@@ -156,6 +156,22 @@ promptBox.addEventListener("paste", (e) => {
   if (files.length === 0) return;
   e.preventDefault();
   for (const file of files) void attachImage(file);
+});
+
+// Files dropped on the panel: images become image items, other files (a `text/uri-list`
+// from VS Code's explorer or tabs, Shift+drag) file items, checked by the host.
+document.addEventListener("dragover", (e) => {
+  if (e.dataTransfer && Array.from(e.dataTransfer.types).some((t) => t === "Files" || t === "text/uri-list")) e.preventDefault();
+});
+document.addEventListener("drop", (e) => {
+  const data = e.dataTransfer;
+  if (!data) return;
+  e.preventDefault();
+  const uris = parseUriList(data.getData("text/uri-list") || data.getData("application/vnd.code.uri-list") || "");
+  const images = Array.from(data.files).filter((f) => f.type.startsWith("image/"));
+  if (uris.length > 0) post({ type: "attach_uris", uris });
+  else for (const file of images) void attachImage(file);
+  promptBox.focus();
 });
 
 async function attachImage(file: File): Promise<void> {

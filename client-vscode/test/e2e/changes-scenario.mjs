@@ -213,7 +213,7 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     return { prompt: await prompt.inputValue() };
   });
 
-  await step("Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image becomes a chip", async () => {
+  await step("Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image and a dropped file become chips", async () => {
     await panel.locator("#new-session").focus();
     const walked = [];
     for (let i = 0; i < 8; i++) {
@@ -236,9 +236,22 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     });
     const chip = panel.locator('#attachments .attachment[data-type="image"]', { hasText: "image/png" });
     await chip.waitFor();
-    await shot("26-tab-order-and-pasted-image");
-    await chip.locator(".attachment-remove").click();
-    await chip.waitFor({ state: "detached" });
+    // Drop a workspace file and a file outside it (a text/uri-list, as VS Code's explorer
+    // gives with Shift+drag): the first becomes a chip, the second is left out, saying so.
+    const inside = `file://${file("b.py")}`;
+    await panel.locator("#prompt").evaluate((box, uris) => {
+      const data = new DataTransfer();
+      data.setData("text/uri-list", uris.join("\r\n"));
+      box.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+    }, [inside, "file:///etc/hostname"]);
+    const dropped = panel.locator('#attachments .attachment[data-type="file"]', { hasText: "b.py" });
+    await dropped.waitFor();
+    await page.locator(".notifications-toasts .notification-toast", { hasText: "1 left out" }).first().waitFor();
+    await shot("26-tab-order-pasted-image-dropped-file");
+    for (const c of [chip, dropped]) {
+      await c.locator(".attachment-remove").click();
+      await c.waitFor({ state: "detached" });
+    }
     return { tabOrder: walked };
   });
 

@@ -85,3 +85,11 @@ describe("paths inside the workspace", async () => {
     }
   });
 });
+
+describe("dropped uri lists", async () => {
+  const { parseUriList } = await import("../../out/test/context.mjs");
+  it("skips comments and blank lines, keeps the order, at most 50", () => {
+    assert.deepEqual(parseUriList("# from the explorer\r\nfile:///w/a.py\r\n\r\nfile:///w/b.py\n"), ["file:///w/a.py", "file:///w/b.py"]);
+    assert.equal(parseUriList(Array.from({ length: 70 }, (_, i) => `file:///w/${i}`).join("\n")).length, 50);
+  });
+});
