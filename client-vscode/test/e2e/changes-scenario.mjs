@@ -36,6 +36,14 @@ const editTwoFiles = {
 const CONTEXT_PROMPT = "What does this do? Compare with @b.py";
 const explain = { turns: [{ steps: [{ text: "It adds two numbers: see [a.py line 2](a.py#L2).", chunks: 1 }, { finish: "stop" }] }] };
 
+const BUFFER_PROMPT = "Raise OTHER.";
+const editOpenBuffer = {
+  turns: [
+    { steps: [{ tool_call: { name: "edit_file", arguments: { filepath: "b.py", old_text: "OTHER = 2", new_text: "OTHER = 3" } } }, { finish: "tool_calls" }] },
+    { steps: [{ text: "Raised OTHER.", chunks: 1 }, { finish: "stop" }] },
+  ],
+};
+
 const PANEL_TITLE = "TunaCode";
 
 export async function runChangesScenario({ context, url, extensionId, modelRoot, artifacts, summary, log, workspace }) {
@@ -255,6 +263,42 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     return { tabOrder: walked };
   });
 
+  await step("an edit of a buffer with unsaved changes: Changes says unsaved, Rewind gives the buffer its text back", async () => {
+    for (let n = await panel.locator("#attachments .attachment").count(); n > 0; n--) {
+      await panel.locator("#attachments .attachment-remove").first().click();
+    }
+    await page.keyboard.press("Control+P");
+    await page.locator(".quick-input-widget input").fill("b.py");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "b.py" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const editor = page.locator(".editor-instance .monaco-editor", { hasText: "OTHER" }).first();
+    await editor.locator(".view-line", { hasText: "OTHER = 2" }).click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("\n# mine");
+    await page.locator(".tabs-container .tab.dirty", { hasText: "b.py" }).waitFor();
+    await setScript(editOpenBuffer);
+    const prompt = panel.locator("#prompt");
+    await prompt.fill(BUFFER_PROMPT);
+    await prompt.press("Enter");
+    const turn = panel.locator("article.turn").last();
+    await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
+    await turn.locator(".turn-changes-text", { hasText: "1 file changed" }).waitFor();
+    await editor.locator(".view-lines", { hasText: "OTHER = 3" }).waitFor();
+    await editor.locator(".view-lines", { hasText: "# mine" }).waitFor();
+    if (read("b.py") !== CHANGES_FILES["b.py"]) throw new Error(`the disk changed behind the unsaved buffer: ${JSON.stringify(read("b.py"))}`);
+    await turn.locator(".turn-review").click();
+    await turn.locator('.change-row[data-path="b.py"] .change-unsaved').waitFor();
+    await shot("27-buffer-only-change");
+    await turn.locator(".turn-rewind").click();
+    await dialogButton("Rewind").click();
+    await editor.locator(".view-lines", { hasText: "OTHER = 2" }).waitFor({ timeout: 15_000 });
+    await editor.locator(".view-lines", { hasText: "# mine" }).waitFor();
+    await panel.locator("article.turn", { hasText: BUFFER_PROMPT }).waitFor({ state: "detached", timeout: 15_000 });
+    if (read("b.py") !== CHANGES_FILES["b.py"]) throw new Error(`the rewind changed the disk: ${JSON.stringify(read("b.py"))}`);
+    if ((await page.locator(".tabs-container .tab.dirty", { hasText: "b.py" }).count()) !== 1) throw new Error("the user's unsaved change was saved or lost");
+    await shot("28-buffer-rewound");
+  });
+
   await step("the footer shows the MCP servers' state from tunacode.status", async () => {
     const mcp = panel.locator("#mcp");
     await mcp.locator('xpath=self::*[@data-level="error"]').waitFor({ timeout: 30_000 });
@@ -262,7 +306,7 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     const detail = (await mcp.getAttribute("title")) ?? "";
     if (text !== "MCP: 1 ready · 1 failed") throw new Error(`the MCP line says ${JSON.stringify(text)}`);
     if (!/^demo: ready, \d+ tools$/m.test(detail) || !/^broken: failed/m.test(detail)) throw new Error(`the MCP details say ${JSON.stringify(detail)}`);
-    await shot("27-mcp-status");
+    await shot("29-mcp-status");
     return { mcp: text, mcpDetail: detail };
   });
 }
