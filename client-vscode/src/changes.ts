@@ -12,7 +12,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { isInsidePath } from "./context";
-import { applyUnifiedDiff, reverseUnifiedDiff } from "./diff";
+import { applyUnifiedDiff, parseHunks, reverseUnifiedDiff } from "./diff";
 import { type ChangesResult, Commands, ErrorCodes, type RewindResult } from "./protocol";
 import { type TunaServer, errorMessage } from "./server";
 import type { HostMessage } from "./messages";
@@ -117,11 +117,13 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
         return;
       }
     }
-    // The file changed since (or the diff is binary): show the recorded diff as it is.
+    // The file changed since, or the diff is binary or cut: show the recorded diff as it is.
     const doc = await vscode.workspace.openTextDocument({ content: diff, language: "diff" });
     await vscode.window.showTextDocument(doc, { preview: true });
     void vscode.window.showInformationMessage(
-      `TunaCode: ${file} changed since this diff was recorded (or is binary); showing the recorded diff.`,
+      parseHunks(diff)
+        ? `TunaCode: ${file} changed since this diff was recorded; showing the recorded diff.`
+        : `TunaCode: the diff of ${file} is binary or was cut; showing it as recorded.`,
     );
   }
 
@@ -133,6 +135,16 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
   async undoFile(requestId: string, file: string, status: string, diff: string): Promise<void> {
     const uri = this.resolve(file);
     if (!uri) return;
+    // Without hunks only an empty added or deleted file can be undone; a binary or cut diff
+    // cannot be checked against the file.
+    const hunks = parseHunks(diff);
+    const emptyFile = !hunks && status !== "modified" && !/^Binary files /m.test(diff) && !/^@@/m.test(diff);
+    if (!hunks && !emptyFile) {
+      void vscode.window.showWarningMessage(
+        `TunaCode: the change of ${file} cannot be undone by itself (the file is binary, or its diff was cut). "Rewind to before this prompt" restores it.`,
+      );
+      return;
+    }
     const current = await readText(uri);
     const changedSince = (): void =>
       void vscode.window.showWarningMessage(
@@ -142,12 +154,12 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
     let save: vscode.Uri | undefined;
     if (status === "added") {
       if (current !== undefined) {
-        if (reverseUnifiedDiff(current, diff) !== "") return changedSince();
+        if ((emptyFile ? current : reverseUnifiedDiff(current, diff)) !== "") return changedSince();
         edit.deleteFile(uri, { ignoreIfNotExists: true });
       }
     } else if (status === "deleted") {
       if (current !== undefined) return changedSince();
-      const before = reverseUnifiedDiff("", diff);
+      const before = emptyFile ? "" : reverseUnifiedDiff("", diff);
       if (before === undefined) return changedSince();
       edit.createFile(uri, { ignoreIfExists: false });
       if (before !== "") edit.insert(uri, new vscode.Position(0, 0), before);

@@ -782,10 +782,11 @@ function renderFooter(): void {
   }
   const mcp = $<HTMLElement>("mcp");
   const summary = mcpSummary(state.mcpServers);
-  mcp.hidden = !summary;
-  mcp.textContent = summary?.text ?? "";
-  mcp.title = summary?.detail ?? "";
-  if (summary) mcp.dataset.level = summary.level;
+  // Set only on a change: the line is a live region, and this runs on every streamed frame.
+  if (mcp.hidden !== !summary) mcp.hidden = !summary;
+  if (mcp.textContent !== (summary?.text ?? "")) mcp.textContent = summary?.text ?? "";
+  if (mcp.title !== (summary?.detail ?? "")) mcp.title = summary?.detail ?? "";
+  if (summary && mcp.dataset.level !== summary.level) mcp.dataset.level = summary.level;
   const usage = sessionUsage(state);
   const parts = [`${formatTokens(usage.totalTokens || usage.inputTokens + usage.outputTokens)} tokens`];
   parts.push(`$${usage.cost.toFixed(usage.cost > 0 && usage.cost < 0.01 ? 4 : 2)}`);
