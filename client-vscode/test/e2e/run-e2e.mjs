@@ -145,7 +145,7 @@ async function main() {
       "update.mode": "none",
       "window.restoreWindows": "none",
       // A buffer with unsaved changes must stay unsaved (the changes scenario edits one).
-      "files.autoSave": "off",
+      ...(opts.scenario === "changes" ? { "files.autoSave": "off" } : {}),
     };
     fs.mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
     const settingsFile = path.join(dirs["user-data"], "User/settings.json");
