@@ -7,7 +7,6 @@
 import { randomUUID } from "node:crypto";
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
-import { contextLabel } from "./context";
 import {
   Commands,
   type ContextItem,
@@ -78,7 +77,7 @@ export class Conversation implements vscode.Disposable {
     }
     const active: ActiveRequest = { sessionId: this.sessionId, cancel: new vscode.CancellationTokenSource() };
     this.active = active;
-    this.view.dispatch({ type: "prompt_sent", prompt: text, context: context.map(contextLabel) });
+    this.view.dispatch({ type: "prompt_sent", prompt: text, ...(context.length > 0 ? { context } : {}) });
     this.runningEmitter.fire({ running: true, message: firstLine(text) });
     const workDoneToken = `tunacode-${randomUUID()}`;
     try {

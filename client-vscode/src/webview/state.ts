@@ -96,6 +96,8 @@ export interface Turn {
   changes?: TurnChanges;
   /** Labels of the context items sent with the prompt (selection, files, images). */
   context?: string[];
+  /** The items themselves: back to the chips if the request never starts. */
+  contextItems?: ContextItem[];
 }
 
 /** A context item waiting to go with the next prompt (a chip above the prompt box). */
@@ -149,7 +151,7 @@ export interface ViewState {
 }
 
 export type Action =
-  | { type: "prompt_sent"; prompt: string; context?: string[] }
+  | { type: "prompt_sent"; prompt: string; context?: ContextItem[] }
   | { type: "attach"; item: ContextItem }
   | { type: "detach"; key: string }
   | { type: "event"; event: TunaEvent }
@@ -313,7 +315,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
       let next = pushTurn(state, action.prompt);
       if (action.context && action.context.length > 0) {
         const idx = next.turns.length - 1;
-        next = replaceTurn(next, idx, { ...next.turns[idx], context: action.context.slice() });
+        const items = action.context.filter((i) => i && typeof i === "object" && typeof i.type === "string");
+        next = replaceTurn(next, idx, { ...next.turns[idx], context: items.map(contextLabel), contextItems: items });
       }
       if (next.attachments.length > 0) next = { ...next, attachments: [] };
       // A new session is known by its first prompt until the server's title arrives.
@@ -850,6 +853,7 @@ function onRequestFailed(state: ViewState, message: string, code: number | undef
   }
   const failed: Turn = {
     ...turn,
+    contextItems: undefined,
     status: "failed",
     error: { message, hint: hintForError(code, message) },
     items: turn.items.map((item) =>
@@ -858,7 +862,10 @@ function onRequestFailed(state: ViewState, message: string, code: number | undef
     ended: true,
     early: [],
   };
-  return replaceTurn(state, idx, failed);
+  const next = replaceTurn(state, idx, failed);
+  // The request never started: its context goes back to the chips, to send again.
+  if (!turn.contextItems || turn.contextItems.length === 0 || next.attachments.length > 0) return next;
+  return turn.contextItems.reduce((s, item) => reduce(s, { type: "attach", item }), next);
 }
 
 // ------------------------------------------------------------------ replay

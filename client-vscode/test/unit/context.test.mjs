@@ -66,9 +66,20 @@ describe("attachments in the panel", () => {
     assert.deepEqual(s.attachments.map((a) => a.label), ["calc v2.py:3-5", "a.py"]);
     s = reduce(s, { type: "detach", key: s.attachments[1].key });
     assert.deepEqual(s.attachments.map((a) => a.label), ["calc v2.py:3-5"]);
-    s = reduce(s, { type: "prompt_sent", prompt: "explain", context: ["calc v2.py:3-5"] });
+    s = reduce(s, { type: "prompt_sent", prompt: "explain", context: [sel] });
     assert.deepEqual(s.attachments, []);
     assert.deepEqual(s.turns[0].context, ["calc v2.py:3-5"]);
+  });
+  it("a request that never starts gives its context back to the chips", () => {
+    const sel = selectionItem(URI, range(2, 0, 4, 5), "x");
+    let s = reduceAll(initialState(), [{ type: "attach", item: sel }, { type: "prompt_sent", prompt: "explain", context: [sel] }]);
+    s = reduce(s, { type: "request_failed", message: "params.context[0].range: past the end of the document", code: -32602 });
+    assert.equal(s.turns[0].status, "failed");
+    assert.deepEqual(s.attachments.map((a) => a.item), [sel]);
+    // Cancelled before it started: nothing comes back (the person stopped it).
+    let c = reduceAll(initialState(), [{ type: "prompt_sent", prompt: "explain", context: [sel] }]);
+    c = reduce(c, { type: "request_failed", message: "cancelled", code: -32800 });
+    assert.deepEqual(c.attachments, []);
   });
   it("a prompt without context leaves the turn without labels", () => {
     const s = reduce(initialState(), { type: "prompt_sent", prompt: "hi" });
