@@ -9,6 +9,7 @@ import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import {
   Commands,
+  type ContextItem,
   type RequestResult,
   type Session,
   type SessionGetResult,
@@ -67,7 +68,7 @@ export class Conversation implements vscode.Disposable {
     return this.active !== undefined;
   }
 
-  async ask(prompt: string): Promise<void> {
+  async ask(prompt: string, context: ContextItem[] = []): Promise<void> {
     const text = prompt.trim();
     if (!text) return;
     if (this.active) {
@@ -76,14 +77,18 @@ export class Conversation implements vscode.Disposable {
     }
     const active: ActiveRequest = { sessionId: this.sessionId, cancel: new vscode.CancellationTokenSource() };
     this.active = active;
-    this.view.dispatch({ type: "prompt_sent", prompt: text });
+    this.view.dispatch({ type: "prompt_sent", prompt: text, ...(context.length > 0 ? { context } : {}) });
     this.runningEmitter.fire({ running: true, message: firstLine(text) });
     const workDoneToken = `tunacode-${randomUUID()}`;
     try {
       active.progress = await this.server.onProgress(workDoneToken, (value) => {
         if (value.kind !== "end" && value.message) this.runningEmitter.fire({ running: true, message: value.message });
       });
-      const params = this.sessionId ? { prompt: text, sessionId: this.sessionId } : { prompt: text };
+      const params = {
+        prompt: text,
+        ...(this.sessionId ? { sessionId: this.sessionId } : {}),
+        ...(context.length > 0 ? { context } : {}),
+      };
       const result = await this.server.executeCommand<RequestResult>(Commands.request, params, {
         token: active.cancel.token,
         workDoneToken,

@@ -1,54 +1,133 @@
-/** Unified diffs applied to a file's text, both ways (pure, unit tested). */
+/**
+ * Unified diffs (as the server sends them: git's hunks, `--- a/x`, `+++ b/x`) applied to a
+ * file's text, both ways. Pure and unit tested: the Changes view rebuilds a file's "before"
+ * from its current text and undoes one file's change with it.
+ *
+ * Exact to the byte for LF text: `\ No newline at end of file` is honoured, a hunk that does
+ * not match the text (the file changed since) gives `undefined`, never a guess.
+ */
 
-/** Applies a unified diff backwards (new -> old); undefined if a hunk does not match. */
-export function reverseUnifiedDiff(current: string, diff: string): string | undefined {
-  const lines = current.split("\n");
-  const hunks = [...diff.matchAll(/^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@.*$/gm)];
-  if (hunks.length === 0) return undefined;
-  const body = diff.split("\n");
-  let offset = 0;
-  let out = lines.slice();
-  let i = 0;
-  while (i < body.length && !body[i].startsWith("@@")) i++;
-  while (i < body.length) {
-    const header = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(body[i]);
-    if (!header) {
-      i++;
-      continue;
-    }
-    i++;
-    const oldLines: string[] = [];
-    const newLines: string[] = [];
-    while (i < body.length && !body[i].startsWith("@@")) {
-      const l = body[i];
-      if (l.startsWith("+")) newLines.push(l.slice(1));
-      else if (l.startsWith("-")) oldLines.push(l.slice(1));
-      else if (l.startsWith(" ")) {
-        oldLines.push(l.slice(1));
-        newLines.push(l.slice(1));
-      } else if (l === "" && i === body.length - 1) {
-        /* trailing newline of the diff */
-      } else if (!l.startsWith("\\")) {
-        oldLines.push(l);
-        newLines.push(l);
-      }
-      i++;
-    }
-    const start = Math.max(0, Number(header[2]) - 1 + offset);
-    const actual = out.slice(start, start + newLines.length);
-    if (actual.join("\n") !== newLines.join("\n")) return undefined;
-    out = [...out.slice(0, start), ...oldLines, ...out.slice(start + newLines.length)];
-    offset += oldLines.length - newLines.length;
-  }
-  return out.join("\n");
+interface Hunk {
+  oldStart: number;
+  oldCount: number;
+  newStart: number;
+  newCount: number;
+  oldLines: string[];
+  newLines: string[];
+  /** The old / new side's last line has no newline (`\ No newline at end of file`). */
+  oldNoEol: boolean;
+  newNoEol: boolean;
 }
 
-/** Applies a unified diff forwards (old -> new); undefined if a hunk does not match. */
+const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
+
+/** The hunks of a unified diff; undefined when it has none (binary) or is malformed. */
+export function parseHunks(diff: string): Hunk[] | undefined {
+  const lines = diff.split("\n");
+  const hunks: Hunk[] = [];
+  let i = 0;
+  while (i < lines.length) {
+    const header = HUNK_HEADER.exec(lines[i]);
+    i++;
+    if (!header) continue;
+    const hunk: Hunk = {
+      oldStart: Number(header[1]),
+      oldCount: header[2] === undefined ? 1 : Number(header[2]),
+      newStart: Number(header[3]),
+      newCount: header[4] === undefined ? 1 : Number(header[4]),
+      oldLines: [],
+      newLines: [],
+      oldNoEol: false,
+      newNoEol: false,
+    };
+    let last = "";
+    while (i < lines.length && (hunk.oldLines.length < hunk.oldCount || hunk.newLines.length < hunk.newCount)) {
+      const line = lines[i];
+      const tag = line.charAt(0);
+      const body = line.slice(1);
+      if (tag === "\\") {
+        markNoEol(hunk, last);
+      } else if (tag === "+") {
+        hunk.newLines.push(body);
+      } else if (tag === "-") {
+        hunk.oldLines.push(body);
+      } else if (tag === " " || line === "") {
+        // An empty context line may have lost its leading space on the way.
+        hunk.oldLines.push(body);
+        hunk.newLines.push(body);
+      } else {
+        return undefined;
+      }
+      if (tag !== "\\") last = tag === "" ? " " : tag;
+      i++;
+    }
+    if (hunk.oldLines.length !== hunk.oldCount || hunk.newLines.length !== hunk.newCount) return undefined;
+    while (i < lines.length && lines[i].startsWith("\\")) {
+      markNoEol(hunk, last);
+      i++;
+    }
+    hunks.push(hunk);
+  }
+  return hunks.length > 0 ? hunks : undefined;
+}
+
+function markNoEol(hunk: Hunk, lastTag: string): void {
+  if (lastTag === "-" || lastTag === " ") hunk.oldNoEol = true;
+  if (lastTag === "+" || lastTag === " ") hunk.newNoEol = true;
+}
+
+interface Text {
+  lines: string[];
+  eol: boolean;
+}
+
+function toText(text: string): Text {
+  if (text === "") return { lines: [], eol: false };
+  const lines = text.split("\n");
+  const eol = lines[lines.length - 1] === "";
+  if (eol) lines.pop();
+  return { lines, eol };
+}
+
+function fromText(text: Text): string {
+  return text.lines.length === 0 ? "" : text.lines.join("\n") + (text.eol ? "\n" : "");
+}
+
+/** Applies `hunks` from side `from` to side `to`; undefined if a hunk does not match. */
+function transform(current: string, hunks: Hunk[], reverse: boolean): string | undefined {
+  const source = toText(current);
+  const out: string[] = [];
+  let eol = source.eol;
+  let cursor = 0; // next source line not yet copied
+  for (const hunk of hunks) {
+    const start = reverse ? hunk.newStart : hunk.oldStart;
+    const count = reverse ? hunk.newCount : hunk.oldCount;
+    const expect = reverse ? hunk.newLines : hunk.oldLines;
+    const replace = reverse ? hunk.oldLines : hunk.newLines;
+    const sourceNoEol = reverse ? hunk.newNoEol : hunk.oldNoEol;
+    const targetNoEol = reverse ? hunk.oldNoEol : hunk.newNoEol;
+    // A side with no lines names the line before it (0 at the top of the file).
+    const pos = count === 0 ? start : start - 1;
+    if (pos < cursor || pos + expect.length > source.lines.length) return undefined;
+    for (let k = 0; k < expect.length; k++) if (source.lines[pos + k] !== expect[k]) return undefined;
+    const atEnd = pos + expect.length === source.lines.length;
+    if (atEnd && expect.length > 0 && sourceNoEol === source.eol) return undefined;
+    out.push(...source.lines.slice(cursor, pos), ...replace);
+    cursor = pos + expect.length;
+    if (atEnd) eol = !targetNoEol;
+  }
+  out.push(...source.lines.slice(cursor));
+  return fromText({ lines: out, eol });
+}
+
+/** The text before the change, from the text after it; undefined if the diff does not fit. */
+export function reverseUnifiedDiff(current: string, diff: string): string | undefined {
+  const hunks = parseHunks(diff);
+  return hunks ? transform(current, hunks, true) : undefined;
+}
+
+/** The text after the change, from the text before it; undefined if the diff does not fit. */
 export function applyUnifiedDiff(current: string, diff: string): string | undefined {
-  const swapped = diff
-    .split("\n")
-    .map((l) => (l.startsWith("+++") || l.startsWith("---") ? l : l.startsWith("+") ? `-${l.slice(1)}` : l.startsWith("-") ? `+${l.slice(1)}` : l))
-    .map((l) => l.replace(/^@@ -(\d+(?:,\d+)?) \+(\d+(?:,\d+)?) @@/, "@@ -$2 +$1 @@"))
-    .join("\n");
-  return reverseUnifiedDiff(current, swapped);
+  const hunks = parseHunks(diff);
+  return hunks ? transform(current, hunks, false) : undefined;
 }

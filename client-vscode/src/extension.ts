@@ -6,13 +6,14 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { ANSWER_COMMAND, Approvals } from "./approvals";
-import { applyUnifiedDiff, reverseUnifiedDiff } from "./diff";
+import { ChangesController } from "./changes";
+import { MAX_CONTEXT_ITEMS, isInsidePath, mentionedPaths, mergeContext, selectionItem } from "./context";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
 import { needsRestart } from "./settings";
-import type { ApprovalDecision, ChangesResult } from "./protocol";
+import type { ApprovalDecision, ContextItem, LspRange, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
@@ -36,6 +37,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     onReady: () => {
       panel.dispatch({ type: "server_state", ...tuna.status });
       void refreshModel();
+      void refreshStatus();
       void conversation?.reload();
     },
     onMessage: (message) => void handleWebviewMessage(message),
@@ -44,6 +46,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const convo = conversation;
   convo.restore(context.workspaceState.get<string>(LAST_SESSION));
   const approvals = new Approvals(panel, log);
+  const changes = new ChangesController(tuna, { get currentSessionId() { return convo.currentSessionId; }, get isRunning() { return convo.isRunning; }, resume: (id) => convo.resume(id) }, panel, log);
   tuna.setRequestHandlers({
     approve: (params, token) => approvals.ask(params, token),
     saveDocuments: async ({ uris }) => {
@@ -66,7 +69,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   async function handleWebviewMessage(message: WebviewMessage): Promise<void> {
     switch (message.type) {
       case "send":
-        return convo.ask(message.prompt);
+        return convo.ask(message.prompt, await withMentions(message.prompt, Array.isArray(message.context) ? message.context : []));
+      case "pick_files":
+        return pickFiles();
+      case "attach_uris":
+        return attachUris(Array.isArray(message.uris) ? message.uris : []);
       case "stop":
         return convo.stop();
       case "new_session":
@@ -98,14 +105,114 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "pick_model":
         return pickModel();
       case "show_changes":
-        return showChanges();
+        return message.requestId ? changes.listRequest(message.requestId) : changes.pickSessionChange();
       case "rewind":
-        return rewind(message.requestId);
+        return changes.rewind(message.requestId, message.prompt);
       case "show_diff":
-        return showDiff(message.path, message.diff);
+        return changes.showDiff(message.path, message.diff, message.status);
+      case "undo_file":
+        return changes.undoFile(message.requestId, message.path, message.status, message.diff);
       case "ready":
         return;
     }
+  }
+
+  /** `@path` mentions of files that exist in the workspace become `file` context items. */
+  async function withMentions(prompt: string, context: ContextItem[]): Promise<ContextItem[]> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    if (!folder) return context;
+    const mentioned: ContextItem[] = [];
+    for (const p of mentionedPaths(prompt).slice(0, MAX_CONTEXT_ITEMS)) {
+      if (!isInsidePath(p)) continue;
+      const uri = vscode.Uri.joinPath(folder, p);
+      try {
+        if ((await vscode.workspace.fs.stat(uri)).type & vscode.FileType.File) mentioned.push({ type: "file", uri: uri.toString() });
+      } catch {
+        // not a file of this workspace: left as text
+      }
+    }
+    return mergeContext([...context, ...mentioned]);
+  }
+
+  /** Files dropped on the panel (Shift+drag from the explorer or an editor tab). */
+  async function attachUris(uris: unknown[]): Promise<void> {
+    let refused = 0;
+    for (const raw of uris.slice(0, MAX_CONTEXT_ITEMS)) {
+      let uri: vscode.Uri;
+      try {
+        uri = vscode.Uri.parse(String(raw), true);
+      } catch {
+        refused++;
+        continue;
+      }
+      const inside = uri.scheme === "file" && vscode.workspace.getWorkspaceFolder(uri) !== undefined;
+      const isFile = inside && (await vscode.workspace.fs.stat(uri).then((s) => (s.type & vscode.FileType.File) !== 0, () => false));
+      if (isFile) panel.dispatch({ type: "attach", item: { type: "file", uri: uri.toString() } });
+      else refused++;
+    }
+    if (refused > 0) void vscode.window.showInformationMessage(`TunaCode: only files of this workspace can be added (${refused} left out).`);
+  }
+
+  /** "Add file": a pick of workspace files (the open ones first) to send as context. */
+  async function pickFiles(): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    if (!folder) {
+      void vscode.window.showInformationMessage("TunaCode: open a folder to add its files as context.");
+      return;
+    }
+    const found = await vscode.workspace.findFiles("**/*", "{**/node_modules/**,**/.git/**}", 5000);
+    const open = new Set(vscode.workspace.textDocuments.filter((d) => d.uri.scheme === "file").map((d) => d.uri.toString()));
+    const items = found
+      .map((uri) => ({ label: vscode.workspace.asRelativePath(uri, false), uri, open: open.has(uri.toString()) }))
+      .sort((a, b) => Number(b.open) - Number(a.open) || a.label.localeCompare(b.label))
+      .map((f) => ({ label: f.label, description: f.open ? "open" : undefined, uri: f.uri }));
+    const picked = await vscode.window.showQuickPick(items, { title: "Add files as context", canPickMany: true, matchOnDescription: true });
+    for (const p of picked ?? []) panel.dispatch({ type: "attach", item: { type: "file", uri: p.uri.toString() } });
+    await panel.reveal(true);
+  }
+
+  /** "Ask about Selection": the selection (or the whole file) as context, then the prompt. */
+  async function askAboutSelection(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      void vscode.window.showInformationMessage("TunaCode: select some code in an editor first.");
+      return;
+    }
+    const doc = editor.document;
+    if (doc.uri.scheme !== "file" || !vscode.workspace.getWorkspaceFolder(doc.uri)) {
+      void vscode.window.showInformationMessage("TunaCode: only files of this workspace can be sent as context.");
+      return;
+    }
+    const selections = editor.selections.filter((s) => !s.isEmpty);
+    if (selections.length === 0) panel.dispatch({ type: "attach", item: { type: "file", uri: doc.uri.toString() } });
+    for (const sel of selections.slice(0, MAX_CONTEXT_ITEMS)) {
+      const range = {
+        start: { line: sel.start.line, character: sel.start.character },
+        end: { line: sel.end.line, character: sel.end.character },
+      };
+      panel.dispatch({ type: "attach", item: selectionItem(doc.uri.toString(), range, doc.getText(sel)) });
+    }
+    // The errors the editor shows in the selection go along (at most 20).
+    const diagnostics = vscode.languages
+      .getDiagnostics(doc.uri)
+      .filter((d) => selections.some((sel) => sel.intersection(d.range) !== undefined))
+      .slice(0, 20);
+    for (const d of diagnostics) {
+      const lsp = toLspDiagnostic(d);
+      panel.dispatch({
+        type: "attach",
+        item: {
+          type: "diagnostic",
+          uri: doc.uri.toString(),
+          range: lsp.range,
+          message: d.message.slice(0, 4000),
+          severity: lsp.severity,
+          ...(lsp.source ? { source: lsp.source } : {}),
+          ...(lsp.code !== undefined ? { code: lsp.code } : {}),
+        },
+      });
+    }
+    await panel.reveal(true);
   }
 
   async function openFile(file: string, line?: number): Promise<void> {
@@ -177,62 +284,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   }
 
-  async function showChanges(): Promise<void> {
-    const sessionId = convo.currentSessionId;
-    if (!sessionId) {
-      void vscode.window.showInformationMessage("TunaCode: no session yet.");
-      return;
-    }
-    let result: ChangesResult;
+  /** MCP servers from `tunacode.status`; polled briefly while one is still starting. */
+  let statusTimer: NodeJS.Timeout | undefined;
+  let statusPolls = 0;
+  async function refreshStatus(poll = false): Promise<void> {
+    clearTimeout(statusTimer);
+    if (!poll) statusPolls = 0;
+    if (tuna.status.state !== "running") return;
     try {
-      result = await tuna.executeCommand<ChangesResult>(Commands.changes, { sessionId });
+      const result = await tuna.executeCommand<StatusResult>(Commands.status, {});
+      panel.dispatch({ type: "mcp_servers", servers: result.mcpServers });
+      const starting = (result.mcpServers ?? []).some((s) => s && s.state === "starting");
+      if (starting && statusPolls++ < 30) statusTimer = setTimeout(() => void refreshStatus(true), 2000);
     } catch (err) {
-      void vscode.window.showInformationMessage(`TunaCode: this server cannot list changes yet (${errorMessage(err)}).`);
-      return;
-    }
-    if (result.files.length === 0) {
-      void vscode.window.showInformationMessage("TunaCode: no changes in this session.");
-      return;
-    }
-    const picked = await vscode.window.showQuickPick(
-      result.files.map((f) => ({ label: f.path, description: f.status, file: f })),
-      { title: `Changes of this session${result.truncated ? " (cut)" : ""}` },
-    );
-    if (!picked) return;
-    await showDiff(picked.file.path, picked.file.diff);
-  }
-
-  /**
-   * An edit's unified diff in VS Code's diff editor: the file as it is now against the file
-   * with the diff reversed (after the edit) or applied (before it, while approval asks).
-   */
-  async function showDiff(file: string, diff: string): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const current = folder && !path.isAbsolute(file) ? vscode.Uri.joinPath(folder, file) : vscode.Uri.file(file);
-    const other = (side: string): vscode.Uri =>
-      vscode.Uri.from({ scheme: BEFORE_SCHEME, path: current.path, query: `${side}&${encodeURIComponent(diff)}` });
-    const text = await readText(current);
-    if (text !== undefined && reverseUnifiedDiff(text, diff) !== undefined) {
-      await vscode.commands.executeCommand("vscode.diff", other("before"), current, `${file} (before ↔ after the edit)`);
-    } else {
-      await vscode.commands.executeCommand("vscode.diff", current, other("after"), `${file} (now ↔ with the edit)`);
-    }
-  }
-
-  async function rewind(requestId?: unknown): Promise<void> {
-    const sessionId = convo.currentSessionId;
-    if (!sessionId || typeof requestId !== "string") return;
-    const choice = await vscode.window.showWarningMessage(
-      "Rewind the session to before this request, restoring the files it changed?",
-      { modal: true },
-      "Rewind",
-    );
-    if (choice !== "Rewind") return;
-    try {
-      await tuna.executeCommand(Commands.sessionRewind, { sessionId, requestId, files: true });
-      await convo.resume(sessionId);
-    } catch (err) {
-      void vscode.window.showErrorMessage(`TunaCode: rewind failed: ${errorMessage(err)}`);
+      log.debug(`tunacode.status: ${errorMessage(err)}`);
     }
   }
 
@@ -278,12 +343,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.registerWebviewViewProvider(VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
     tuna.onStatus((status) => {
       panel.dispatch({ type: "server_state", ...status });
-      if (status.state === "running") void refreshModel();
+      if (status.state === "running") {
+        void refreshModel();
+        void refreshStatus();
+      }
     }),
     approvals,
     convo.onRunning(({ running, message }) => {
       statusBar.update(running, message);
       void vscode.commands.executeCommand("setContext", RUNNING_CONTEXT, running);
+      if (!running) void refreshStatus();
       if (!running && restartWhenIdle) restartForSettings();
     }),
     approvals.onDidChange(() => statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0)),
@@ -303,7 +372,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     tuna.onStatus((status) => {
       if (status.state !== "running") approvals.cancelAll();
     }),
-    vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, { provideTextDocumentContent: beforeContent }),
+    changes,
     vscode.workspace.onDidChangeConfiguration((event) => {
       // Agent settings apply live (the server re-reads them on didChangeConfiguration);
       // only how the server starts needs a new process.
@@ -323,10 +392,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       panel.post({ type: "focus_approval", toolCallId: approvals.waiting[0]?.toolCallId ?? [...awaitingV1][0] });
     }),
     vscode.commands.registerCommand("tunacode.focusPrompt", () => panel.reveal(true)),
-    vscode.commands.registerCommand("tunacode.showChanges", () => showChanges()),
-    vscode.commands.registerCommand("tunacode.rewind", (requestId?: unknown) => rewind(requestId)),
+    vscode.commands.registerCommand("tunacode.showChanges", () => changes.pickSessionChange()),
+    vscode.commands.registerCommand("tunacode.rewind", (requestId?: unknown) =>
+      typeof requestId === "string" ? changes.rewind(requestId) : undefined,
+    ),
     vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
+    vscode.commands.registerCommand("tunacode.askAboutSelection", () => askAboutSelection()),
+    // The server's code actions (lightbulb "TunaCode: Fix" / "TunaCode: Explain") run
+    // `tunacode.request {prompt, context}`: the panel gets the context as chips and the
+    // prompt to edit, instead of a request started unseen (docs/protocol.md, Code actions).
+    vscode.commands.registerCommand(Commands.request, async (arg?: unknown) => {
+      const { prompt, context } = (arg && typeof arg === "object" ? arg : {}) as { prompt?: unknown; context?: unknown };
+      for (const item of Array.isArray(context) ? context : []) {
+        if (item && typeof item === "object" && typeof (item as { type?: unknown }).type === "string") {
+          panel.dispatch({ type: "attach", item: item as ContextItem });
+        }
+      }
+      await panel.reveal(false);
+      panel.post({ type: "focus_prompt", text: typeof prompt === "string" ? prompt : undefined });
+    }),
+    vscode.commands.registerCommand("tunacode.addFiles", () => pickFiles()),
     { dispose: () => clearTimeout(restartTimer) },
+    { dispose: () => clearTimeout(statusTimer) },
     vscode.commands.registerCommand("tunacode.newSession", async () => {
       convo.newSession();
       await panel.reveal();
@@ -380,29 +467,7 @@ function sessionPickItem(session: Session): vscode.QuickPickItem & { session: Se
   };
 }
 
-/** The "before" side of a change's diff: the diff reversed onto the current file. */
-const BEFORE_SCHEME = "tunacode-before";
-
-async function readText(uri: vscode.Uri): Promise<string | undefined> {
-  try {
-    return new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-  } catch {
-    return undefined;
-  }
-}
-
-/** `before&<diff>`: the file with the diff reversed; `after&<diff>`: with it applied. */
-async function beforeContent(uri: vscode.Uri): Promise<string> {
-  const amp = uri.query.indexOf("&");
-  const side = uri.query.slice(0, amp);
-  const diff = decodeURIComponent(uri.query.slice(amp + 1));
-  const current = (await readText(vscode.Uri.file(uri.path))) ?? "";
-  if (side === "after") return applyUnifiedDiff(current, diff) ?? current;
-  return reverseUnifiedDiff(current, diff) ?? current;
-}
-
-
-function toLspDiagnostic(d: vscode.Diagnostic): object {
+function toLspDiagnostic(d: vscode.Diagnostic): { range: LspRange; severity: number; code?: string | number; source?: string; message: string } {
   const severity = { 0: 1, 1: 2, 2: 3, 3: 4 }[d.severity] ?? 1;
   const code = typeof d.code === "object" && d.code !== null ? d.code.value : d.code;
   return {

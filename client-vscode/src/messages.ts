@@ -3,7 +3,7 @@
  * The host forwards server traffic as reducer actions; the webview sends what the person did.
  */
 
-import type { ApprovalDecision } from "./protocol";
+import type { ApprovalDecision, ContextItem } from "./protocol";
 import type { Action, BannerAction } from "./webview/state";
 
 /** Host -> webview. */
@@ -11,12 +11,16 @@ export type HostMessage =
   | { type: "action"; action: Action }
   | { type: "focus_prompt"; text?: string }
   | { type: "show_sessions" }
-  | { type: "focus_approval"; toolCallId?: string };
+  | { type: "focus_approval"; toolCallId?: string }
+  /** After a rewind: the prompt back in the box, unless the person is typing another. */
+  | { type: "restore_prompt"; text: string };
 
 /** Webview -> host. */
 export type WebviewMessage =
   | { type: "ready" }
-  | { type: "send"; prompt: string }
+  | { type: "send"; prompt: string; context?: ContextItem[] }
+  | { type: "pick_files" }
+  | { type: "attach_uris"; uris: string[] }
   | { type: "stop" }
   | { type: "new_session" }
   | { type: "list_sessions" }
@@ -29,6 +33,7 @@ export type WebviewMessage =
   | { type: "show_output"; requestId?: string; toolCallId: string; name: string }
   | { type: "insert"; text: string }
   | { type: "pick_model" }
-  | { type: "show_changes" }
-  | { type: "rewind"; requestId: string }
-  | { type: "show_diff"; path: string; diff: string };
+  | { type: "show_changes"; requestId?: string }
+  | { type: "rewind"; requestId: string; prompt?: string }
+  | { type: "show_diff"; path: string; diff: string; status?: string }
+  | { type: "undo_file"; requestId: string; path: string; status: string; diff: string };

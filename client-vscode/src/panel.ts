@@ -118,20 +118,23 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
       <button id="new-session" type="button" class="secondary" title="Start a new session">New</button>
       <button id="toggle-sessions" type="button" class="secondary" aria-expanded="false" aria-controls="sessions" title="Show sessions">Sessions</button>
     </header>
+    <form id="composer" aria-label="Ask TunaCode">
+      <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Esc stops · @file adds a file</label>
+      <ul id="attachments" class="attachments" aria-label="Context sent with the prompt" hidden></ul>
+      <textarea id="prompt" rows="3" placeholder="Ask TunaCode…" aria-label="Prompt"></textarea>
+      <div class="composer-actions">
+        <button id="add-file" type="button" class="secondary" title="Add files of the workspace as context (paste an image into the prompt to add it)">Add file</button>
+        <span class="composer-spacer"></span>
+        <button id="send" type="submit">Send</button>
+        <button id="stop" type="button" hidden title="Stop the running request (Esc)">Stop</button>
+      </div>
+    </form>
     <section id="sessions" aria-label="Sessions" hidden></section>
     <div id="banner" class="banner" role="alert" hidden></div>
     <main id="conversation" aria-label="Conversation" aria-busy="false" tabindex="-1"></main>
     <div id="announcer" class="sr-only" role="status" aria-live="polite"></div>
     <section id="plan" class="plan" aria-label="Plan" hidden></section>
-    <form id="composer">
-      <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Esc stops</label>
-      <textarea id="prompt" rows="3" placeholder="Ask TunaCode…" aria-label="Prompt"></textarea>
-      <div class="composer-actions">
-        <button id="send" type="submit">Send</button>
-        <button id="stop" type="button" hidden title="Stop the running request (Esc)">Stop</button>
-      </div>
-    </form>
-    <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><span id="usage"></span></footer>
+    <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><span id="mcp" role="status" hidden></span><span id="usage"></span></footer>
   </div>
   <script nonce="${nonce}" src="${script}"></script>
 </body>

@@ -64,6 +64,28 @@ export interface ChangedFile {
   status: string;
   diff: string;
 }
+export type ChangeStatus = "added" | "modified" | "deleted";
+
+/** `tunacode.status`'s MCP servers (docs/mcp.md). */
+export interface McpServerInfo {
+  name: string;
+  state: "starting" | "ready" | "failed" | "not_allowed";
+  tools: number;
+  error?: string;
+}
+
+export interface StatusResult {
+  version?: string;
+  protocolVersion?: number;
+  activeRequests?: { requestId: string; sessionId: string; startedAt: string }[];
+  mcpServers?: McpServerInfo[];
+}
+
+export interface RewindResult {
+  session: Session;
+  restored: string[];
+}
+
 export interface ChangesResult {
   files: ChangedFile[];
   truncated: boolean;
@@ -82,6 +104,8 @@ export const ErrorCodes = {
   unknownSession: -32001,
   sessionBusy: -32002,
   modelNotUsable: -32003,
+  /** `tunacode.session.rewind`: files changed since the agent wrote them (`data.files`). */
+  rewindConflict: -32004,
   requestCancelled: -32800,
 } as const;
 
@@ -111,11 +135,25 @@ export interface Session {
   busy?: boolean;
 }
 
+/** LSP's range: 0-based lines, characters in UTF-16 code units. */
+export interface LspRange {
+  start: { line: number; character: number };
+  end: { line: number; character: number };
+}
+
+/** `tunacode.request`'s context items (docs/protocol.md, "Context from the editor"). */
+export type ContextItem =
+  | { type: "file"; uri: string }
+  | { type: "selection"; uri: string; range: LspRange; text?: string }
+  | { type: "diagnostic"; uri: string; range: LspRange; message: string; severity?: number; source?: string; code?: string | number }
+  | { type: "image"; mimeType: string; data: string };
+
 export interface RequestParams {
   prompt: string;
   sessionId?: string;
   model?: string;
   maxTurns?: number;
+  context?: ContextItem[];
 }
 
 export interface RequestResult {

@@ -67,22 +67,23 @@ def _run(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProces
     return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
 
 
-@pytest.mark.timeout(480)
-def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
+def _run_scenario(scenario: str, artifacts: Path) -> tuple[dict, str]:
+    """Packages the extension, runs one scenario of run-e2e.mjs; returns its summary."""
     tools = _tools()
 
     packaged = _run(["npm", "run", "--silent", "package"], timeout=180, cwd=CLIENT)
     assert packaged.returncode == 0, f"vsce package failed:\n{packaged.stdout[-4000:]}"
     assert (CLIENT / "tunacode-vscode.vsix").is_file()
 
-    summary_file = ARTIFACTS / "summary.json"
+    summary_file = artifacts / "summary.json"
     run = _run(
         [
             tools["NODE24"],
             str(CLIENT / "test" / "e2e" / "run-e2e.mjs"),
             "--python", sys.executable,
-            "--artifacts", str(ARTIFACTS),
+            "--artifacts", str(artifacts),
             "--summary", str(summary_file),
+            "--scenario", scenario,
         ],
         timeout=420,
         cwd=CLIENT,
@@ -90,9 +91,18 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
     assert summary_file.is_file(), f"the e2e run wrote no summary:\n{run.stdout[-6000:]}"
     summary = json.loads(summary_file.read_text())
     report = f"{run.stdout[-6000:]}\nsummary: {json.dumps(summary, indent=2)}"
-
     assert run.returncode == 0, report
     assert summary["ok"] is True, report
+    assert summary["scenario"] == scenario, report
+    assert summary["cleanup"] == {"codeServerGone": True, "modelGone": True, "browserClosed": True}, report
+    for shot in summary["screenshots"]:
+        assert Path(shot).is_file() and Path(shot).stat().st_size > 0, shot
+    return summary, report
+
+
+@pytest.mark.timeout(480)
+def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
+    summary, report = _run_scenario("main", ARTIFACTS)
     names = [step["name"] for step in summary["steps"]]
     assert names == [
         "open the TunaCode panel",
@@ -110,6 +120,29 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
     assert 0 <= summary["stopToCancelledMs"] < 1000, report
-    assert summary["cleanup"] == {"codeServerGone": True, "modelGone": True, "browserClosed": True}, report
-    for shot in summary["screenshots"]:
-        assert Path(shot).is_file() and Path(shot).stat().st_size > 0, shot
+
+
+@pytest.mark.timeout(480)
+def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
+    """An agent edit of two files; the Changes list, a diff, Undo of one file (its bytes
+    back), Rewind with a conflict (someone else's edit) and Overwrite: every byte back."""
+    summary, report = _run_scenario("changes", REPO / "test-artifacts" / "vscode-changes")
+    names = [step["name"] for step in summary["steps"]]
+    assert names == [
+        "open the TunaCode panel",
+        "an agent edit of two files: the turn says 2 files changed",
+        "the Changes list shows a file's diff in VS Code's diff editor",
+        "Undo of one file puts its exact bytes back; the other keeps the edit",
+        "Rewind to before this prompt: a conflict names the file, Overwrite restores every byte",
+        "Ask about Selection from the editor's context menu sends the selection and an @file mention",
+        "the lightbulb's TunaCode: Explain puts the prompt and the selection in the panel to edit",
+        "Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image and a dropped file become chips",
+        "an edit of a buffer with unsaved changes: Changes says unsaved, Rewind gives the buffer its text back",
+        "the footer shows the MCP servers' state from tunacode.status",
+    ], report
+    assert all(step["ok"] for step in summary["steps"]), report
+    assert "b.py" in summary["steps"][4]["conflictText"], report
+    assert summary["steps"][6]["prompt"].startswith("Explain"), report
+    assert summary["steps"][7]["tabOrder"][-1] == "prompt", report
+    assert summary["steps"][9]["mcp"] == "MCP: 1 ready · 1 failed", report
+    assert len(summary["screenshots"]) == 10, report

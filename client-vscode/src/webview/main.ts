@@ -16,7 +16,9 @@ import {
   diffLines,
   fileLink,
   initialState,
+  isBufferOnly,
   isDenied,
+  mcpSummary,
   isRunning,
   pendingApprovals,
   plural,
@@ -26,6 +28,7 @@ import {
   toolFilePath,
 } from "./state";
 import type { ApprovalDecision } from "../protocol";
+import { IMAGE_TYPES, MAX_IMAGE_BYTES, parseUriList } from "../context";
 
 declare function acquireVsCodeApi(): {
   postMessage(message: WebviewMessage): void;
@@ -80,7 +83,8 @@ function send(): void {
   historyIndex = history.length;
   draft = "";
   vscode.setState({ history });
-  post({ type: "send", prompt });
+  const context = state.attachments.map((a) => a.item);
+  post(context.length > 0 ? { type: "send", prompt, context } : { type: "send", prompt });
 }
 
 function walkHistory(step: -1 | 1): boolean {
@@ -141,6 +145,49 @@ $<HTMLFormElement>("composer").addEventListener("submit", (e) => {
 });
 stopButton.addEventListener("click", stop);
 $<HTMLButtonElement>("model").addEventListener("click", () => post({ type: "pick_model" }));
+$<HTMLButtonElement>("add-file").addEventListener("click", () => post({ type: "pick_files" }));
+
+// An image pasted into the prompt goes with it as an `image` context item.
+promptBox.addEventListener("paste", (e) => {
+  const files = Array.from(e.clipboardData?.items ?? [])
+    .filter((i) => i.kind === "file")
+    .map((i) => i.getAsFile())
+    .filter((f): f is File => f !== null);
+  if (files.length === 0) return;
+  e.preventDefault();
+  for (const file of files) void attachImage(file);
+});
+
+// Files dropped on the panel: images become image items, other files (a `text/uri-list`
+// from VS Code's explorer or tabs, Shift+drag) file items, checked by the host.
+document.addEventListener("dragover", (e) => {
+  if (e.dataTransfer && Array.from(e.dataTransfer.types).some((t) => t === "Files" || t === "text/uri-list")) e.preventDefault();
+});
+document.addEventListener("drop", (e) => {
+  const data = e.dataTransfer;
+  if (!data) return;
+  e.preventDefault();
+  const uris = parseUriList(data.getData("text/uri-list") || data.getData("application/vnd.code.uri-list") || "");
+  const images = Array.from(data.files).filter((f) => f.type.startsWith("image/"));
+  if (uris.length > 0) post({ type: "attach_uris", uris });
+  else for (const file of images) void attachImage(file);
+  promptBox.focus();
+});
+
+async function attachImage(file: File): Promise<void> {
+  if (!IMAGE_TYPES.has(file.type)) {
+    dispatch({ type: "server_state", state: state.server, message: `Only PNG, JPEG, GIF and WebP images can be added (not ${file.type || "this file"}).` });
+    return;
+  }
+  if (file.size > MAX_IMAGE_BYTES) {
+    dispatch({ type: "server_state", state: state.server, message: `The image is too large (${Math.round(file.size / 1024 / 1024)} MB; at most 5 MB).` });
+    return;
+  }
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  dispatch({ type: "attach", item: { type: "image", mimeType: file.type, data: btoa(binary) } });
+}
 $<HTMLButtonElement>("new-session").addEventListener("click", () => post({ type: "new_session" }));
 sessionsButton.addEventListener("click", () => setSessionsOpen(!sessionsOpen));
 
@@ -173,6 +220,10 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       break;
     case "focus_approval":
       focusApproval(message.toolCallId);
+      break;
+    case "restore_prompt":
+      if (!promptBox.value.trim()) promptBox.value = message.text;
+      promptBox.focus();
       break;
   }
 });
@@ -210,6 +261,7 @@ function render(): void {
   stopButton.hidden = !running;
   sendButton.hidden = running;
   renderBanner();
+  renderAttachments();
   renderSessions();
   renderConversation();
   renderPlan();
@@ -232,6 +284,32 @@ function renderBanner(): void {
     button.addEventListener("click", () => post({ type: "banner_action", action }));
     bannerBox.append(button);
   }
+}
+
+let renderedAttachments: ViewState["attachments"] | undefined;
+
+function renderAttachments(): void {
+  if (state.attachments === renderedAttachments) return;
+  renderedAttachments = state.attachments;
+  const box = $<HTMLUListElement>("attachments");
+  box.hidden = state.attachments.length === 0;
+  box.replaceChildren(
+    ...state.attachments.map((a) => {
+      const chip = el("li", "attachment");
+      chip.dataset.type = a.item.type;
+      chip.title = a.item.type === "image" ? a.label : "uri" in a.item ? a.item.uri : a.label;
+      chip.append(el("span", "attachment-label", a.label));
+      const remove = el("button", "link-button attachment-remove", "×");
+      remove.type = "button";
+      remove.setAttribute("aria-label", `Remove ${a.label} from the context`);
+      remove.addEventListener("click", () => {
+        dispatch({ type: "detach", key: a.key });
+        promptBox.focus();
+      });
+      chip.append(remove);
+      return chip;
+    }),
+  );
 }
 
 function renderSessions(): void {
@@ -329,6 +407,12 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   if (turn.replayed) article.dataset.replayed = "true";
   const promptText = article.querySelector(".user-prompt-text") as HTMLElement;
   if (promptText.textContent !== turn.prompt) promptText.textContent = turn.prompt;
+  if (turn.context && turn.context.length > 0 && !article.querySelector(".prompt-context")) {
+    const list = el("ul", "prompt-context");
+    list.setAttribute("aria-label", "Context sent");
+    for (const label of turn.context) list.append(el("li", "prompt-context-item", label));
+    promptText.after(list);
+  }
 
   const itemsBox = article.querySelector(".turn-items") as HTMLElement;
   const elements = turn.items.map((item) => itemElement(item, turn));
@@ -342,20 +426,7 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   status.className = `turn-status status-${turn.status}`;
   const text = STATUS_TEXT[turn.status];
   if (text) status.append(el("span", "turn-status-text", text));
-  if (turn.changedFiles && turn.changedFiles.length > 0 && turn.requestId) {
-    const requestId = turn.requestId;
-    const box = el("div", "turn-changes");
-    box.append(el("span", "turn-changes-text", `${plural(turn.changedFiles.length, "file")} changed`));
-    const review = el("button", "link-button turn-review", "Review");
-    review.type = "button";
-    review.addEventListener("click", () => post({ type: "show_changes" }));
-    const rewind = el("button", "link-button turn-rewind", "Rewind");
-    rewind.type = "button";
-    rewind.title = "Restore the files and the conversation to before this request";
-    rewind.addEventListener("click", () => post({ type: "rewind", requestId }));
-    box.append(" · ", review, " · ", rewind);
-    status.append(box);
-  }
+  if (turn.changedFiles && turn.changedFiles.length > 0 && turn.requestId) status.append(changesBox(turn, turn.requestId));
   if (turn.missedEvents > 0) status.append(el("span", "turn-gap", ` (${turn.missedEvents} updates missed; the final answer is shown)`));
   if (turn.error) {
     const box = el("div", "turn-error");
@@ -364,6 +435,79 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
     if (turn.error.hint) box.append(el("div", "turn-error-hint", turn.error.hint));
     status.append(box);
   }
+}
+
+/** Requests whose Changes list is open (a view choice, not state). */
+const openChanges = new Set<string>();
+
+const CHANGE_MARK: Record<string, string> = { added: "A", modified: "M", deleted: "D" };
+
+/** "2 files changed · Changes · Rewind to before this prompt", and the list when open. */
+function changesBox(turn: Turn, requestId: string): HTMLElement {
+  const box = el("div", "turn-changes");
+  const open = openChanges.has(requestId);
+  const count = el("span", "turn-changes-text", `${plural(turn.changedFiles?.length ?? 0, "file")} changed`);
+  count.title = (turn.changedFiles ?? []).slice(0, 50).join("\n");
+  box.append(count);
+  const toggle = el("button", "link-button turn-review", "Changes");
+  toggle.type = "button";
+  toggle.setAttribute("aria-expanded", String(open));
+  toggle.title = "List the files this request changed, with their diffs";
+  toggle.addEventListener("click", () => {
+    if (openChanges.has(requestId)) openChanges.delete(requestId);
+    else {
+      openChanges.add(requestId);
+      post({ type: "show_changes", requestId });
+    }
+    rerenderTurn(turn.key);
+  });
+  const rewind = el("button", "link-button turn-rewind", "Rewind to before this prompt");
+  rewind.type = "button";
+  rewind.title = "Restore the files this request (and later ones) changed, and cut the conversation back to before it";
+  rewind.disabled = isRunning(state);
+  rewind.addEventListener("click", () => post({ type: "rewind", requestId, prompt: turn.prompt }));
+  box.append(" · ", toggle, " · ", rewind);
+  if (!open) return box;
+
+  const list = el("ul", "change-list");
+  list.setAttribute("aria-label", "Changed files");
+  const changes = turn.changes;
+  if (!changes) list.append(el("li", "change-empty", "Loading changes…"));
+  else if (changes.error) list.append(el("li", "change-error", changes.error));
+  else if (changes.files.length === 0) list.append(el("li", "change-empty", "No changes recorded for this request."));
+  for (const file of changes?.files ?? []) {
+    const row = el("li", "change-row");
+    row.dataset.path = file.path;
+    row.dataset.status = file.status;
+    if (file.undone) row.dataset.undone = "true";
+    const mark = el("span", `change-mark change-${file.status}`, CHANGE_MARK[file.status] ?? "?");
+    mark.title = file.status;
+    const open = el("button", "link-button change-diff", file.path);
+    open.type = "button";
+    open.title = `Show the diff of ${file.path} (${file.status})`;
+    open.addEventListener("click", () => post({ type: "show_diff", path: file.path, diff: file.diff, status: file.status }));
+    const undo = el("button", "link-button change-undo", file.undone ? "Undone" : "Undo");
+    undo.type = "button";
+    undo.disabled = file.undone === true || isRunning(state);
+    undo.title = `Put ${file.path} back as it was before this request (an editor edit, undoable)`;
+    undo.setAttribute("aria-label", `Undo the change of ${file.path}`);
+    undo.addEventListener("click", () => post({ type: "undo_file", requestId, path: file.path, status: file.status, diff: file.diff }));
+    row.append(mark, " ", open, " ", undo);
+    if (isBufferOnly(file.diff)) {
+      const note = el("span", "change-note change-unsaved", "unsaved");
+      note.title = "The agent's edit is in the editor's buffer only (the document had unsaved changes of yours)";
+      row.append(" ", note);
+    }
+    list.append(row);
+  }
+  if (changes?.truncated) list.append(el("li", "change-note", "The list or a diff was cut: the change is larger."));
+  box.append(list);
+  return box;
+}
+
+function rerenderTurn(key: string): void {
+  const view = turnViews.get(key);
+  if (view) updateTurn(view.el, view.turn);
 }
 
 function itemElement(item: Item, turn: Turn): HTMLElement {
@@ -636,6 +780,13 @@ function renderFooter(): void {
     meter.title = `${formatTokens(state.context.tokens)} of ${formatTokens(state.context.window)} tokens of the model's context window`;
     meter.dataset.level = pct >= 90 ? "high" : pct >= 70 ? "medium" : "low";
   }
+  const mcp = $<HTMLElement>("mcp");
+  const summary = mcpSummary(state.mcpServers);
+  // Set only on a change: the line is a live region, and this runs on every streamed frame.
+  if (mcp.hidden !== !summary) mcp.hidden = !summary;
+  if (mcp.textContent !== (summary?.text ?? "")) mcp.textContent = summary?.text ?? "";
+  if (mcp.title !== (summary?.detail ?? "")) mcp.title = summary?.detail ?? "";
+  if (summary && mcp.dataset.level !== summary.level) mcp.dataset.level = summary.level;
   const usage = sessionUsage(state);
   const parts = [`${formatTokens(usage.totalTokens || usage.inputTokens + usage.outputTokens)} tokens`];
   parts.push(`$${usage.cost.toFixed(usage.cost > 0 && usage.cost < 0.01 ? 4 : 2)}`);

@@ -10,6 +10,9 @@
 import type {
   ApprovalDecision,
   ApproveParams,
+  ChangedFile,
+  ContextItem,
+  McpServerInfo,
   PlanItem,
   RequestResult,
   Session,
@@ -19,6 +22,7 @@ import type {
   TunaEvent,
   Usage,
 } from "../protocol";
+import { contextLabel, mergeContext } from "../context";
 
 export interface TextItem {
   kind: "text";
@@ -88,6 +92,29 @@ export interface Turn {
   ended: boolean;
   /** v2: the files the request changed (RequestResult.changedFiles). */
   changedFiles?: string[];
+  /** The request's changes with their diffs (`tunacode.changes`), once asked for. */
+  changes?: TurnChanges;
+  /** Labels of the context items sent with the prompt (selection, files, images). */
+  context?: string[];
+  /** The items themselves: back to the chips if the request never starts. */
+  contextItems?: ContextItem[];
+}
+
+/** A context item waiting to go with the next prompt (a chip above the prompt box). */
+export interface Attachment {
+  key: string;
+  label: string;
+  item: ContextItem;
+}
+
+/** A request's changed files for the Changes list; `undone` after a per-file Undo. */
+export interface ChangeEntry extends ChangedFile {
+  undone?: boolean;
+}
+export interface TurnChanges {
+  files: ChangeEntry[];
+  truncated: boolean;
+  error?: string;
 }
 
 export type ServerState = "starting" | "running" | "stopped" | "failed";
@@ -117,10 +144,16 @@ export interface ViewState {
   context?: { tokens: number; window: number };
   /** Models from `tunacode.models.list`, for the picker. */
   models?: string[];
+  /** MCP servers from `tunacode.status` (undefined: not known yet, or none configured). */
+  mcpServers?: McpServerInfo[];
+  /** Context for the next prompt. */
+  attachments: Attachment[];
 }
 
 export type Action =
-  | { type: "prompt_sent"; prompt: string }
+  | { type: "prompt_sent"; prompt: string; context?: ContextItem[] }
+  | { type: "attach"; item: ContextItem }
+  | { type: "detach"; key: string }
   | { type: "event"; event: TunaEvent }
   | { type: "request_done"; result: RequestResult }
   | { type: "request_failed"; message: string; code?: number }
@@ -134,7 +167,11 @@ export type Action =
   | { type: "models"; models: string[]; model?: string }
   | { type: "approval_request"; params: ApproveParams }
   | { type: "approval_settled"; requestId: string; toolCallId: string; state: Exclude<ApprovalState, "asking"> }
-  | { type: "dismiss_banner" };
+  | { type: "dismiss_banner" }
+  | { type: "changes"; requestId: string; files: ChangedFile[]; truncated: boolean }
+  | { type: "changes_failed"; requestId: string; message: string }
+  | { type: "file_undone"; requestId: string; path: string }
+  | { type: "mcp_servers"; servers: unknown };
 
 /** Early events kept while waiting for a gap to fill; past this the gap counts as lost. */
 export const MAX_EARLY_EVENTS = 64;
@@ -156,6 +193,7 @@ export function initialState(): ViewState {
     sessionsLoaded: false,
     server: "starting",
     nextKey: 1,
+    attachments: [],
   };
 }
 
@@ -274,7 +312,13 @@ export function hintForError(code: number | undefined, message: string): string 
 export function reduce(state: ViewState, action: Action): ViewState {
   switch (action.type) {
     case "prompt_sent": {
-      const next = pushTurn(state, action.prompt);
+      let next = pushTurn(state, action.prompt);
+      if (action.context && action.context.length > 0) {
+        const idx = next.turns.length - 1;
+        const items = action.context.filter((i) => i && typeof i === "object" && typeof i.type === "string");
+        next = replaceTurn(next, idx, { ...next.turns[idx], context: items.map(contextLabel), contextItems: items });
+      }
+      if (next.attachments.length > 0) next = { ...next, attachments: [] };
       // A new session is known by its first prompt until the server's title arrives.
       return next.sessionId === undefined && !next.title ? { ...next, title: firstLine(action.prompt) } : next;
     }
@@ -328,7 +372,91 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return settleApproval(state, action.requestId, action.toolCallId, action.state);
     case "dismiss_banner":
       return { ...state, banner: undefined };
+    case "attach": {
+      const merged = mergeContext([...state.attachments.map((a) => a.item), action.item]);
+      if (merged.length === state.attachments.length) return state; // a duplicate, or full
+      const attachment: Attachment = { key: `c${state.nextKey}`, label: contextLabel(action.item), item: action.item };
+      return { ...state, attachments: [...state.attachments, attachment], nextKey: state.nextKey + 1 };
+    }
+    case "detach":
+      return { ...state, attachments: state.attachments.filter((a) => a.key !== action.key) };
+    case "changes":
+      return withChanges(state, action.requestId, () => ({
+        files: (Array.isArray(action.files) ? action.files : []).filter(isChangedFile).map((f) => ({ ...f })),
+        truncated: action.truncated === true,
+      }));
+    case "changes_failed":
+      return withChanges(state, action.requestId, (old) => ({ files: old?.files ?? [], truncated: old?.truncated ?? false, error: action.message }));
+    case "file_undone":
+      return withChanges(state, action.requestId, (old) =>
+        old ? { ...old, files: old.files.map((f) => (f.path === action.path ? { ...f, undone: true } : f)) } : undefined,
+      );
+    case "mcp_servers":
+      return { ...state, mcpServers: mcpServersFrom(action.servers) };
   }
+}
+
+function isChangedFile(f: unknown): f is ChangedFile {
+  if (!f || typeof f !== "object") return false;
+  const c = f as Record<string, unknown>;
+  return typeof c.path === "string" && typeof c.status === "string" && typeof c.diff === "string";
+}
+
+function withChanges(state: ViewState, requestId: string, make: (old: TurnChanges | undefined) => TurnChanges | undefined): ViewState {
+  const idx = state.turns.findIndex((t) => t.requestId === requestId);
+  if (idx < 0) return state;
+  const turn = state.turns[idx];
+  const changes = make(turn.changes);
+  return changes ? replaceTurn(state, idx, { ...turn, changes }) : state;
+}
+
+/** The server's mark on a change that lives only in an editor buffer (not on disk). */
+export const BUFFER_ONLY_MARK = "(in the editor's buffer, not saved)";
+
+export function isBufferOnly(diff: string): boolean {
+  return diff.trimEnd().endsWith(BUFFER_ONLY_MARK);
+}
+
+const MCP_STATES: ReadonlySet<string> = new Set(["starting", "ready", "failed", "not_allowed"]);
+
+/** `tunacode.status`'s `mcpServers`, checked: unknown states and malformed rows are dropped. */
+export function mcpServersFrom(raw: unknown): McpServerInfo[] | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  const out: McpServerInfo[] = [];
+  for (const s of raw) {
+    if (!s || typeof s !== "object") continue;
+    const r = s as Record<string, unknown>;
+    if (typeof r.name !== "string" || typeof r.state !== "string" || !MCP_STATES.has(r.state)) continue;
+    out.push({
+      name: r.name,
+      state: r.state as McpServerInfo["state"],
+      tools: typeof r.tools === "number" && Number.isFinite(r.tools) ? r.tools : 0,
+      ...(typeof r.error === "string" && r.error ? { error: r.error } : {}),
+    });
+  }
+  return out;
+}
+
+/** One line for the panel: `MCP: 2 ready · 1 failed`; undefined without servers. */
+export function mcpSummary(servers: McpServerInfo[] | undefined): { text: string; level: "ok" | "busy" | "error"; detail: string } | undefined {
+  if (!servers || servers.length === 0) return undefined;
+  const count = (state: McpServerInfo["state"]): number => servers.filter((s) => s.state === state).length;
+  const parts: string[] = [];
+  const labels: [McpServerInfo["state"], string][] = [
+    ["ready", "ready"],
+    ["starting", "starting"],
+    ["failed", "failed"],
+    ["not_allowed", "not allowed"],
+  ];
+  for (const [state, label] of labels) if (count(state) > 0) parts.push(`${count(state)} ${label}`);
+  const level = count("failed") > 0 ? "error" : count("starting") > 0 ? "busy" : "ok";
+  const detail = servers
+    .map((s) => {
+      const what = s.state === "ready" ? `ready, ${plural(s.tools, "tool")}` : s.state.replace("_", " ");
+      return `${s.name}: ${what}${s.error ? ` (${s.error})` : ""}`;
+    })
+    .join("\n");
+  return { text: `MCP: ${parts.join(" · ")}`, level, detail };
 }
 
 /** Feeds many actions; handy for tests and for replaying a log. */
@@ -725,6 +853,7 @@ function onRequestFailed(state: ViewState, message: string, code: number | undef
   }
   const failed: Turn = {
     ...turn,
+    contextItems: undefined,
     status: "failed",
     error: { message, hint: hintForError(code, message) },
     items: turn.items.map((item) =>
@@ -733,7 +862,10 @@ function onRequestFailed(state: ViewState, message: string, code: number | undef
     ended: true,
     early: [],
   };
-  return replaceTurn(state, idx, failed);
+  const next = replaceTurn(state, idx, failed);
+  // The request never started: its context goes back to the chips, to send again.
+  if (!turn.contextItems || turn.contextItems.length === 0 || next.attachments.length > 0) return next;
+  return turn.contextItems.reduce((s, item) => reduce(s, { type: "attach", item }), next);
 }
 
 // ------------------------------------------------------------------ replay

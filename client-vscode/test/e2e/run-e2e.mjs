@@ -3,7 +3,11 @@
 // the scripted model on loopback. Run with Node 24 (code-server needs it):
 //
 //   node24 test/e2e/run-e2e.mjs --python REPO/.venv/bin/python [--artifacts DIR] [--summary FILE]
+//                                [--scenario main|changes]
 //
+// `main` (scenario.mjs): ask, links, output, history, settings, approvals, reload, stop,
+// resume, restart, broken server. `changes` (changes-scenario.mjs): an agent edit, the
+// Changes list, a diff, Undo of one file, Rewind with a conflict; files checked by bytes.
 // Paths of the tools come from REPO/.tools/vscode-e2e.env (written by scripts/setup-e2e.sh).
 // Writes a JSON summary, screenshots and logs into the artifacts folder; exits 0 only if
 // every step passed and every process it started is gone.
@@ -14,6 +18,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort, groupAlive, startGroup, stopGroup, waitForHttp } from "./processes.mjs";
+import { runChangesScenario, CHANGES_FILES } from "./changes-scenario.mjs";
 import { runScenario } from "./scenario.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -27,6 +32,7 @@ const { values: opts } = parseArgs({
     artifacts: { type: "string", default: path.join(REPO, "test-artifacts/vscode") },
     summary: { type: "string" },
     "keep-temp": { type: "boolean", default: false },
+    scenario: { type: "string", default: "main" },
   },
 });
 const artifacts = path.resolve(opts.artifacts);
@@ -88,6 +94,20 @@ async function main() {
 
     // The workspace the agent works in.
     fs.writeFileSync(path.join(dirs.workspace, "hello.txt"), "hello from the e2e workspace\n");
+    if (opts.scenario === "changes") {
+      for (const [name, bytes] of Object.entries(CHANGES_FILES)) fs.writeFileSync(path.join(dirs.workspace, name), bytes);
+      // Two MCP servers for the footer's status line: the tests' demo server (ready) and a
+      // command that does not exist (failed). approval "auto" lets workspace servers start.
+      const mcp = {
+        mcpServers: {
+          demo: { command: python, args: [path.join(REPO, "tests/mcp/demo_server.py")], env: { NOTES_DIR: tmp } },
+          broken: { command: path.join(tmp, "no-such-mcp-server") },
+        },
+      };
+      fs.writeFileSync(path.join(dirs.workspace, ".mcp.json"), JSON.stringify(mcp, null, 2));
+    } else if (opts.scenario !== "main") {
+      throw new Error(`unknown --scenario ${opts.scenario} (main or changes)`);
+    }
 
     // The scripted model (its own process group; its port picked by itself).
     const scriptFile = path.join(tmp, "empty-script.json");
@@ -124,6 +144,8 @@ async function main() {
       "extensions.autoCheckUpdates": false,
       "update.mode": "none",
       "window.restoreWindows": "none",
+      // A buffer with unsaved changes must stay unsaved (the changes scenario edits one).
+      ...(opts.scenario === "changes" ? { "files.autoSave": "off" } : {}),
     };
     fs.mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
     const settingsFile = path.join(dirs["user-data"], "User/settings.json");
@@ -181,7 +203,10 @@ async function main() {
     });
     summary.versions = { chromium: context.browser()?.version() };
 
-    await runScenario({
+    const scenario = opts.scenario === "changes" ? runChangesScenario : runScenario;
+    summary.scenario = opts.scenario;
+    await scenario({
+      workspace: dirs.workspace,
       context,
       url: `http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.workspace)}`,
       extensionId: EXTENSION_ID,

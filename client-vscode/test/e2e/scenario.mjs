@@ -115,7 +115,8 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     const next = JSON.stringify({ ...readSettings(), ...changes }, null, 2);
     await runCommand("Preferences: Open User Settings (JSON)");
     // It opens as a tab or, in newer VS Code, a modal editor.
-    const editor = page.locator(".monaco-editor", { hasText: "tunacode.baseUrl" }).first();
+    // Any visible line names a tunacode setting (the editor renders only the lines in view).
+    const editor = page.locator(".monaco-editor", { hasText: '"tunacode.' }).first();
     await editor.waitFor();
     await editor.locator(".view-lines").click();
     await page.keyboard.press("Control+A");

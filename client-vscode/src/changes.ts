@@ -1,0 +1,278 @@
+/**
+ * The Changes view's host side: a request's changed files (`tunacode.changes`), each file's
+ * diff in VS Code's diff editor, Undo of one file (the reverse of its diff, applied as an
+ * editor edit), and "Rewind to before this prompt" (`tunacode.session.rewind`, asking before
+ * it overwrites files that changed since).
+ *
+ * The "before" side of a diff is rebuilt from the file's current text and the server's
+ * unified diff (src/diff.ts); when the diff no longer fits the file, nothing is guessed.
+ */
+
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { ResponseError } from "vscode-languageclient/node";
+import { isInsidePath } from "./context";
+import { applyUnifiedDiff, parseHunks, reverseUnifiedDiff } from "./diff";
+import { type ChangesResult, Commands, ErrorCodes, type RewindResult } from "./protocol";
+import { type TunaServer, errorMessage } from "./server";
+import type { HostMessage } from "./messages";
+import type { Action } from "./webview/state";
+
+/** Read-only documents for the sides of a diff that exist nowhere on disk. */
+export const CHANGE_SCHEME = "tunacode-change";
+const MAX_KEPT_CONTENTS = 200;
+
+export interface ChangesHost {
+  readonly currentSessionId: string | undefined;
+  readonly isRunning: boolean;
+  /** Reloads the session's history into the panel (after a rewind cut it). */
+  resume(sessionId: string): Promise<void>;
+}
+
+export class ChangesController implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly contents = new Map<string, string>();
+  private nextKey = 1;
+  private readonly registration: vscode.Disposable;
+
+  constructor(
+    private readonly server: TunaServer,
+    private readonly host: ChangesHost,
+    private readonly view: { dispatch(action: Action): void; post(message: HostMessage): void },
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.registration = vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, this);
+  }
+
+  dispose(): void {
+    this.registration.dispose();
+    this.contents.clear();
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.contents.get(uri.query) ?? "";
+  }
+
+  /** The panel's Changes list of one request. */
+  async listRequest(requestId: string): Promise<void> {
+    const sessionId = this.host.currentSessionId;
+    if (!sessionId) return;
+    try {
+      const result = await this.server.executeCommand<ChangesResult>(Commands.changes, { sessionId, requestId });
+      this.view.dispatch({ type: "changes", requestId, files: result.files, truncated: result.truncated });
+    } catch (err) {
+      this.log.warn(`tunacode.changes ${requestId}: ${errorMessage(err)}`);
+      this.view.dispatch({ type: "changes_failed", requestId, message: `Could not list the changes: ${errorMessage(err)}` });
+    }
+  }
+
+  /** The palette's "Show Changes of This Session": a pick of every changed file. */
+  async pickSessionChange(): Promise<void> {
+    const sessionId = this.host.currentSessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage("TunaCode: no session yet.");
+      return;
+    }
+    let result: ChangesResult;
+    try {
+      result = await this.server.executeCommand<ChangesResult>(Commands.changes, { sessionId });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not list the changes: ${errorMessage(err)}`);
+      return;
+    }
+    if (result.files.length === 0) {
+      void vscode.window.showInformationMessage("TunaCode: no changes in this session.");
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      result.files.map((f) => ({ label: f.path, description: f.status, file: f })),
+      { title: `Changes of this session${result.truncated ? " (cut)" : ""}` },
+    );
+    if (picked) await this.showDiff(picked.file.path, picked.file.diff, picked.file.status);
+  }
+
+  /**
+   * A change in the diff editor. With `status` (a recorded change): before ↔ the file now.
+   * Without (an edit still asking for approval): the file now ↔ with the edit applied.
+   */
+  async showDiff(file: string, diff: string, status?: string): Promise<void> {
+    const uri = this.resolve(file);
+    if (!uri) return;
+    const name = path.basename(file);
+    const current = await readText(uri);
+    if (status === "deleted" || (status !== undefined && current === undefined)) {
+      const before = reverseUnifiedDiff("", diff);
+      if (before !== undefined && current === undefined) {
+        await this.openDiff(this.virtual(file, before), this.virtual(file, ""), `${name} (before ↔ deleted)`);
+        return;
+      }
+    } else if (current !== undefined) {
+      const before = reverseUnifiedDiff(current, diff);
+      if (before !== undefined) {
+        await this.openDiff(this.virtual(file, before), uri, `${name} (before ↔ after this request)`);
+        return;
+      }
+      const after = status === undefined ? applyUnifiedDiff(current, diff) : undefined;
+      if (after !== undefined) {
+        await this.openDiff(uri, this.virtual(file, after), `${name} (now ↔ with the edit)`);
+        return;
+      }
+    }
+    // The file changed since, or the diff is binary or cut: show the recorded diff as it is.
+    const doc = await vscode.workspace.openTextDocument({ content: diff, language: "diff" });
+    await vscode.window.showTextDocument(doc, { preview: true });
+    void vscode.window.showInformationMessage(
+      parseHunks(diff)
+        ? `TunaCode: ${file} changed since this diff was recorded; showing the recorded diff.`
+        : `TunaCode: the diff of ${file} is binary or was cut; showing it as recorded.`,
+    );
+  }
+
+  /**
+   * Undo of one file: the reverse of its diff, as an editor edit (so Ctrl+Z brings the
+   * agent's version back), saved when the document had no unsaved changes of the user's.
+   * Refused, saying why, when the file changed since: Rewind then asks before overwriting.
+   */
+  async undoFile(requestId: string, file: string, status: string, diff: string): Promise<void> {
+    const uri = this.resolve(file);
+    if (!uri) return;
+    // Without hunks only an empty added or deleted file can be undone; a binary or cut diff
+    // cannot be checked against the file.
+    const hunks = parseHunks(diff);
+    const emptyFile = !hunks && status !== "modified" && !/^Binary files /m.test(diff) && !/^@@/m.test(diff);
+    if (!hunks && !emptyFile) {
+      void vscode.window.showWarningMessage(
+        `TunaCode: the change of ${file} cannot be undone by itself (the file is binary, or its diff was cut). "Rewind to before this prompt" restores it.`,
+      );
+      return;
+    }
+    const current = await readText(uri);
+    const changedSince = (): void =>
+      void vscode.window.showWarningMessage(
+        `TunaCode: ${file} changed since this request, so its change cannot be undone by itself. "Rewind to before this prompt" restores it (and asks before overwriting).`,
+      );
+    const edit = new vscode.WorkspaceEdit();
+    let save: vscode.Uri | undefined;
+    if (status === "added") {
+      if (current !== undefined) {
+        if ((emptyFile ? current : reverseUnifiedDiff(current, diff)) !== "") return changedSince();
+        edit.deleteFile(uri, { ignoreIfNotExists: true });
+      }
+    } else if (status === "deleted") {
+      if (current !== undefined) return changedSince();
+      const before = emptyFile ? "" : reverseUnifiedDiff("", diff);
+      if (before === undefined) return changedSince();
+      edit.createFile(uri, { ignoreIfExists: false });
+      if (before !== "") edit.insert(uri, new vscode.Position(0, 0), before);
+      save = uri;
+    } else {
+      const doc = await vscode.workspace.openTextDocument(uri).then(
+        (d) => d,
+        () => undefined,
+      );
+      if (!doc) return changedSince();
+      const before = reverseUnifiedDiff(doc.getText(), diff);
+      if (before === undefined) return changedSince();
+      edit.replace(uri, new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length)), before);
+      if (!doc.isDirty) save = uri;
+    }
+    if (edit.size > 0 && !(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showErrorMessage(`TunaCode: the editor refused to undo the change of ${file}.`);
+      return;
+    }
+    if (save) {
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === save.toString());
+      if (doc?.isDirty && !(await doc.save())) {
+        void vscode.window.showWarningMessage(`TunaCode: ${file} is undone in the editor but could not be saved.`);
+      }
+    }
+    this.log.info(`Undid the change of ${file} (request ${requestId})`);
+    this.view.dispatch({ type: "file_undone", requestId, path: file });
+  }
+
+  /** "Rewind to before this prompt": files and history; a conflict asks before forcing. */
+  async rewind(requestId: string, prompt?: string): Promise<void> {
+    const sessionId = this.host.currentSessionId;
+    if (!sessionId) return;
+    if (this.host.isRunning) {
+      void vscode.window.showInformationMessage("TunaCode: stop the running request before rewinding.");
+      return;
+    }
+    const choice = await vscode.window.showWarningMessage(
+      "Rewind to before this prompt?",
+      { modal: true, detail: "The files this request and every later one changed are put back, and the conversation is cut back to before this prompt." },
+      "Rewind",
+    );
+    if (choice !== "Rewind") return;
+    let result: RewindResult | undefined;
+    try {
+      result = await this.server.executeCommand<RewindResult>(Commands.sessionRewind, { sessionId, requestId, files: true });
+    } catch (err) {
+      const files = conflictFiles(err);
+      if (!files) {
+        void vscode.window.showErrorMessage(`TunaCode: rewind failed: ${errorMessage(err)}`);
+        return;
+      }
+      const overwrite = await vscode.window.showWarningMessage(
+        `${files.length === 1 ? "A file" : `${files.length} files`} changed since the agent wrote ${files.length === 1 ? "it" : "them"}. Overwrite?`,
+        {
+          modal: true,
+          detail: `${files.slice(0, 20).join("\n")}${files.length > 20 ? `\n… and ${files.length - 20} more` : ""}\n\nRewinding puts ${files.length === 1 ? "it" : "them"} back as before this prompt; the newer edits are lost.`,
+        },
+        "Overwrite",
+      );
+      if (overwrite !== "Overwrite") return;
+      try {
+        result = await this.server.executeCommand<RewindResult>(Commands.sessionRewind, { sessionId, requestId, files: true, force: true });
+      } catch (err2) {
+        void vscode.window.showErrorMessage(`TunaCode: rewind failed: ${errorMessage(err2)}`);
+        return;
+      }
+    }
+    this.log.info(`Rewound session ${sessionId} to before ${requestId}: restored ${JSON.stringify(result.restored)}`);
+    await this.host.resume(sessionId);
+    if (prompt) this.view.post({ type: "restore_prompt", text: prompt });
+    const n = result.restored.length;
+    void vscode.window.showInformationMessage(
+      `TunaCode: rewound to before the prompt${n > 0 ? `; ${n === 1 ? "1 file" : `${n} files`} restored` : ""}.`,
+    );
+  }
+
+  /** A changed file's URI; undefined for a path that is not inside the workspace folder. */
+  private resolve(file: string): vscode.Uri | undefined {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    if (!folder || !isInsidePath(file)) {
+      void vscode.window.showWarningMessage(`TunaCode: ${file} is not a path inside this workspace.`);
+      return undefined;
+    }
+    return vscode.Uri.joinPath(folder, file);
+  }
+
+  private virtual(file: string, text: string): vscode.Uri {
+    const key = String(this.nextKey++);
+    this.contents.set(key, text);
+    if (this.contents.size > MAX_KEPT_CONTENTS) this.contents.delete(this.contents.keys().next().value as string);
+    return vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/${file.replace(/^\/+/, "")}`, query: key });
+  }
+
+  private async openDiff(left: vscode.Uri, right: vscode.Uri, title: string): Promise<void> {
+    await vscode.commands.executeCommand("vscode.diff", left, right, title, { preview: true });
+  }
+}
+
+/** The files of a -32004 rewind conflict, else undefined. */
+export function conflictFiles(err: unknown): string[] | undefined {
+  if (!(err instanceof ResponseError) || err.code !== ErrorCodes.rewindConflict) return undefined;
+  const files = (err.data as { files?: unknown } | undefined)?.files;
+  return Array.isArray(files) ? files.filter((f): f is string => typeof f === "string") : [];
+}
+
+/** The editor's text of an open document (unsaved changes included), else the disk's. */
+async function readText(uri: vscode.Uri): Promise<string | undefined> {
+  const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+  if (open) return open.getText();
+  try {
+    return new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+  } catch {
+    return undefined;
+  }
+}
