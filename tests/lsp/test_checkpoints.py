@@ -130,6 +130,21 @@ async def test_a_file_changed_since_is_a_conflict_unless_forced(lsp, model, work
     assert rewound["restored"] == ["calc.py"] and (workspace / "calc.py").read_text() == CALC
 
 
+async def test_a_file_already_undone_by_hand_is_no_conflict(lsp, model, workspace):
+    """Bug: a file the user had put back to its earlier bytes (a per-file Undo) was named in a
+    -32004 conflict, though the rewind could lose nothing."""
+
+    (workspace / "calc.py").write_text(CALC)
+    (workspace / "gone.txt").write_text("bye\n")
+    await _start(lsp, model, [EDIT, SHELL, DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "fix it"})
+    assert result["changedFiles"] == ["calc.py", "gone.txt", "shell.txt"]
+    (workspace / "calc.py").write_text(CALC)  # undone by hand
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert rewound["restored"] == ["gone.txt", "shell.txt"]  # calc.py needed nothing
+    assert (workspace / "gone.txt").read_text() == "bye\n" and not (workspace / "shell.txt").exists()
+
+
 async def test_a_change_between_two_requests_is_a_conflict(lsp, model, workspace):
     (workspace / "calc.py").write_text(CALC)
     fix_back = call("edit_file", {"filepath": "calc.py", "old_text": "return a + b", "new_text": "return b + a"})

@@ -36,8 +36,12 @@ async def _error(awaitable) -> tuple[int | None, str]:
 async def test_each_context_item_reaches_the_model(lsp, model, workspace):
     (workspace / "calc.py").write_text(CALC)
     uri = (workspace / "calc.py").as_uri()
-    model.set_script([DONE, DONE, DONE])
+    model.set_script([DONE, DONE, DONE, DONE])
     await lsp.start(init_options=scripted_options(model))
+
+    # whole lines selected (Shift+Down): the range ends at the start of the next line, not in it
+    await lsp.command("tunacode.request", {"prompt": "Lines", "context": [{"type": "selection", "uri": uri, "range": _range(0, 0, 2, 0)}]})
+    assert "Selection in calc.py, lines 1-2:" in _user_text(model)  # bug: said lines 1-3
 
     await lsp.command("tunacode.request", {"prompt": "Look at this", "context": [{"type": "file", "uri": uri}]})
     text = _user_text(model)

@@ -421,6 +421,11 @@ class Checkpoints:
                 conflicts.update(c.path for c in repo.changes(afters[-1], now) if c.path in touched)  # since the last
                 if open_text is not None:
                     conflicts.update(path for path in touched if _unsaved(repo.root / path, open_text))
+                # a file that already has its earlier content (undone by hand) loses nothing: not a
+                # conflict, and nothing to restore
+                differ = {c.path for c in repo.changes(rows[0].before_tree, now)}
+                conflicts &= differ
+                touched &= differ
                 if conflicts and not force:
                     raise _conflict(sorted(_wire_path(p) for p in conflicts))
                 if not touched:

@@ -184,7 +184,8 @@ def _file_block(shown_path: str, text: str, limit: int) -> str:
 def _selection_block(shown_path: str, rng: Range, text: str, limit: int) -> str:
     body, note = _cut(text, min(limit, MAX_FILE_CHARS))
     fence = _fence(body)
-    where = f"line {rng.start.line + 1}" if rng.start.line == rng.end.line else f"lines {rng.start.line + 1}-{rng.end.line + 1}"
+    last = rng.end.line - 1 if rng.end.character == 0 and rng.end.line > rng.start.line else rng.end.line  # up to a line's start: not that line
+    where = f"line {rng.start.line + 1}" if rng.start.line == last else f"lines {rng.start.line + 1}-{last + 1}"
     return f"Selection in {shown_path}, {where}:\n{fence}\n{body}\n{fence}{note}"
 
 
