@@ -98,9 +98,9 @@ export class Approvals implements vscode.Disposable {
       const args = encodeURIComponent(JSON.stringify([{ requestId: params.requestId, toolCallId: params.toolCallId, decision }]));
       return `[${label}](command:${ANSWER_COMMAND}?${args})`;
     };
-    const what = (params.summary || params.tool).replace(/[[\]`]/g, "");
+    const what = [params.tool, params.summary].filter(Boolean).join(" ").replace(/[[\]`]/g, "");
     void vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `TunaCode wants to run ${what}`, cancellable: true },
+      { location: vscode.ProgressLocation.Notification, title: `TunaCode wants to use ${what}`, cancellable: true },
       (progress, closeToken) =>
         new Promise<void>((resolve) => {
           progress.report({

@@ -46,7 +46,7 @@ local DIFF = table.concat({
 local function approval(tool_call_id, tool, detail_kind, detail)
   return {
     sessionId = 's1', requestId = 'r1', toolCallId = tool_call_id, tool = tool,
-    summary = tool == 'bash' and ('bash: ' .. detail) or 'edit calc.py: 1 change (-1 +1 lines)',
+    summary = tool == 'bash' and detail or 'calc.py',  -- the server sends the tool_call event's summary
     detail = detail, detailKind = detail_kind, truncated = false,
   }
 end

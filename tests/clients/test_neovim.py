@@ -264,7 +264,7 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
 
     diff = seen["diff_float"]
     assert diff["floating"] and diff["filetype"] == "diff"
-    assert diff["title"] == " TunaCode: edit calc.py: 1 change (-1 +1 lines) "
+    assert diff["title"] == " TunaCode: edit_file calc.py "  # the tool, then the server's summary
     assert diff["lines"] == ["--- a/calc.py", "+++ b/calc.py", "@@ -1,2 +1,2 @@", " def add(a, b):",
                              "-    return a - b", "+    return a + b"]
     assert seen["first"] == {"decision": "allow_session"}

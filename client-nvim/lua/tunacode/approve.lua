@@ -83,7 +83,9 @@ local function show(approval)
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))
   end
-  local title = ' TunaCode: ' .. (params.summary or params.tool or 'approve?') .. ' '
+  local title = ' TunaCode: ' .. table.concat(vim.tbl_filter(function(part)
+    return type(part) == 'string' and part ~= ''
+  end, { params.tool, params.summary }), ' ') .. ' '
   width = math.min(math.max(width, vim.fn.strdisplaywidth(title)), vim.o.columns - 6)
   local height = math.max(1, math.min(#lines, vim.o.lines - 8))
   local win = vim.api.nvim_open_win(buf, true, {

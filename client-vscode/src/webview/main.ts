@@ -608,7 +608,7 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
     node.open = true;
     approvalBox.setAttribute("role", "group");
     approvalBox.setAttribute("aria-label", `Approve ${item.name}`);
-    approvalBox.append(el("div", "approval-question", `Allow ${item.approval.summary || item.name}?`));
+    approvalBox.append(el("div", "approval-question", `Allow ${[item.name, item.approval.summary].filter(Boolean).join(" ")}?`));
     approvalBox.append(approvalDetail(item.approval.detail, item.approval.detailKind));
     if (item.approval.truncated) approvalBox.append(el("div", "approval-note", "The diff was cut; the full change is larger."));
     const buttons = el("div", "approval-buttons");
