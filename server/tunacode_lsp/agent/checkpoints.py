@@ -49,10 +49,10 @@ from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import data_dir, project_id_for
 from tunacode_lsp.store.records import RequestCheckpointRecord
-from tunacode_lsp.tools.documents import BufferEdit, DocumentOverlay
 
 if TYPE_CHECKING:
     from tunacode_lsp.agent.runs import RunService
+    from tunacode_lsp.tools.documents import BufferEdit, DocumentOverlay  # the tools package loads tinyagent
 
 log = logging.getLogger(__name__)
 
