@@ -169,7 +169,7 @@ export class Conversation implements vscode.Disposable {
       const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId });
       if (this.active) return;
       this.setSession(result.session.sessionId);
-      this.view.dispatch({ type: "session_loaded", session: result.session, messages: result.messages });
+      this.view.dispatch({ type: "session_loaded", session: result.session, messages: result.messages, requests: result.requests });
     } catch (err) {
       this.log.error(`tunacode.session.get failed: ${errorMessage(err)}`);
       if (quiet) {

@@ -172,6 +172,13 @@ export interface RequestResult {
 export interface SessionGetResult {
   session: Session;
   messages: StoredMessage[];
+  /** v2: where each request with checkpoints starts (its prompt's index in `messages`). */
+  requests?: RequestMark[];
+}
+
+export interface RequestMark {
+  requestId: string;
+  firstMessage: number;
 }
 
 /** A message in tinyagent's own dump, as `tunacode.session.get` returns it. */

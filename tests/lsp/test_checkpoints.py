@@ -269,3 +269,21 @@ async def test_two_servers_on_one_workspace_keep_their_checkpoints_apart(model, 
     finally:
         await one.stop()
         await two.stop()
+
+
+async def test_session_get_says_where_each_request_starts(lsp, model, workspace):
+    """A client reloading a session (a window reload) can offer each turn's changes and rewind."""
+
+    (workspace / "calc.py").write_text(CALC)
+    await _start(lsp, model, [EDIT, DONE, DONE])
+    first = await lsp.command("tunacode.request", {"prompt": "fix it"})
+    second = await lsp.command("tunacode.request", {"prompt": "thanks", "sessionId": first["sessionId"]})
+    got = await lsp.command("tunacode.session.get", {"sessionId": first["sessionId"]})
+    marks = got["requests"]
+    assert [m["requestId"] for m in marks] == [first["requestId"], second["requestId"]]
+    prompts = [got["messages"][m["firstMessage"]] for m in marks]
+    assert [p["role"] for p in prompts] == ["user", "user"]
+    assert [p["content"][-1]["text"] for p in prompts] == ["fix it", "thanks"]
+    await lsp.command("tunacode.session.rewind", {"sessionId": first["sessionId"], "requestId": second["requestId"]})
+    got = await lsp.command("tunacode.session.get", {"sessionId": first["sessionId"]})
+    assert [m["requestId"] for m in got["requests"]] == [first["requestId"]]

@@ -426,7 +426,10 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   status.className = `turn-status status-${turn.status}`;
   const text = STATUS_TEXT[turn.status];
   if (text) status.append(el("span", "turn-status-text", text));
-  if (turn.changedFiles && turn.changedFiles.length > 0 && turn.requestId) status.append(changesBox(turn, turn.requestId));
+  // a replayed turn knows its request (session.get's `requests`) but not what it changed until asked
+  if (turn.requestId && ((turn.changedFiles && turn.changedFiles.length > 0) || (turn.replayed && !turn.changedFiles))) {
+    status.append(changesBox(turn, turn.requestId));
+  }
   if (turn.missedEvents > 0) status.append(el("span", "turn-gap", ` (${turn.missedEvents} updates missed; the final answer is shown)`));
   if (turn.error) {
     const box = el("div", "turn-error");
@@ -446,9 +449,11 @@ const CHANGE_MARK: Record<string, string> = { added: "A", modified: "M", deleted
 function changesBox(turn: Turn, requestId: string): HTMLElement {
   const box = el("div", "turn-changes");
   const open = openChanges.has(requestId);
-  const count = el("span", "turn-changes-text", `${plural(turn.changedFiles?.length ?? 0, "file")} changed`);
-  count.title = (turn.changedFiles ?? []).slice(0, 50).join("\n");
-  box.append(count);
+  if (turn.changedFiles) {
+    const count = el("span", "turn-changes-text", `${plural(turn.changedFiles.length, "file")} changed`);
+    count.title = turn.changedFiles.slice(0, 50).join("\n");
+    box.append(count, " · ");
+  }
   const toggle = el("button", "link-button turn-review", "Changes");
   toggle.type = "button";
   toggle.setAttribute("aria-expanded", String(open));
@@ -466,7 +471,7 @@ function changesBox(turn: Turn, requestId: string): HTMLElement {
   rewind.title = "Restore the files this request (and later ones) changed, and cut the conversation back to before it";
   rewind.disabled = isRunning(state);
   rewind.addEventListener("click", () => post({ type: "rewind", requestId, prompt: turn.prompt }));
-  box.append(" · ", toggle, " · ", rewind);
+  box.append(toggle, " · ", rewind);
   if (!open) return box;
 
   const list = el("ul", "change-list");

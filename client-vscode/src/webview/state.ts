@@ -14,6 +14,7 @@ import type {
   ContextItem,
   McpServerInfo,
   PlanItem,
+  RequestMark,
   RequestResult,
   Session,
   StopReason,
@@ -158,7 +159,7 @@ export type Action =
   | { type: "request_done"; result: RequestResult }
   | { type: "request_failed"; message: string; code?: number }
   | { type: "stop_requested" }
-  | { type: "session_loaded"; session: Session; messages: StoredMessage[] }
+  | { type: "session_loaded"; session: Session; messages: StoredMessage[]; requests?: RequestMark[] }
   | { type: "session_cleared" }
   | { type: "sessions"; sessions: Session[] }
   | { type: "session_deleted"; sessionId: string }
@@ -334,7 +335,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return replaceTurn(state, idx, { ...state.turns[idx], status: "stopping" });
     }
     case "session_loaded":
-      return loadSession(state, action.session, action.messages);
+      return loadSession(state, action.session, action.messages, action.requests);
     case "session_cleared":
       return {
         ...state,
@@ -960,8 +961,8 @@ function blocksText(blocks: unknown): string {
     .join("");
 }
 
-function loadSession(state: ViewState, session: Session, messages: StoredMessage[]): ViewState {
-  const turns = turnsFromHistory(messages, `r${state.nextKey}-`);
+function loadSession(state: ViewState, session: Session, messages: StoredMessage[], requests: RequestMark[] = []): ViewState {
+  const turns = withRequestIds(turnsFromHistory(messages, `r${state.nextKey}-`), messages, requests);
   return {
     ...state,
     sessionId: session.sessionId,
@@ -972,6 +973,24 @@ function loadSession(state: ViewState, session: Session, messages: StoredMessage
     nextKey: state.nextKey + 1,
     banner: undefined,
   };
+}
+
+/**
+ * Gives replayed turns their request ids (`tunacode.session.get`'s `requests`: the index of each
+ * request's prompt), so a reloaded conversation still offers Changes and Rewind.
+ */
+export function withRequestIds(turns: Turn[], messages: StoredMessage[], requests: RequestMark[]): Turn[] {
+  if (requests.length === 0) return turns;
+  const byIndex = new Map(requests.map((r) => [r.firstMessage, r.requestId]));
+  const prompts: number[] = []; // each user message starts a turn (turnsFromHistory's rule)
+  messages.forEach((message, index) => {
+    if (message && typeof message === "object" && message.role === "user") prompts.push(index);
+  });
+  const offset = turns.length - prompts.length; // a history that starts without a prompt has one turn more
+  return turns.map((turn, i) => {
+    const requestId = i >= offset ? byIndex.get(prompts[i - offset]) : undefined;
+    return requestId ? { ...turn, requestId } : turn;
+  });
 }
 
 // ------------------------------------------------------------------ links

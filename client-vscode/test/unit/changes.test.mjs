@@ -113,3 +113,33 @@ describe("MCP servers from tunacode.status", () => {
     assert.equal(mcpSummary(undefined), undefined);
   });
 });
+
+describe("a reloaded session keeps its requests (session.get's requests)", () => {
+  const messages = [
+    { role: "user", content: [{ type: "text", text: "fix it" }] },
+    { role: "assistant", content: [{ type: "text", text: "done" }] },
+    { role: "user", content: [{ type: "text", text: "thanks" }] },
+    { role: "assistant", content: [{ type: "text", text: "welcome" }] },
+  ];
+  const session = { sessionId: "s-1", title: "t", cwd: "/w", projectId: "p", model: "m", createdAt: "", modifiedAt: "",
+    messageCount: 4, usage: {}, busy: false };
+
+  it("gives each replayed turn the request that started at its prompt", () => {
+    const state = reduce(initialState(), { type: "session_loaded", session, messages,
+      requests: [{ requestId: "r-a", firstMessage: 0 }, { requestId: "r-b", firstMessage: 2 }] });
+    assert.deepEqual(state.turns.map((t) => [t.prompt, t.requestId]), [["fix it", "r-a"], ["thanks", "r-b"]]);
+  });
+
+  it("leaves turns without a mark (no checkpoints, an older server) without one", () => {
+    const state = reduce(initialState(), { type: "session_loaded", session, messages, requests: [{ requestId: "r-b", firstMessage: 2 }] });
+    assert.deepEqual(state.turns.map((t) => t.requestId), [undefined, "r-b"]);
+    const old = reduce(initialState(), { type: "session_loaded", session, messages });
+    assert.deepEqual(old.turns.map((t) => t.requestId), [undefined, undefined]);
+  });
+
+  it("counts a history that starts without a prompt", () => {
+    const state = reduce(initialState(), { type: "session_loaded", session, messages: messages.slice(1),
+      requests: [{ requestId: "r-b", firstMessage: 1 }] });
+    assert.deepEqual(state.turns.map((t) => t.requestId), [undefined, "r-b"]);
+  });
+});

@@ -522,10 +522,17 @@ class RewindResult:
 
 
 @attrs.define
+class RequestMark:
+    request_id: str
+    first_message: int  # index in `messages` of the request's prompt
+
+
+@attrs.define
 class SessionGetResult:
     session: SessionInfo
     messages: list[dict[str, Any]]
     plan: list[dict[str, Any]] = attrs.field(factory=list)
+    requests: list[RequestMark] = attrs.field(factory=list)  # the requests with checkpoints, oldest first
 
 
 # ---------------------------------------------------------------- events

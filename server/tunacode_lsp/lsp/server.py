@@ -62,6 +62,7 @@ from tunacode_lsp.contract.protocol import (
     McpServerInfo,
     ModelsListResult,
     ParamsError,
+    RequestMark,
     RequestParams,
     RewindParams,
     SandboxInfo,
@@ -533,7 +534,9 @@ async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams
     if record is None:
         raise SessionNotFound(p.session_id)
     messages = await ls.sessions.messages(p.session_id)
-    return to_wire(SessionGetResult(session_info(record), messages, await ls.sessions.plan(p.session_id)))
+    marks = [RequestMark(r.request_id, r.first_seq) for r in await ls.sessions.request_checkpoints(p.session_id)
+             if r.first_seq < len(messages)]  # where each request's prompt is: clients offer its changes and rewind
+    return to_wire(SessionGetResult(session_info(record), messages, await ls.sessions.plan(p.session_id), marks))
 
 
 @command(COMMAND_SESSION_DELETE)
