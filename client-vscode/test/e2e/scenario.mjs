@@ -261,6 +261,10 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
     const replayed = panel.locator('article.turn[data-replayed="true"]');
     await replayed.first().locator(".user-prompt-text", { hasText: APPROVAL_PROMPT }).waitFor();
+    // its request is known again (session.get's requests): Changes and Rewind are offered
+    await replayed.first().locator(".turn-rewind").waitFor();
+    await replayed.first().locator(".turn-review").click();
+    await replayed.first().locator(".change-list .change-empty", { hasText: "No changes recorded" }).waitFor();
     await shot("08-restored-after-reload");
   });
 
