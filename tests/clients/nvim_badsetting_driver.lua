@@ -9,18 +9,8 @@
 local env = vim.env
 local results = { errors = {}, shown = {}, calls = 0 }
 
-local function finish(code)
-  local file = assert(io.open(env.TUNA_OUT, 'w'))
-  file:write(vim.json.encode(results))
-  file:close()
-  vim.cmd(code == 0 and 'qa!' or ('cquit ' .. code))
-end
-
-local watchdog = assert(vim.uv.new_timer())
-watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
-  table.insert(results.errors, 'watchdog fired')
-  finish(3)
-end))
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
+local finish = H.start(results)
 
 vim.opt.runtimepath:prepend(env.TUNA_RTP)
 vim.cmd.runtime('plugin/tunacode.lua')

@@ -13,18 +13,8 @@
 local env = vim.env
 local results = { errors = {}, shell_events = {}, events = {}, notices = {} }
 
-local function finish(code)
-  local file = assert(io.open(env.TUNA_OUT, 'w'))
-  file:write(vim.json.encode(results))
-  file:close()
-  vim.cmd(code == 0 and 'qa!' or ('cquit ' .. code))
-end
-
-local watchdog = assert(vim.uv.new_timer())
-watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
-  table.insert(results.errors, 'watchdog fired')
-  finish(3)
-end))
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
+local finish = H.start(results)
 
 vim.notify = function(message)
   table.insert(results.notices, message)
@@ -36,11 +26,7 @@ vim.api.nvim_create_autocmd('FileChangedShell', {
   end,
 })
 
-local function wait(ms, condition, what)
-  if not vim.wait(ms, condition, 10) then
-    error('timed out waiting for ' .. what)
-  end
-end
+local wait = H.wait
 
 local function disk(path)
   local file = assert(io.open(path, 'rb'))

@@ -5,22 +5,8 @@
 local env = vim.env
 local results = { errors = {}, approvals = {}, progress = {}, events = {}, model_url = env.TUNA_MODEL_URL }
 
-local function finish(code)
-  local file = assert(io.open(env.TUNA_OUT, 'w'))
-  file:write(vim.json.encode(results))
-  file:close()
-  if code == 0 then
-    vim.cmd('qa!')
-  else
-    vim.cmd('cquit ' .. code)
-  end
-end
-
-local watchdog = assert(vim.uv.new_timer())
-watchdog:start(tonumber(env.TUNA_WATCHDOG_MS), 0, vim.schedule_wrap(function()
-  table.insert(results.errors, 'watchdog fired')
-  finish(3)
-end))
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
+local finish = H.start(results)
 
 vim.opt.runtimepath:prepend(env.TUNA_RTP)
 vim.cmd.runtime('plugin/tunacode.lua')
@@ -85,11 +71,7 @@ vim.api.nvim_create_autocmd('User', {
   end,
 })
 
-local function wait(ms, condition, what)
-  if not vim.wait(ms, condition, 10) then
-    error('timed out waiting for ' .. what)
-  end
-end
+local wait = H.wait
 
 local function buffer_text()
   return table.concat(view.lines(), '\n')
