@@ -30,18 +30,12 @@ from tunacode_lsp.agent.sessions import SessionService
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import ParamsError, RequestParams
 from tunacode_lsp.store.errors import UnreadableMessageError
-from tunacode_lsp.store.locations import default_store_path
+from tunacode_lsp.store.locations import store_path
 
 log = logging.getLogger(__name__)
 
 LIST_PAGE = 100  # sessions per session/list page
 MAX_LISTED = 10_000
-
-
-def store_path(options: ServerOptions) -> Path:
-    if options.session_store:
-        return Path(options.session_store).expanduser() / "sessions.sqlite3"
-    return default_store_path()
 
 
 def workspace_root(cwd: str) -> Path:
@@ -59,7 +53,7 @@ class TunaAcpAgent:
     def __init__(self, options: ServerOptions, *, permission_timeout: float) -> None:
         self.options = options
         self.permission_timeout = permission_timeout
-        self.sessions = SessionService(store_path(options))
+        self.sessions = SessionService(store_path(options.session_store))
         self.runs = RunService(lambda: self.sessions, lambda: self.options, Path.cwd)
         self._roots: dict[str, Path] = {}  # sessions usable on this connection -> their workspace root
         self._client: Client | None = None

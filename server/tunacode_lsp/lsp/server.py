@@ -85,7 +85,7 @@ from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
 from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload, workspace_ready
 from tunacode_lsp.lsp.runs import LspRuns, warm_up
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
-from tunacode_lsp.store.locations import default_store_path
+from tunacode_lsp.store.locations import store_path
 
 if TYPE_CHECKING:
     from tunacode_lsp.agent.mcp.manager import McpManager
@@ -319,9 +319,7 @@ class TunaLanguageServer(LanguageServer):
 
     @property
     def store_path(self) -> Path:
-        if self.options.session_store:
-            return Path(self.options.session_store).expanduser() / "sessions.sqlite3"
-        return default_store_path()
+        return store_path(self.options.session_store)
 
     @property
     def sessions(self) -> SessionService:

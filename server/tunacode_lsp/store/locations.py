@@ -30,6 +30,11 @@ def default_store_path(env: Mapping[str, str] = os.environ) -> Path:
     return data_dir(env) / DB_FILENAME
 
 
+def store_path(session_store: str | None) -> Path:
+    """The database file: in the `sessionStore` folder when one is set, else in the data folder."""
+    return Path(session_store).expanduser() / DB_FILENAME if session_store else default_store_path()
+
+
 def project_id_for(cwd: str | Path) -> str:
     """First 16 hex digits of sha256 of the resolved folder path."""
     resolved = str(Path(cwd).expanduser().resolve())
