@@ -88,9 +88,9 @@ async def run(config: BenchConfig) -> list[Row]:
             for _ in range(reps):
                 for session_id in (long_id, small_id):
                     stall[session_id].add(ms(await longest_status_stall(server, session_id)))
-            model.set_script(script(SLOW_ANSWER, 2 * reps))
             for _ in range(reps):
                 for session_id in (long_id, small_id):
+                    model.set_script(script(SLOW_ANSWER, 1))  # an abort before the model call leaves its turn unused
                     abort[session_id].add(ms(await abort_at_second_turn(server, session_id)))
         finally:
             await server.stop()

@@ -39,7 +39,7 @@ from tunacode_lsp.contract.protocol import (
     RequestStart,
 )
 from tunacode_lsp.core.abort import race_abort
-from tunacode_lsp.core.codec import dump_message, load_message
+from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
 from tunacode_lsp.core.history import (
     cancelled_results_for,
     estimate_tokens,
@@ -233,6 +233,10 @@ class RequestRun:
         (`_facts_of`) taken from the dumps at hand, so the first turn does not dump each
         message again. Runs on a thread, before the agent exists."""
 
+        with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
+            return self._load_history_now()
+
+    def _load_history_now(self) -> list[Any]:
         models: list[Any] = []
         for dump in self.spec.history:
             model = load_message(dump)
@@ -282,11 +286,27 @@ class RequestRun:
             ))
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
+        # O(history) CPU before every model turn: on a thread over a copy of tinyagent's list,
+        # so the event loop keeps answering (abort, status) during a long session's turn. An
+        # abort ends the wait; the stream function then sees the signal and calls no model.
+        raced = await race_abort(asyncio.to_thread(self._llm_input, list(messages)), self.abort_signal)
+        if not raced.finished:
+            return []
+        llm, self.state.context_estimate = raced.result()
+        return llm
+
+    def _llm_input(self, messages: list[Any]) -> tuple[list[Message], int]:
+        """What the model is sent (pruned, `plan_pruning`) and its estimated tokens."""
+
+        with bulk_decoding():  # no collector pass over the whole heap (holding the GIL) meanwhile
+            return self._llm_input_now(messages)
+
+    def _llm_input_now(self, messages: list[Any]) -> tuple[list[Message], int]:
         llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
         facts = [self._facts_of(m) for m in llm]
-        self.state.context_estimate = sum(f[1] for f in facts)
-        if self.state.context_estimate <= self.spec.history_token_budget:
-            return llm  # no prefix of the history passed the budget: nothing is pruned
+        estimate = sum(f[1] for f in facts)
+        if estimate <= self.spec.history_token_budget:
+            return llm, estimate  # no prefix of the history passed the budget: nothing is pruned
         # Pruning is a pure function of the history, replayed as it grew (plan_pruning): it
         # happens in rare large steps, so consecutive calls share their input as a prefix.
         chosen = plan_pruning(
@@ -299,10 +319,10 @@ class RequestRun:
         for position, (message, fact) in enumerate(zip(llm, facts, strict=True)):
             replacement = fact[2]
             out.append(replacement[0] if position in chosen and replacement is not None else message)
-        self.state.context_estimate = sum(
+        estimate = sum(
             pruned[1] if i in chosen and (pruned := facts[i][2]) is not None else facts[i][1] for i in range(len(llm))
         )
-        return out
+        return out, estimate
 
     def _facts_of(self, message: Any) -> tuple[Any, int, tuple[Any, int] | None]:
         """(message, token estimate, (pruned replacement, its estimate) or None), computed once:
