@@ -227,6 +227,16 @@ class RequestRun:
                 await stream.aclose()  # type: ignore[attr-defined]  # an async generator
             except RuntimeError:  # still running after a cancelled step
                 pass
+            self._release_history(agent)
+
+    def _release_history(self, agent: Agent) -> None:
+        """Let the history's models go by reference counting when the run ends: the agent and
+        this run refer to each other (its callbacks are our methods), so without this they
+        wait for a full collector pass, which at 30k messages holds the GIL for ~0.3-0.9 s."""
+
+        agent.clear_messages()
+        self._token_estimates = {}
+        self._agent = None
 
     def _load_history(self) -> list[Any]:
         """The history as tinyagent messages (full validation), with their token facts
