@@ -186,8 +186,9 @@ class RequestRun:
 
         try:
             # Validating a long history is CPU work (~25 us a message): on a thread, not the loop.
-            history = await asyncio.to_thread(self._load_history)
-            agent = self._build_agent(history)
+            # (no local for the history: this frame ends up in an exception's traceback, a cycle
+            # that would keep 30k models alive until the collector finds it)
+            agent = self._build_agent(await asyncio.to_thread(self._load_history))
         except Exception as exc:  # a stored history or a tool that cannot be loaded: an error result
             log.exception("the agent could not be built")
             self.abort_signal.set()
