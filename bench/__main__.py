@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from . import abort, checkpoints, concurrency, headless, overhead, prefix_reuse, resume, search, startup, storage
+from . import abort, checkpoints, concurrency, headless, overhead, prefix_reuse, resume, search, startup, storage, turn_stall
 from .config import BenchConfig
 from .report import load_average, render_markdown, render_text
 from .stats import Row
@@ -26,6 +26,7 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "prefix_reuse": prefix_reuse.run,
     "resume": resume.run,
     "checkpoints": checkpoints.run,
+    "turn_stall": turn_stall.run,
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import time
 import uuid
@@ -39,7 +40,7 @@ from tunacode_lsp.contract.protocol import (
     RequestStart,
 )
 from tunacode_lsp.core.abort import race_abort
-from tunacode_lsp.core.codec import dump_message, load_message
+from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
 from tunacode_lsp.core.history import (
     cancelled_results_for,
     estimate_tokens,
@@ -61,6 +62,7 @@ EMPTY_RESPONSE_NUDGE = (
 ABORT_GRACE_SECONDS = 5.0
 TOOL_STOP_GRACE_SECONDS = 0.5
 CHECKPOINT_NOTICE_WAIT = 2.0  # seconds the end of a request waits for its 'before' snapshot
+PROMOTE_HISTORY_MIN = 2_000  # messages from which a request's validated history skips the young generations
 
 
 def new_request_id() -> str:
@@ -184,8 +186,9 @@ class RequestRun:
 
         try:
             # Validating a long history is CPU work (~25 us a message): on a thread, not the loop.
-            history = await asyncio.to_thread(self._load_history)
-            agent = self._build_agent(history)
+            # (no local for the history: this frame ends up in an exception's traceback, a cycle
+            # that would keep 30k models alive until the collector finds it)
+            agent = self._build_agent(await asyncio.to_thread(self._load_history))
         except Exception as exc:  # a stored history or a tool that cannot be loaded: an error result
             log.exception("the agent could not be built")
             self.abort_signal.set()
@@ -227,12 +230,37 @@ class RequestRun:
                 await stream.aclose()  # type: ignore[attr-defined]  # an async generator
             except RuntimeError:  # still running after a cancelled step
                 pass
+            self._release_history(agent)
+
+    def _release_history(self, agent: Agent) -> None:
+        """Let the history's models go by reference counting when the run ends: the agent and
+        this run refer to each other (its callbacks are our methods), so without this they
+        wait for a full collector pass, which at 30k messages holds the GIL for ~0.3-0.9 s."""
+
+        agent.clear_messages()
+        self._token_estimates = {}
+        self._agent = None
 
     def _load_history(self) -> list[Any]:
         """The history as tinyagent messages (full validation), with their token facts
         (`_facts_of`) taken from the dumps at hand, so the first turn does not dump each
         message again. Runs on a thread, before the agent exists."""
 
+        with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
+            long = len(self.spec.history) >= PROMOTE_HISTORY_MIN
+            if long:
+                gc.collect(1)  # the young garbage first (earlier requests' leftovers), not promoted below
+            models = self._load_history_now()
+            if long:
+                # The models live for the whole request: move them (and whatever else is young)
+                # straight to the oldest generation, or the next young passes scan all of them
+                # holding the GIL (~150 ms, then ~300 ms, at 30k messages). They are freed by
+                # reference counting when the run ends (_release_history).
+                gc.freeze()
+                gc.unfreeze()
+        return models
+
+    def _load_history_now(self) -> list[Any]:
         models: list[Any] = []
         for dump in self.spec.history:
             model = load_message(dump)
@@ -282,11 +310,27 @@ class RequestRun:
             ))
 
     async def _convert_to_llm(self, messages: list[Any]) -> list[Message]:
+        # O(history) CPU before every model turn: on a thread over a copy of tinyagent's list,
+        # so the event loop keeps answering (abort, status) during a long session's turn. An
+        # abort ends the wait; the stream function then sees the signal and calls no model.
+        raced = await race_abort(asyncio.to_thread(self._llm_input, list(messages)), self.abort_signal)
+        if not raced.finished:
+            return []
+        llm, self.state.context_estimate = raced.result()
+        return llm
+
+    def _llm_input(self, messages: list[Any]) -> tuple[list[Message], int]:
+        """What the model is sent (pruned, `plan_pruning`) and its estimated tokens."""
+
+        with bulk_decoding():  # no collector pass over the whole heap (holding the GIL) meanwhile
+            return self._llm_input_now(messages)
+
+    def _llm_input_now(self, messages: list[Any]) -> tuple[list[Message], int]:
         llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
         facts = [self._facts_of(m) for m in llm]
-        self.state.context_estimate = sum(f[1] for f in facts)
-        if self.state.context_estimate <= self.spec.history_token_budget:
-            return llm  # no prefix of the history passed the budget: nothing is pruned
+        estimate = sum(f[1] for f in facts)
+        if estimate <= self.spec.history_token_budget:
+            return llm, estimate  # no prefix of the history passed the budget: nothing is pruned
         # Pruning is a pure function of the history, replayed as it grew (plan_pruning): it
         # happens in rare large steps, so consecutive calls share their input as a prefix.
         chosen = plan_pruning(
@@ -299,10 +343,10 @@ class RequestRun:
         for position, (message, fact) in enumerate(zip(llm, facts, strict=True)):
             replacement = fact[2]
             out.append(replacement[0] if position in chosen and replacement is not None else message)
-        self.state.context_estimate = sum(
+        estimate = sum(
             pruned[1] if i in chosen and (pruned := facts[i][2]) is not None else facts[i][1] for i in range(len(llm))
         )
-        return out
+        return out, estimate
 
     def _facts_of(self, message: Any) -> tuple[Any, int, tuple[Any, int] | None]:
         """(message, token estimate, (pruned replacement, its estimate) or None), computed once:

@@ -10,6 +10,7 @@ event whose message has ``stop_reason`` ``error`` or ``aborted`` and the content
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import json
 import time
@@ -38,6 +39,8 @@ from tinyagent import (
 from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.text_tool_calls import extract_text_tool_calls
+from tunacode_lsp.core.abort import race_abort
+from tunacode_lsp.core.codec import bulk_decoding
 from tunacode_lsp.core.history import PRUNED_MARK_PREFIX
 from tunacode_lsp.core.text import loads_text
 from tunacode_lsp.tools.limits import MAX_ARGS_BYTES
@@ -102,17 +105,62 @@ async def close_shared_client() -> None:
 async def stream_openai_chat(
     model: Model, context: Context, options: SimpleStreamOptions
 ) -> OpenAIChatStream:
-    """tinyagent StreamFn: stream one assistant message from an OpenAI-compatible endpoint."""
+    """tinyagent StreamFn: stream one assistant message from an OpenAI-compatible endpoint.
+
+    The request body (every message converted, then JSON-encoded) is built on a worker
+    thread from a snapshot of the context: for a long session it is hundreds of ms of CPU,
+    during which the event loop must keep answering (abort, status, $/cancelRequest). An
+    abort during it ends the stream as aborted without waiting for the thread.
+    """
 
     if not isinstance(model, OpenAICompatModel):
         model = OpenAICompatModel.model_validate(model.model_dump())
+    signal = options.signal
+    encoded: EncodedBody | BaseException | None = None
+    if signal is None or not signal.is_set():
+        snapshot = dataclasses.replace(  # the thread reads copies of the lists, never tinyagent's
+            context, messages=list(context.messages), tools=None if context.tools is None else list(context.tools)
+        )
+        raced = await race_abort(asyncio.to_thread(encode_request_body, model, snapshot, options), signal)
+        if raced.finished:
+            error = raced.task.exception()
+            encoded = error if error is not None else raced.result()
     return OpenAIChatStream(
         model=model,
-        body=build_request_body(model, context, options),
+        body=encoded.body if isinstance(encoded, EncodedBody) else {},
+        content=encoded if encoded is not None else None,
         headers=build_headers(model, options),
-        signal=options.signal,
+        signal=signal,
         client=shared_client(),
     )
+
+
+@dataclass(frozen=True)
+class EncodedBody:
+    """A request body's bytes on the wire, and the body without its messages (the stream
+    reads the tool names from it; the converted messages are dropped once encoded)."""
+
+    body: dict[str, Any]
+    content: bytes
+
+
+def encode_request_body(
+    model: OpenAICompatModel, context: Context, options: SimpleStreamOptions
+) -> EncodedBody:
+    """The request body's bytes, exactly as httpx's `json=` encodes them (pure: it reads
+    the context and builds new objects, so it runs on a worker thread).
+
+    The cyclic garbage collector is paused meanwhile (`bulk_decoding`): converting a long
+    history allocates a container per message and block, which would start collections
+    that scan the whole heap while holding the GIL (hundreds of ms at 30k messages, the
+    event loop stalled with them); all of it is freed by reference counting right after.
+    """
+
+    with bulk_decoding():
+        body = build_request_body(model, context, options)
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        del body["messages"]
+    return EncodedBody(body, content)
 
 
 def build_headers(model: OpenAICompatModel, options: SimpleStreamOptions) -> dict[str, str]:
@@ -381,6 +429,7 @@ class OpenAIChatStream:
         headers: dict[str, str],
         signal: asyncio.Event | None,
         client: httpx.AsyncClient,
+        content: EncodedBody | BaseException | None = None,
     ) -> None:
         self.status: int | None = None
         self.retry_after: float | None = None
@@ -388,6 +437,7 @@ class OpenAIChatStream:
         self.error_kind: ErrorKind | None = None
         self._model = model
         self._body = body
+        self._content = content
         self._headers = headers
         self._signal = signal
         self._client = client
@@ -482,9 +532,19 @@ class OpenAIChatStream:
             write=self._model.read_timeout,
             pool=self._model.connect_timeout,
         )
-        request = self._client.build_request(
-            "POST", self._model.base_url, json=self._body, headers=self._headers, timeout=timeout
-        )
+        content = self._content
+        if isinstance(content, BaseException):
+            raise content  # building the body failed on its thread: an error event, as before
+        if content is None:
+            request = self._client.build_request(
+                "POST", self._model.base_url, json=self._body, headers=self._headers, timeout=timeout
+            )
+        else:  # encoded off the event loop (stream_openai_chat); the same bytes `json=` gives
+            headers = httpx.Headers(self._headers)
+            headers.setdefault("Content-Type", "application/json")
+            request = self._client.build_request(
+                "POST", self._model.base_url, content=content.content, headers=headers, timeout=timeout
+            )
         self._response = await self._race(self._client.send(request, stream=True))
         self._chunks = self._response.aiter_bytes()
         if self._response.status_code >= 400:
