@@ -19,6 +19,7 @@ from acp.interfaces import Client
 
 from tunacode_lsp import __version__
 from tunacode_lsp.acp import errors
+from tunacode_lsp.acp.commands import answer_update, available_commands, command_of, run_command
 from tunacode_lsp.acp.documents import AcpDocuments
 from tunacode_lsp.acp.mcp import SessionMcp
 from tunacode_lsp.acp.prompt import prompt_parts, response_of
@@ -59,6 +60,7 @@ class TunaAcpAgent:
         self._client: Client | None = None
         self.mcp = SessionMcp()
         self._fs = (False, False)  # the client offers fs/read_text_file, fs/write_text_file
+        self._offers: set[asyncio.Task[None]] = set()  # available_commands_update being sent
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -104,7 +106,21 @@ class TunaAcpAgent:
             raise errors.from_agent(exc) from None
         await self.mcp.configure(record.session_id, mcp_servers, self.options)
         self._roots[record.session_id] = root
+        self._offer_commands(record.session_id)
         return schema.NewSessionResponse(session_id=record.session_id)
+
+    def _offer_commands(self, session_id: str) -> None:
+        """Tell the client the slash commands, right after the session/new or session/load answer."""
+
+        async def offer() -> None:
+            try:
+                await self.client.session_update(session_id=session_id, update=available_commands())
+            except Exception:  # noqa: BLE001 - a client that cannot take it loses only the menu
+                log.info("available_commands_update for %s was not delivered", session_id, exc_info=True)
+
+        task = asyncio.get_running_loop().create_task(offer())
+        self._offers.add(task)
+        task.add_done_callback(self._offers.discard)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
@@ -122,6 +138,7 @@ class TunaAcpAgent:
             await self.client.session_update(session_id=session_id, update=update)
         await self.mcp.configure(session_id, mcp_servers, self.options)
         self._roots[session_id] = root
+        self._offer_commands(session_id)
         return schema.LoadSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> schema.ListSessionsResponse:
@@ -154,6 +171,11 @@ class TunaAcpAgent:
         if root is None:
             raise errors.unknown_session(session_id)
         text, context = prompt_parts(prompt)
+        command = command_of(text)
+        if command is not None:  # /changes, /rewind: the checkpoints, without the model
+            answer = await run_command(*command, session_id, root, self.runs, self.sessions)
+            await self.client.session_update(session_id=session_id, update=answer_update(answer))
+            return schema.PromptResponse(stop_reason="end_turn")
         params = RequestParams(prompt=text, session_id=session_id, context=context or None)
         client = self.client
         can_read, can_write = self._fs

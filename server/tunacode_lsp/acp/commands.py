@@ -1,0 +1,85 @@
+"""Slash commands an ACP client offers in its prompt box (`available_commands_update`): the
+checkpoints LSP clients reach with tunacode.changes and tunacode.session.rewind.
+
+- `/changes`: the files the session's last request changed, with their diffs.
+- `/rewind` (`/rewind force`): restore the files the last request changed and cut it from
+  the conversation; a file changed since by someone else refuses it unless `force`.
+
+Neither calls the model nor is stored in the conversation. The client keeps showing the
+rewound turn in its own transcript; the answer says what was cut.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acp import schema, update_agent_message
+
+from tunacode_lsp.agent.runs import RunService
+from tunacode_lsp.agent.sessions import SessionService
+from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.contract.protocol import CHANGED_SINCE, ChangesParams, RewindParams
+
+COMMANDS = (
+    schema.AvailableCommand(name="changes", description="Show the files the last request changed, with their diffs"),
+    schema.AvailableCommand(
+        name="rewind",
+        description="Undo the last request: restore the files it changed and cut it from the conversation",
+        input=schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint="force (overwrite files changed since)")),
+    ),
+)
+
+
+def available_commands() -> schema.AvailableCommandsUpdate:
+    return schema.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=list(COMMANDS))
+
+
+def command_of(text: str) -> tuple[str, str] | None:
+    """(`changes` | `rewind`, its argument) when the prompt is one of the commands, else None."""
+
+    words = text.strip().split(maxsplit=1)
+    if not words or words[0] not in ("/changes", "/rewind"):
+        return None
+    return words[0][1:], words[1].strip() if len(words) > 1 else ""
+
+
+async def run_command(
+    name: str, argument: str, session_id: str, root: Path, runs: RunService, sessions: SessionService
+) -> str:
+    """The answer to show (Markdown); errors are answers too, the session goes on."""
+
+    rows = await sessions.request_checkpoints(session_id)
+    if not rows:
+        return "Nothing to show: no request of this session has checkpoints yet."
+    last = rows[-1].request_id
+    try:
+        if name == "changes":
+            result = await runs.checkpoints.changes_command(runs, ChangesParams(session_id, last), root)
+            if not result.files:
+                return "The last request changed no file."
+            parts = [f"The last request changed {len(result.files)} file{'s' if len(result.files) != 1 else ''}:"]
+            for changed in result.files:
+                parts.append(f"\n**{changed.path}** ({changed.status})\n\n{_fenced(changed.diff)}")
+            if result.truncated:
+                parts.append("\n(Some diffs were cut.)")
+            return "\n".join(parts)
+        force = argument.lower() == "force"
+        rewound = await runs.checkpoints.rewind_command(runs, RewindParams(session_id, last, force=force), root)
+    except CommandError as exc:
+        if exc.code == CHANGED_SINCE:
+            return f"Not rewound: {exc.message.replace('Rewind with force', 'Send `/rewind force`')}"
+        return f"Not done: {exc.message}"
+    restored = ", ".join(rewound.restored) if rewound.restored else "no file needed it"
+    return (f"Rewound the last request: files restored: {restored}. The conversation is back to before it "
+            f"({rewound.session.message_count} messages); the agent no longer sees that turn.")
+
+
+def _fenced(diff: str) -> str:
+    ticks = "```"
+    while ticks in diff:
+        ticks += "`"
+    return f"{ticks}diff\n{diff}\n{ticks}"
+
+
+def answer_update(text: str) -> schema.AgentMessageChunk:
+    return update_agent_message(schema.TextContentBlock(type="text", text=text))
