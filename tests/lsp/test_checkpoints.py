@@ -5,7 +5,9 @@ under the data folder; `tunacode.changes`, `RequestResult.changedFiles` and
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -287,3 +289,24 @@ async def test_session_get_says_where_each_request_starts(lsp, model, workspace)
     await lsp.command("tunacode.session.rewind", {"sessionId": first["sessionId"], "requestId": second["requestId"]})
     got = await lsp.command("tunacode.session.get", {"sessionId": first["sessionId"]})
     assert [m["requestId"] for m in got["requests"]] == [first["requestId"]]
+
+
+async def test_a_stopped_request_answers_at_once_and_its_changes_are_still_recorded(lsp, model, workspace, tmp_path):
+    """A cancelled request does not wait for its last snapshot (a `git status` of the whole
+    workspace) to answer; what its shell command did is still listed and rewound."""
+
+    ready = tmp_path / "ready"
+    os.mkfifo(ready)  # the command blocks on it until the test reads: no polling
+    command = f"printf 'half done\\n' > made.txt && echo go > {ready} && sleep 30"
+    await _start(lsp, model, [call("bash", {"command": command}), DONE], shellSandbox="off")
+    pending = lsp.send_command("tunacode.request", {"prompt": "work"})
+    assert (await asyncio.wait_for(asyncio.to_thread(ready.read_text), 15)).strip() == "go"
+    started = next(e for e in lsp.events if e["type"] == "request_start")
+    await lsp.command("tunacode.abort", {"sessionId": started["sessionId"]})
+    result = await pending
+    assert result["stopReason"] == "cancelled" and "changedFiles" not in result
+    args = {"sessionId": result["sessionId"], "requestId": result["requestId"]}
+    changes = await lsp.command("tunacode.changes", args)
+    assert [(f["path"], f["status"]) for f in changes["files"]] == [("made.txt", "added")]
+    rewound = await lsp.command("tunacode.session.rewind", args)
+    assert rewound["restored"] == ["made.txt"] and not (workspace / "made.txt").exists()

@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tunacode_lsp.agent.sessions import SessionService, session_info
 from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, ShadowRepo
@@ -60,6 +60,7 @@ MAX_DIFF_CHARS = 50_000  # one file's diff
 MAX_CHANGES_CHARS = 400_000  # all diffs of one answer
 MAX_CHANGED_FILES = 1_000  # files listed in one answer
 MAX_CONFLICTS_NAMED = 20
+FINISH_WAIT_SECONDS = 30.0  # changes/rewind wait this long at most for a stopped request's last snapshot
 
 OpenText = Callable[[Path], "str | None"]  # the editor's text of an open document, else None
 
@@ -139,6 +140,11 @@ class RequestCheckpoints:
             return None
         return sorted({*(on_disk or []), *in_buffers})
 
+    def finish_later(self, buffer_edits: list[BufferEdit] | None = None) -> None:
+        """`finish` after the answer (a stopped request); changes and rewind of the session wait for it."""
+
+        self.service.track(self.session_id, asyncio.ensure_future(self.finish(buffer_edits)))
+
     async def _disk_changes(self) -> list[str] | None:
         if self.repo is None or not self.before:
             return None
@@ -171,6 +177,7 @@ class Checkpoints:
         # (session, request) -> its edits that live only in an editor's buffer (this process only)
         self._buffer_edits: dict[tuple[str, str], list[BufferEdit]] = {}
         self._said: set[str] = set()  # notices given once per process
+        self._finishing: dict[str, set[asyncio.Future[Any]]] = {}  # session -> stopped requests' last snapshots
 
     def repo(self, root: Path) -> ShadowRepo:
         real = os.path.realpath(root)
@@ -242,6 +249,29 @@ class Checkpoints:
                 spans[edit.real_path] = (first, edit.new_text)
         return spans
 
+    def track(self, session_id: str, finishing: asyncio.Future[Any]) -> None:
+        tasks = self._finishing.setdefault(session_id, set())
+        tasks.add(finishing)
+
+        def done(task: asyncio.Future[Any]) -> None:
+            tasks.discard(task)
+            if not tasks and self._finishing.get(session_id) is tasks:
+                del self._finishing[session_id]
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("the last checkpoint of a stopped request failed: %s", task.exception())
+
+        finishing.add_done_callback(done)
+
+    async def settled(self, session_id: str | None, timeout: float = FINISH_WAIT_SECONDS) -> bool:
+        """Wait (bounded) for the last snapshots of stopped requests (of one session, or all)."""
+
+        tasks = set(self._finishing.get(session_id, ())) if session_id is not None else {
+            task for tasks in self._finishing.values() for task in tasks}
+        if not tasks:
+            return True
+        _, late = await asyncio.wait(tasks, timeout=timeout)
+        return not late
+
     def turn_off(self, real: str, why: str) -> None:
         self._off[real] = why
         self._said.add("checkpoints_off")
@@ -262,6 +292,7 @@ class Checkpoints:
 
         if await self._sessions().get(params.session_id) is None:
             raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
+        await self.settled(params.session_id)
         running = {p.request_id for p in runs.pending() if p.session_id == params.session_id}
         result = await self.changes(params.session_id, params.request_id, root, running=running)
         if params.request_id is not None:
@@ -281,6 +312,9 @@ class Checkpoints:
         session_id = params.session_id
         if await sessions.get(session_id) is None:
             raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(session_id)}")
+        if not await self.settled(session_id):  # a stopped request's last snapshot, else files could be missed
+            raise CommandError(CHECKPOINTS_UNAVAILABLE, "the last checkpoint of a stopped request of this session is "
+                               "still being taken (the checkpoints are locked by another process?); try again")
         with runs.holding(session_id):  # -32002 while a request of this server runs on it
             owner = new_owner()
             if not await sessions.acquire(session_id, owner):
