@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tunacode_lsp.agent.sessions import SessionService, session_info
-from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, ShadowRepo
+from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, PartialRestore, ShadowRepo
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     CHANGED_SINCE,
@@ -431,6 +431,16 @@ class Checkpoints:
                 if not touched:
                     return []
                 return [_wire_path(p) for p in repo.restore(rows[0].before_tree, sorted(touched))]
+        except PartialRestore as exc:
+            restored = [_wire_path(p) for p in exc.restored]
+            failed = [_wire_path(p) for p in exc.failed]
+            raise CommandError(
+                CHECKPOINTS_UNAVAILABLE,
+                f"the rewind stopped half way: {exc.reason}. Not restored: {_listed(failed) or 'none'}; already "
+                f"restored: {_listed(restored) or 'none'}. The history was not cut; fix the cause and rewind again "
+                "(the files already restored are not touched again).",
+                {"restored": restored, "failed": failed},
+            ) from None
         except CheckpointError as exc:
             raise CommandError(CHECKPOINTS_UNAVAILABLE, f"the files cannot be restored: {exc}") from None
 
@@ -447,9 +457,13 @@ def _unsaved(path: Path, open_text: OpenText) -> bool:
         return True
 
 
-def _conflict(names: list[str]) -> CommandError:
-    listed = ", ".join(names[:MAX_CONFLICTS_NAMED]) + (
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:MAX_CONFLICTS_NAMED]) + (
         f" and {len(names) - MAX_CONFLICTS_NAMED} more" if len(names) > MAX_CONFLICTS_NAMED else "")
+
+
+def _conflict(names: list[str]) -> CommandError:
+    listed = _listed(names)
     return CommandError(
         CHANGED_SINCE,
         f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "

@@ -73,6 +73,16 @@ class TooManyFiles(CheckpointsOff):
     """More files (or bytes) changed at once than the limits: this workspace is not recorded."""
 
 
+class PartialRestore(CheckpointError):
+    """A restore that stopped half way: `restored` paths have their old content, `failed` not."""
+
+    def __init__(self, reason: str, restored: list[str], failed: list[str]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.restored = restored
+        self.failed = failed
+
+
 @dataclass(frozen=True)
 class Change:
     path: str  # relative to the workspace root, forward slashes
@@ -183,7 +193,8 @@ class ShadowRepo:
             raise CheckpointError(f"cannot run git: {exc.strerror}") from None
         if done.returncode not in ok:
             message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            detail = message[-1] if message else f"exit code {done.returncode}"
+            errors = [line for line in message if line.startswith(("error:", "fatal:"))]
+            detail = "; ".join(errors[:3]) if errors else message[-1] if message else f"exit code {done.returncode}"
             raise CheckpointError(f"git {args[0]} failed: {detail[:300]}")
         return done.stdout
 
@@ -284,11 +295,17 @@ class ShadowRepo:
             untrack: list[bytes] = []
             newly: dict[str, str] = {}
             size = 0
+            links: dict[str, bool] = {}
             for entry in entries:
                 xy, raw = entry[:2], entry[3:]
                 path = os.fsdecode(raw)
                 if path.endswith("/"):  # a nested repository (status does not enter it)
                     newly[path] = "repository"
+                    continue
+                if self._beyond_link(path, links):
+                    # a recorded file whose folder became a symbolic link: gone from the
+                    # workspace (`git add` refuses a path beyond a link; the link itself is added)
+                    untrack.append(raw)
                     continue
                 try:
                     info = (self.root / path).lstat()
@@ -326,6 +343,21 @@ class ShadowRepo:
                 commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
                 self._git("update-ref", "HEAD", commit)
             return tree
+
+    def _beyond_link(self, path: str, links: dict[str, bool]) -> bool:
+        """Whether a leading folder of `path` is a symbolic link (or not a folder)."""
+
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            folder = "/".join(parts[:i])
+            if folder not in links:
+                try:
+                    links[folder] = not stat.S_ISDIR((self.root / folder).lstat().st_mode)
+                except OSError:
+                    links[folder] = False  # gone: `add -A` records the removal
+            if links[folder]:
+                return True
+        return False
 
     def require(self, *trees: str) -> None:
         """Raise CheckpointError unless every tree is stored."""
@@ -385,9 +417,13 @@ class ShadowRepo:
             present = self.paths_in(tree, paths)
             restore = [p for p in paths if p in present]
             remove = [p for p in paths if p not in present]
+            failures: list[str] = []
             if restore:
-                self._git("checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
-                          stdin=b"\0".join(os.fsencode(p) for p in restore))
+                try:
+                    self._git("checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
+                              stdin=b"\0".join(os.fsencode(p) for p in restore))
+                except CheckpointError as exc:  # some files may be written, others not: say which
+                    failures.append(str(exc))
             removed: list[str] = []
             for path in remove:
                 full = self.root / path
@@ -401,11 +437,26 @@ class ShadowRepo:
                     with folder_beneath(self.root, full.parent, path) as fd:
                         os.unlink(full.name, dir_fd=fd)
                 except Exception as exc:  # noqa: BLE001 - a link out, a permission: say which file
-                    raise CheckpointError(f"cannot remove {path}: {exc}") from None
+                    failures.append(f"cannot remove {path}: {exc}")
+                    continue
                 removed.append(path)
                 self._prune_empty(full.parent)
+            if failures:
+                raise self._partial(tree, paths, failures)
             self.snapshot()
             return sorted(restore + removed)
+
+    def _partial(self, tree: str, paths: list[str], failures: list[str]) -> PartialRestore:
+        """What a restore that failed half way left: the paths that now match `tree`, the rest."""
+
+        try:
+            now = self.snapshot()
+            differ = {c.path for c in self.changes(tree, now)}
+        except CheckpointError:
+            differ = set(paths)  # unknown: claim nothing was restored
+        failed = sorted(p for p in paths if p in differ)
+        done = sorted(p for p in paths if p not in differ)
+        return PartialRestore("; ".join(failures), done, failed)
 
     def _prune_empty(self, folder: Path) -> None:
         """Remove folders left empty by a removal, up to the root."""

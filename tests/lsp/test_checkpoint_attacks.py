@@ -1,0 +1,87 @@
+"""Attacks on checkpoints and rewind over the real server: a hostile model running shell
+commands (unsandboxed) tries to make a rewind lose the user's work, write outside the
+workspace, or stop half way without saying so."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import scripted_options
+
+DONE = {"steps": [{"text": "Done."}]}
+
+
+def shell(command: str) -> dict:
+    return {"steps": [{"tool_call": {"name": "bash", "arguments": {"command": command}}}]}
+
+
+async def _start(lsp, model, script, **options) -> None:
+    model.set_script({"turns": script})
+    await lsp.start(init_options=scripted_options(model, shellSandbox="off", **options))
+
+
+async def _error(awaitable) -> tuple[int | None, str, Any]:
+    with pytest.raises(Exception) as info:
+        await awaitable
+    return getattr(info.value, "code", None), str(info.value), getattr(info.value, "data", None)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+async def test_a_folder_replaced_by_a_link_out_of_the_workspace_is_recorded_and_rewound(lsp, model, workspace, tmp_path):
+    """Bug: a folder the model replaced by a symbolic link made every later snapshot fail
+    (`git add`: "pathspec 'src/f' is beyond a symbolic link"): the request had no changes, and
+    no rewind of any request in that workspace was possible any more."""
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.py").write_text("outside\n")
+    (workspace / "src").mkdir()
+    (workspace / "src" / "f.py").write_text("the user's code\n")
+    await _start(lsp, model, [shell(f"rm -r src && ln -s {outside} src && echo hi > note.txt"), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["stopReason"] == "end_turn"
+    assert result["changedFiles"] == ["note.txt", "src", "src/f.py"]
+    before_outside = _files(outside)
+
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert "src/f.py" in rewound["restored"] and "note.txt" in rewound["restored"]
+    assert not (workspace / "src").is_symlink() and (workspace / "src" / "f.py").read_text() == "the user's code\n"
+    assert not (workspace / "note.txt").exists()
+    assert _files(outside) == before_outside  # nothing written through the link
+
+
+@pytest.mark.skipif(shutil.which("chattr") is None, reason="needs chattr (an immutable file stops even root)")
+async def test_a_rewind_that_stops_half_way_says_which_files_and_keeps_the_history(lsp, model, workspace):
+    """Bug: a file that could not be written stopped the restore after git had written others:
+    the error said "git checkout failed: Updated 2 paths from ..." and named no file."""
+
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (workspace / name).write_text(f"{name} by the user\n")
+    await _start(lsp, model, [shell("for f in a b c; do echo agent > $f.txt; done; echo new > new.txt"), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["changedFiles"] == ["a.txt", "b.txt", "c.txt", "new.txt"]
+    args = {"sessionId": result["sessionId"], "requestId": result["requestId"]}
+    locked = workspace / "b.txt"
+    if subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode != 0:
+        pytest.skip("this file system has no immutable files")
+    try:
+        code, message, data = await _error(lsp.command("tunacode.session.rewind", args))
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=True)
+    assert code == -32603 and "half way" in message and "b.txt" in message
+    assert data == {"restored": ["a.txt", "c.txt", "new.txt"], "failed": ["b.txt"]}
+    assert (workspace / "a.txt").read_text() == "a.txt by the user\n" and locked.read_text() == "agent\n"
+    got = await lsp.command("tunacode.session.get", {"sessionId": result["sessionId"]})
+    assert got["session"]["messageCount"] > 0  # the history was not cut
+
+    rewound = await lsp.command("tunacode.session.rewind", args)  # the cause fixed: the rest follows
+    assert rewound["restored"] == ["b.txt"] and rewound["session"]["messageCount"] == 0
+    assert _files(workspace) == {n: f"{n} by the user\n".encode() for n in ("a.txt", "b.txt", "c.txt")}
