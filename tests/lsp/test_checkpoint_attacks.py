@@ -4,6 +4,7 @@ workspace, or stop half way without saying so."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -85,3 +86,62 @@ async def test_a_rewind_that_stops_half_way_says_which_files_and_keeps_the_histo
     rewound = await lsp.command("tunacode.session.rewind", args)  # the cause fixed: the rest follows
     assert rewound["restored"] == ["b.txt"] and rewound["session"]["messageCount"] == 0
     assert _files(workspace) == {n: f"{n} by the user\n".encode() for n in ("a.txt", "b.txt", "c.txt")}
+
+
+async def test_a_full_checkpoint_folder_still_runs_the_request_with_a_notice(lsp, model, workspace, home, tmp_path):
+    """The data folder's checkpoints on a tiny file system that fills up: the request runs,
+    its file is written, and the user is told that checkpoints are off for it."""
+
+    folder = home / "checkpoints"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        for i in range(4):
+            (workspace / f"data{i}.bin").write_bytes(os.urandom(100_000))  # incompressible: fills 200 KB
+        await _start(lsp, model, [shell("echo made > made.txt"), DONE])
+        result = await lsp.command("tunacode.request", {"prompt": "go"})
+        assert result["stopReason"] == "end_turn" and (workspace / "made.txt").read_text() == "made\n"
+        assert "changedFiles" not in result
+        notices = [e["message"] for e in lsp.events_of(result["requestId"]) if e["type"] == "notice"]
+        assert any("Checkpoints are off for this request" in n and "No space left" in n for n in notices), notices
+        code, message, _ = await _error(lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]}))
+        assert code == -32603 and "files: false" in message
+        assert (workspace / "made.txt").exists()  # nothing touched
+    finally:
+        await lsp.stop()
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+async def test_links_are_restored_as_links_and_a_rewind_never_writes_through_one(lsp, model, workspace, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the workspace's\n")
+    (workspace / "target.txt").write_text("target\n")
+    os.symlink("target.txt", workspace / "link")
+    command = (f"rm link && echo replaced > link && ln -s {outside} out && echo through >> out "
+               f"&& ln -s {tmp_path} dir && echo new > dir/made-outside.txt")
+    await _start(lsp, model, [shell(command), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["changedFiles"] == ["dir", "link", "out"]  # the links, not what they point at
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert rewound["restored"] == ["dir", "link", "out"]
+    assert os.readlink(workspace / "link") == "target.txt" and (workspace / "target.txt").read_text() == "target\n"
+    assert not os.path.lexists(workspace / "out") and not os.path.lexists(workspace / "dir")
+    # what the model wrote outside through its links is outside the workspace: not undone, not removed
+    assert outside.read_text() == "not the workspace's\nthrough\n"
+    assert (tmp_path / "made-outside.txt").read_text() == "new\n"
+
+
+async def test_an_ignore_file_written_by_the_model_hides_its_new_files_but_not_the_users(lsp, model, workspace):
+    """What a `.gitignore` with `*` written by the model does (documented): the files recorded
+    before the request are still restored; the new files it hid (and itself) are left."""
+
+    (workspace / "a.txt").write_text("the user's\n")
+    await _start(lsp, model, [shell("printf '*\\n' > .gitignore && echo agent > a.txt && echo hidden > hidden.txt && rm -f b.txt"), DONE])
+    (workspace / "b.txt").write_text("also the user's\n")
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["changedFiles"] == ["a.txt", "b.txt"]
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert rewound["restored"] == ["a.txt", "b.txt"]
+    assert (workspace / "a.txt").read_text() == "the user's\n" and (workspace / "b.txt").read_text() == "also the user's\n"
+    assert (workspace / "hidden.txt").exists() and (workspace / ".gitignore").exists()
