@@ -145,3 +145,21 @@ async def test_an_ignore_file_written_by_the_model_hides_its_new_files_but_not_t
     assert rewound["restored"] == ["a.txt", "b.txt"]
     assert (workspace / "a.txt").read_text() == "the user's\n" and (workspace / "b.txt").read_text() == "also the user's\n"
     assert (workspace / "hidden.txt").exists() and (workspace / ".gitignore").exists()
+
+
+async def test_a_file_grown_over_the_size_limit_is_not_overwritten_without_force(lsp, model, workspace):
+    """Bug: a file the request grew over 5 MB is no longer recorded; the user then edited it and
+    a rewind overwrote it with its small old version without a word (no conflict could be seen)."""
+
+    (workspace / "data.csv").write_text("id\n1\n")
+    await _start(lsp, model, [shell("seq 1 1000000 > data.csv"), DONE])  # 6.9 MB
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["changedFiles"] == ["data.csv"]
+    with (workspace / "data.csv").open("a") as f:
+        f.write("the user's row\n")
+    args = {"sessionId": result["sessionId"], "requestId": result["requestId"]}
+    code, message, data = await _error(lsp.command("tunacode.session.rewind", args))
+    assert code == -32004 and data == {"files": ["data.csv"]} and "size limit" in message
+    assert (workspace / "data.csv").read_text().endswith("the user's row\n")  # nothing restored
+    rewound = await lsp.command("tunacode.session.rewind", {**args, "force": True})
+    assert rewound["restored"] == ["data.csv"] and (workspace / "data.csv").read_text() == "id\n1\n"

@@ -426,8 +426,14 @@ class Checkpoints:
                 differ = {c.path for c in repo.changes(rows[0].before_tree, now)}
                 conflicts &= differ
                 touched &= differ
+                # a file on disk whose bytes are not recorded (grown over the size limit, or
+                # ignored since): nothing proves nobody changed it since; overwriting needs force
+                recorded = repo.paths_in(now, sorted(touched))
+                unrecorded = {p for p in touched - recorded if repo.file_on_disk(p)}
+                conflicts |= unrecorded
                 if conflicts and not force:
-                    raise _conflict(sorted(_wire_path(p) for p in conflicts))
+                    raise _conflict(sorted(_wire_path(p) for p in conflicts),
+                                    unrecorded=sorted(_wire_path(p) for p in unrecorded))
                 if not touched:
                     return []
                 return [_wire_path(p) for p in repo.restore(rows[0].before_tree, sorted(touched))]
@@ -462,12 +468,14 @@ def _listed(names: list[str]) -> str:
         f" and {len(names) - MAX_CONFLICTS_NAMED} more" if len(names) > MAX_CONFLICTS_NAMED else "")
 
 
-def _conflict(names: list[str]) -> CommandError:
+def _conflict(names: list[str], unrecorded: list[str] | None = None) -> CommandError:
     listed = _listed(names)
+    note = (f" ({_listed(unrecorded)}: not recorded now, over the size limit or ignored, so a change since "
+            "cannot be ruled out)") if unrecorded else ""
     return CommandError(
         CHANGED_SINCE,
         f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "
-        "else, or unsaved in the editor); nothing was restored. Rewind with force to overwrite.",
+        f"else, or unsaved in the editor){note}; nothing was restored. Rewind with force to overwrite.",
         {"files": names},
     )
 

@@ -359,6 +359,16 @@ class ShadowRepo:
                 return True
         return False
 
+    def file_on_disk(self, path: str) -> bool:
+        """Whether `path` is a file (or link) in the workspace, not reached through a link."""
+
+        if self._beyond_link(path, {}):
+            return False
+        try:
+            return not stat.S_ISDIR((self.root / path).lstat().st_mode)
+        except OSError:
+            return False
+
     def require(self, *trees: str) -> None:
         """Raise CheckpointError unless every tree is stored."""
 
