@@ -163,3 +163,34 @@ async def test_a_file_grown_over_the_size_limit_is_not_overwritten_without_force
     assert (workspace / "data.csv").read_text().endswith("the user's row\n")  # nothing restored
     rewound = await lsp.command("tunacode.session.rewind", {**args, "force": True})
     assert rewound["restored"] == ["data.csv"] and (workspace / "data.csv").read_text() == "id\n1\n"
+
+
+async def test_a_file_replaced_by_a_fifo_does_not_break_checkpoints(lsp, model, workspace):
+    """Bug: a recorded file replaced by a FIFO (or socket) made every later snapshot fail
+    (`git add`: "can only add regular files"): no changes, no rewind in that workspace."""
+
+    (workspace / "notes.txt").write_text("the user's notes\n")
+    await _start(lsp, model, [shell("rm notes.txt && mkfifo notes.txt"), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["changedFiles"] == ["notes.txt"]
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert rewound["restored"] == ["notes.txt"] and (workspace / "notes.txt").read_text() == "the user's notes\n"
+
+
+async def test_restoring_a_file_where_a_folder_now_is_does_not_sweep_the_users_files(lsp, model, workspace):
+    """Bug: the request replaced file `out` by a folder; the user then saved work in that
+    folder; a rewind restored the file `out`, and git removed the folder with the user's
+    file in it, without a conflict."""
+
+    (workspace / "out").write_text("a file\n")
+    await _start(lsp, model, [shell("rm out && mkdir out && echo agent > out/a.txt"), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["changedFiles"] == ["out", "out/a.txt"]
+    (workspace / "out" / "mine.txt").write_text("the user's work\n")
+    args = {"sessionId": result["sessionId"], "requestId": result["requestId"]}
+    code, message, data = await _error(lsp.command("tunacode.session.rewind", args))
+    assert code == -32004 and data == {"files": ["out/mine.txt"]} and "removes the folder" in message
+    assert (workspace / "out" / "mine.txt").read_text() == "the user's work\n"
+    rewound = await lsp.command("tunacode.session.rewind", {**args, "force": True})
+    assert rewound["restored"] == ["out"]
+    assert (workspace / "out").read_text() == "a file\n"

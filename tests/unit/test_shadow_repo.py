@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -143,3 +144,34 @@ def test_without_git_checkpoints_are_off(tmp_path, monkeypatch):
     root.mkdir()
     with pytest.raises(CheckpointsOff, match="git is not installed"):
         ShadowRepo(root, tmp_path / "cp" / "p").snapshot()
+
+
+def test_a_path_that_changes_kind_never_breaks_a_snapshot_and_restores(tmp_path):
+    """Bugs: a recorded file that became a FIFO, a folder that became a link (and back) made
+    `git add` / `git rm` fail at every later snapshot."""
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text("outside\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo")
+    (root / "p").write_text("file\n")
+    (root / "d").mkdir()
+    (root / "d" / "f").write_text("inside\n")
+    first = repo.snapshot()
+    steps = [
+        lambda: ((root / "p").unlink(), os.mkfifo(root / "p")),
+        lambda: ((root / "p").unlink(), (root / "p").mkdir(), (root / "p" / "x").write_text("x")),
+        lambda: (shutil.rmtree(root / "d"), os.symlink(outside, root / "d")),
+        lambda: (shutil.rmtree(root / "d"), (root / "d").write_text("a file now\n")),
+        lambda: ((root / "p").unlink(), os.symlink("d", root / "p")),
+    ]
+    for step in steps:
+        step()
+        tree = repo.snapshot()
+        repo.restore(first, [c.path for c in repo.changes(first, tree)])
+        assert (root / "p").read_text() == "file\n" and not (root / "p").is_symlink()
+        assert (root / "d" / "f").read_text() == "inside\n" and not (root / "d").is_symlink()
+        assert (outside / "f").read_text() == "outside\n" and sorted(os.listdir(outside)) == ["f"]
+        assert repo.changes(first, repo.snapshot()) == []

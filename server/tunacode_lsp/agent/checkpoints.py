@@ -431,9 +431,16 @@ class Checkpoints:
                 recorded = repo.paths_in(now, sorted(touched))
                 unrecorded = {p for p in touched - recorded if repo.file_on_disk(p)}
                 conflicts |= unrecorded
+                # a file to restore where a folder is now: git removes the whole folder, with
+                # whatever else is in it (the user's files, ignored ones)
+                swept: set[str] = set()
+                for path in sorted(repo.paths_in(rows[0].before_tree, sorted(touched))):
+                    swept.update(f for f in repo.files_under(path) or [] if f not in touched)
+                conflicts |= swept
                 if conflicts and not force:
                     raise _conflict(sorted(_wire_path(p) for p in conflicts),
-                                    unrecorded=sorted(_wire_path(p) for p in unrecorded))
+                                    unrecorded=sorted(_wire_path(p) for p in unrecorded),
+                                    swept=sorted(_wire_path(p) for p in swept))
                 if not touched:
                     return []
                 return [_wire_path(p) for p in repo.restore(rows[0].before_tree, sorted(touched))]
@@ -468,10 +475,13 @@ def _listed(names: list[str]) -> str:
         f" and {len(names) - MAX_CONFLICTS_NAMED} more" if len(names) > MAX_CONFLICTS_NAMED else "")
 
 
-def _conflict(names: list[str], unrecorded: list[str] | None = None) -> CommandError:
+def _conflict(names: list[str], unrecorded: list[str] | None = None, swept: list[str] | None = None) -> CommandError:
     listed = _listed(names)
     note = (f" ({_listed(unrecorded)}: not recorded now, over the size limit or ignored, so a change since "
             "cannot be ruled out)") if unrecorded else ""
+    if swept:
+        note += (f" ({_listed(swept)}: in a folder that stands where a file the rewind restores was; "
+                 "restoring it removes the folder)")
     return CommandError(
         CHANGED_SINCE,
         f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "

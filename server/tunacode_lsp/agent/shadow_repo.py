@@ -314,6 +314,12 @@ class ShadowRepo:
                     continue
                 except OSError:
                     continue
+                if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                    # a folder, FIFO, socket or device where a recorded file was: git cannot add
+                    # it (and `add` would fail for every file); recorded as gone
+                    if xy[:1] != b"?":
+                        untrack.append(raw)
+                    continue
                 if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
                     newly[path] = "size"
                     if xy[:1] != b"?":
@@ -329,7 +335,7 @@ class ShadowRepo:
                 excluded.update(newly)
                 self._save_excluded(excluded)
             if untrack:
-                self._git("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
+                self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
                           stdin=b"\0".join(untrack))
             if len(add) > WHOLE_TREE_ADD:
                 # git matches each path against every pathspec: 30,000 of them took 14 s, while
@@ -360,14 +366,36 @@ class ShadowRepo:
         return False
 
     def file_on_disk(self, path: str) -> bool:
-        """Whether `path` is a file (or link) in the workspace, not reached through a link."""
+        """Whether `path` is a file or link (bytes to lose) in the workspace, not reached through a link."""
 
         if self._beyond_link(path, {}):
             return False
         try:
-            return not stat.S_ISDIR((self.root / path).lstat().st_mode)
+            mode = (self.root / path).lstat().st_mode
+            return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
         except OSError:
             return False
+
+    def files_under(self, path: str, limit: int = 1000) -> list[str] | None:
+        """The files (links, anything not a folder) beneath the folder `path` on disk, links not
+        followed; None when `path` is no such folder (or reached through a link)."""
+
+        if self._beyond_link(path, {}):
+            return None
+        top = self.root / path
+        try:
+            if not stat.S_ISDIR(top.lstat().st_mode):
+                return None
+        except OSError:
+            return None
+        found: list[str] = []
+        for folder, dirs, files in os.walk(top):  # os.walk does not follow links
+            found += [Path(folder, name).relative_to(self.root).as_posix() for name in files]
+            found += [Path(folder, name).relative_to(self.root).as_posix() for name in dirs
+                      if os.path.islink(os.path.join(folder, name))]
+            if len(found) >= limit:
+                break
+        return found[:limit]
 
     def require(self, *trees: str) -> None:
         """Raise CheckpointError unless every tree is stored."""
