@@ -4,6 +4,7 @@ workspace, or stop half way without saying so."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -194,3 +195,59 @@ async def test_restoring_a_file_where_a_folder_now_is_does_not_sweep_the_users_f
     rewound = await lsp.command("tunacode.session.rewind", {**args, "force": True})
     assert rewound["restored"] == ["out"]
     assert (workspace / "out").read_text() == "a file\n"
+
+
+async def test_two_servers_rewinding_at_once_lose_nothing(model, workspace, home):
+    """Two servers on one workspace: session 1's request then session 2's changed the same
+    file; both are rewound at the same moment. Whatever order the lock gives, a rewind that
+    succeeded did what it said, and one that would have lost the other's change refused."""
+
+    from tests.lsp.harness import LspHarness
+
+    (workspace / "f.txt").write_text("a\n")
+    model.set_script({"turns": [shell("echo b > f.txt"), DONE, shell("echo c > f.txt"), DONE]})
+    one, two = LspHarness(workspace, home), LspHarness(workspace, home)
+    try:
+        await one.start(init_options=scripted_options(model, shellSandbox="off", toolConcurrency=1))
+        await two.start(init_options=scripted_options(model, shellSandbox="off", toolConcurrency=1))
+        first = await one.command("tunacode.request", {"prompt": "one"})
+        second = await two.command("tunacode.request", {"prompt": "two"})
+        assert first["changedFiles"] == second["changedFiles"] == ["f.txt"]
+        assert first["sessionId"] != second["sessionId"]
+        results = await asyncio.gather(
+            one.command("tunacode.session.rewind", {"sessionId": first["sessionId"], "requestId": first["requestId"]}),
+            two.command("tunacode.session.rewind", {"sessionId": second["sessionId"], "requestId": second["requestId"]}),
+            return_exceptions=True,
+        )
+        text = (workspace / "f.txt").read_text()
+        codes = [getattr(r, "code", None) if isinstance(r, Exception) else "ok" for r in results]
+        if codes == ["ok", "ok"]:  # the second server's first: c -> b, then b -> a
+            assert text == "a\n"
+        else:  # the first server's first: it would lose session 2's "c" and refuses; session 2's goes on
+            assert codes == [-32004, "ok"] and text == "b\n", (codes, text)
+    finally:
+        await one.stop()
+        await two.stop()
+
+
+async def test_one_request_rewound_by_two_servers_at_once_is_rewound_once(model, workspace, home):
+    from tests.lsp.harness import LspHarness
+
+    (workspace / "f.txt").write_text("a\n")
+    model.set_script({"turns": [shell("echo b > f.txt && echo n > new.txt"), DONE]})
+    one, two = LspHarness(workspace, home), LspHarness(workspace, home)
+    try:
+        await one.start(init_options=scripted_options(model, shellSandbox="off"))
+        await two.start(init_options=scripted_options(model, shellSandbox="off"))
+        done = await one.command("tunacode.request", {"prompt": "one"})
+        args = {"sessionId": done["sessionId"], "requestId": done["requestId"]}
+        results = await asyncio.gather(one.command("tunacode.session.rewind", args),
+                                       two.command("tunacode.session.rewind", args), return_exceptions=True)
+        ok = [r for r in results if not isinstance(r, Exception)]
+        failed = [getattr(r, "code", r) for r in results if isinstance(r, Exception)]
+        assert len(ok) == 1 and ok[0]["restored"] == ["f.txt", "new.txt"], results
+        assert failed[0] in (-32002, -32602), results  # busy, or the request is already gone
+        assert (workspace / "f.txt").read_text() == "a\n" and not (workspace / "new.txt").exists()
+    finally:
+        await one.stop()
+        await two.stop()
