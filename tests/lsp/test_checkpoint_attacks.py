@@ -251,3 +251,24 @@ async def test_one_request_rewound_by_two_servers_at_once_is_rewound_once(model,
     finally:
         await one.stop()
         await two.stop()
+
+
+async def test_hostile_file_names_are_recorded_and_rewound(lsp, model, workspace):
+    names = ["-rf", "a:b*c?", "new\nline", ":(glob)**", "--", "sp ace ", "x" * 200 + "/" + "y" * 200]
+    for name in names:
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text("the user's\n")
+    os.makedirs(workspace / "d", exist_ok=True)
+    raw = os.fsencode(workspace / "d") + b"/bad-\xff.txt"
+    with open(raw, "wb") as f:
+        f.write(b"the user's\n")
+    command = ("for f in ./-rf './a:b*c?' \"./new\nline\" './:(glob)**' ./-- './sp ace ' d/* x*/y*; do echo agent > \"$f\"; done; "
+               "echo made > ./-made")
+    await _start(lsp, model, [shell(command), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert len(result["changedFiles"]) == len(names) + 2  # and d/bad-\xff.txt, -made
+    assert "d/bad-\ufffd.txt" in result["changedFiles"] and "-made" in result["changedFiles"]
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert len(rewound["restored"]) == len(result["changedFiles"])
+    assert all((workspace / n).read_text() == "the user's\n" for n in names)
+    assert open(raw, "rb").read() == b"the user's\n" and not (workspace / "-made").exists()
