@@ -175,3 +175,32 @@ def test_a_path_that_changes_kind_never_breaks_a_snapshot_and_restores(tmp_path)
         assert (root / "d" / "f").read_text() == "inside\n" and not (root / "d").is_symlink()
         assert (outside / "f").read_text() == "outside\n" and sorted(os.listdir(outside)) == ["f"]
         assert repo.changes(first, repo.snapshot()) == []
+
+
+def test_a_fifo_named_gitignore_turns_checkpoints_off_naming_it(tmp_path):
+    """Bug: a FIFO named `.gitignore` (one shell command of the model) made `git status` wait
+    for a writer: every snapshot, before every shell command, stalled for the whole git time
+    limit and failed, again and again."""
+
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo", timeout=2)
+    repo.snapshot()
+    os.mkfifo(root / "sub" / ".gitignore")
+    with pytest.raises(CheckpointsOff) as info:
+        repo.snapshot()
+    assert "sub/.gitignore" in str(info.value) and "took longer" in str(info.value)
+
+
+def test_a_fifo_named_gitattributes_turns_checkpoints_off_naming_it(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo", timeout=2)
+    repo.snapshot()
+    os.mkfifo(root / ".gitattributes")
+    (root / "a.txt").write_text("changed\n")  # `git add` reads the attributes
+    with pytest.raises(CheckpointsOff) as info:
+        repo.snapshot()
+    assert ".gitattributes" in str(info.value)

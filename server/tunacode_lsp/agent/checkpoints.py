@@ -90,6 +90,7 @@ class RequestCheckpoints:
     taking: asyncio.Future[str] | None = None  # the 'before' snapshot, taken while the model starts
     _settling: asyncio.Future[list[str]] | None = None
     _told: bool = False
+    _told_off: bool = False
 
     async def _settle(self) -> list[str]:
         if self.taking is None:
@@ -126,6 +127,10 @@ class RequestCheckpoints:
             tree = await self.service.snapshot(self.repo)
             if tree:
                 await self._save(after=tree)
+            elif self.repo is not None and not self._told_off and (why := self.service.off_reason(self.repo.root)):
+                self._told_off = True  # turned off during this request (a FIFO .gitignore, too many files)
+                notices = [*notices, f"Checkpoints are now off in this workspace ({why}): this request's "
+                           "changes cannot be listed or rewound."]
         return notices
 
     async def finish(self, buffer_edits: list[BufferEdit] | None = None) -> list[str] | None:
@@ -241,6 +246,9 @@ class Checkpoints:
                 first = spans.get(edit.real_path, (edit.old_text, edit.new_text))[0]
                 spans[edit.real_path] = (first, edit.new_text)
         return spans
+
+    def off_reason(self, root: Path) -> str | None:
+        return self._off.get(str(root))
 
     def turn_off(self, real: str, why: str) -> None:
         self._off[real] = why

@@ -69,6 +69,10 @@ class CheckpointsOff(CheckpointError):
     """Not worth trying again in this process: no git, or a workspace over the limits."""
 
 
+class GitTimeout(CheckpointError):
+    """git took longer than the time limit."""
+
+
 class TooManyFiles(CheckpointsOff):
     """More files (or bytes) changed at once than the limits: this workspace is not recorded."""
 
@@ -186,7 +190,7 @@ class ShadowRepo:
                 timeout=self.timeout, check=False,
             )
         except subprocess.TimeoutExpired:
-            raise CheckpointError(f"git {args[0]} took longer than {self.timeout:g} s") from None
+            raise GitTimeout(f"git {args[0]} took longer than {self.timeout:g} s") from None
         except FileNotFoundError:
             raise CheckpointsOff("git is not installed (checkpoints need it)") from None
         except OSError as exc:
@@ -275,6 +279,17 @@ class ShadowRepo:
     def snapshot(self) -> str:
         """The workspace now, as a tree id (recorded in the repository)."""
 
+        try:
+            return self._snapshot()
+        except GitTimeout as exc:
+            # a FIFO named .gitignore or .gitattributes blocks git for good (it waits for a
+            # writer): say so, and do not make every later snapshot wait as long
+            blocking = self._blocking_git_files()
+            raise CheckpointsOff(
+                f"{exc}" + (f" (it waits on {', '.join(blocking)}: not a regular file; remove it)" if blocking else "")
+            ) from None
+
+    def _snapshot(self) -> str:
         with self.locked():
             self._ensure()
             excluded = self._load_excluded()
@@ -349,6 +364,26 @@ class ShadowRepo:
                 commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
                 self._git("update-ref", "HEAD", commit)
             return tree
+
+    def _blocking_git_files(self, limit: int = 200_000) -> list[str]:
+        """Ignore and attribute files git would block on (FIFOs, devices), by a bounded walk."""
+
+        found: list[str] = []
+        seen = 0
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            seen += len(dirs) + len(files)
+            for name in (".gitignore", ".gitattributes"):
+                path = Path(folder, name)
+                try:
+                    mode = path.lstat().st_mode
+                except OSError:
+                    continue
+                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+                    found.append(path.relative_to(self.root).as_posix())
+            if seen > limit or len(found) >= 5:
+                break
+        return found
 
     def _beyond_link(self, path: str, links: dict[str, bool]) -> bool:
         """Whether a leading folder of `path` is a symbolic link (or not a folder)."""
