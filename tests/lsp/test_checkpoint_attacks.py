@@ -119,13 +119,16 @@ async def test_links_are_restored_as_links_and_a_rewind_never_writes_through_one
     outside.write_text("not the workspace's\n")
     (workspace / "target.txt").write_text("target\n")
     os.symlink("target.txt", workspace / "link")
+    (workspace / "plain.txt").write_text("the user's plain file\n")
     command = (f"rm link && echo replaced > link && ln -s {outside} out && echo through >> out "
+               f"&& rm plain.txt && ln -s {outside} plain.txt "
                f"&& ln -s {tmp_path} dir && echo new > dir/made-outside.txt")
     await _start(lsp, model, [shell(command), DONE])
     result = await lsp.command("tunacode.request", {"prompt": "go"})
-    assert result["changedFiles"] == ["dir", "link", "out"]  # the links, not what they point at
+    assert result["changedFiles"] == ["dir", "link", "out", "plain.txt"]  # the links, not what they point at
     rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
-    assert rewound["restored"] == ["dir", "link", "out"]
+    assert rewound["restored"] == ["dir", "link", "out", "plain.txt"]
+    assert not (workspace / "plain.txt").is_symlink() and (workspace / "plain.txt").read_text() == "the user's plain file\n"
     assert os.readlink(workspace / "link") == "target.txt" and (workspace / "target.txt").read_text() == "target\n"
     assert not os.path.lexists(workspace / "out") and not os.path.lexists(workspace / "dir")
     # what the model wrote outside through its links is outside the workspace: not undone, not removed
