@@ -193,7 +193,7 @@ async def test_restoring_a_file_where_a_folder_now_is_does_not_sweep_the_users_f
     (workspace / "out" / "mine.txt").write_text("the user's work\n")
     args = {"sessionId": result["sessionId"], "requestId": result["requestId"]}
     code, message, data = await _error(lsp.command("tunacode.session.rewind", args))
-    assert code == -32004 and data == {"files": ["out/mine.txt"]} and "removes the folder" in message
+    assert code == -32004 and data == {"files": ["out/mine.txt"]} and "would be removed" in message
     assert (workspace / "out" / "mine.txt").read_text() == "the user's work\n"
     rewound = await lsp.command("tunacode.session.rewind", {**args, "force": True})
     assert rewound["restored"] == ["out"]
@@ -275,3 +275,21 @@ async def test_hostile_file_names_are_recorded_and_rewound(lsp, model, workspace
     assert len(rewound["restored"]) == len(result["changedFiles"])
     assert all((workspace / n).read_text() == "the user's\n" for n in names)
     assert open(raw, "rb").read() == b"the user's\n" and not (workspace / "-made").exists()
+
+
+async def test_restoring_a_file_where_the_user_put_a_file_in_place_of_its_folder_is_a_conflict(lsp, model, workspace):
+    """Bug: the request removed folder `d` (with `d/f`); the user then saved a file named `d`;
+    a rewind restored `d/f`, and git removed the user's file `d` to make the folder, silently."""
+
+    (workspace / "d").mkdir()
+    (workspace / "d" / "f").write_text("f\n")
+    await _start(lsp, model, [shell("rm -r d"), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["changedFiles"] == ["d/f"]
+    (workspace / "d").write_text("the user's work\n")
+    args = {"sessionId": result["sessionId"], "requestId": result["requestId"]}
+    code, message, data = await _error(lsp.command("tunacode.session.rewind", args))
+    assert code == -32004 and data == {"files": ["d"]} and "would be removed" in message
+    assert (workspace / "d").read_text() == "the user's work\n"
+    rewound = await lsp.command("tunacode.session.rewind", {**args, "force": True})
+    assert rewound["restored"] == ["d/f"] and (workspace / "d" / "f").read_text() == "f\n"

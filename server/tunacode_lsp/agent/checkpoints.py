@@ -440,10 +440,14 @@ class Checkpoints:
                 unrecorded = {p for p in touched - recorded if repo.file_on_disk(p)}
                 conflicts |= unrecorded
                 # a file to restore where a folder is now: git removes the whole folder, with
-                # whatever else is in it (the user's files, ignored ones)
+                # whatever else is in it (the user's files, ignored ones); where a file is now in
+                # place of one of its folders: git removes that file
                 swept: set[str] = set()
                 for path in sorted(repo.paths_in(rows[0].before_tree, sorted(touched))):
                     swept.update(f for f in repo.files_under(path) or [] if f not in touched)
+                    parts = path.split("/")[:-1]
+                    swept.update(folder for folder in ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+                                 if folder not in touched and repo.file_on_disk(folder))
                 conflicts |= swept
                 if conflicts and not force:
                     raise _conflict(sorted(_wire_path(p) for p in conflicts),
@@ -488,8 +492,8 @@ def _conflict(names: list[str], unrecorded: list[str] | None = None, swept: list
     note = (f" ({_listed(unrecorded)}: not recorded now, over the size limit or ignored, so a change since "
             "cannot be ruled out)") if unrecorded else ""
     if swept:
-        note += (f" ({_listed(swept)}: in a folder that stands where a file the rewind restores was; "
-                 "restoring it removes the folder)")
+        note += (f" ({_listed(swept)}: would be removed to make room for a file the rewind restores, "
+                 "in its place or in place of its folder)")
     return CommandError(
         CHANGED_SINCE,
         f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "
