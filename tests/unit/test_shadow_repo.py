@@ -204,3 +204,22 @@ def test_a_fifo_named_gitattributes_turns_checkpoints_off_naming_it(tmp_path):
     with pytest.raises(CheckpointsOff) as info:
         repo.snapshot()
     assert ".gitattributes" in str(info.value)
+
+
+def test_a_restore_of_thousands_of_files_does_not_overflow_the_command_line(tmp_path):
+    """Bug: a request that made 30,000 files (an install, a build) could not be rewound:
+    `git ls-tree` got every path as an argument ("Argument list too long")."""
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo")
+    first = repo.snapshot()
+    folder = root / ("node_modules_" + "x" * 60)
+    folder.mkdir()
+    for i in range(30_000):
+        (folder / f"{i:06d}-{'y' * 40}.js").write_bytes(b"")
+    paths = [c.path for c in repo.changes(first, repo.snapshot())]
+    assert sum(len(p) + 1 for p in paths) > 3_000_000  # more than the kernel takes as arguments
+    assert len(repo.restore(first, paths)) == 30_000
+    assert sorted(os.listdir(root)) == ["a.txt"]

@@ -473,6 +473,10 @@ class ShadowRepo:
     def paths_in(self, tree: str, paths: list[str]) -> set[str]:
         if not paths:
             return set()
+        if len(paths) > WHOLE_TREE_ADD:
+            # thousands of paths overflow the command line (E2BIG): list the whole tree instead
+            out = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree)
+            return {os.fsdecode(p) for p in out.split(b"\0") if p} & set(paths)
         out = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree, "--",
                         *[p for p in paths])
         return {os.fsdecode(p) for p in out.split(b"\0") if p}
