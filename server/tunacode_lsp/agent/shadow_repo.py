@@ -529,8 +529,9 @@ class ShadowRepo:
         try:
             now = self.snapshot()
             differ = {c.path for c in self.changes(tree, now)}
-        except CheckpointError:
-            differ = set(paths)  # unknown: claim nothing was restored
+        except CheckpointError as exc:
+            differ = set(paths)  # unknown: claim nothing was restored, and say why
+            failures = [*failures, f"which files were restored could not be checked ({exc}): all are listed as not restored"]
         failed = sorted(p for p in paths if p in differ)
         done = sorted(p for p in paths if p not in differ)
         return PartialRestore("; ".join(failures), done, failed)
