@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -143,3 +144,82 @@ def test_without_git_checkpoints_are_off(tmp_path, monkeypatch):
     root.mkdir()
     with pytest.raises(CheckpointsOff, match="git is not installed"):
         ShadowRepo(root, tmp_path / "cp" / "p").snapshot()
+
+
+def test_a_path_that_changes_kind_never_breaks_a_snapshot_and_restores(tmp_path):
+    """Bugs: a recorded file that became a FIFO, a folder that became a link (and back) made
+    `git add` / `git rm` fail at every later snapshot."""
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text("outside\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo")
+    (root / "p").write_text("file\n")
+    (root / "d").mkdir()
+    (root / "d" / "f").write_text("inside\n")
+    first = repo.snapshot()
+    steps = [
+        lambda: ((root / "p").unlink(), os.mkfifo(root / "p")),
+        lambda: ((root / "p").unlink(), (root / "p").mkdir(), (root / "p" / "x").write_text("x")),
+        lambda: (shutil.rmtree(root / "d"), os.symlink(outside, root / "d")),
+        lambda: (shutil.rmtree(root / "d"), (root / "d").write_text("a file now\n")),
+        lambda: ((root / "p").unlink(), os.symlink("d", root / "p")),
+    ]
+    for step in steps:
+        step()
+        tree = repo.snapshot()
+        repo.restore(first, [c.path for c in repo.changes(first, tree)])
+        assert (root / "p").read_text() == "file\n" and not (root / "p").is_symlink()
+        assert (root / "d" / "f").read_text() == "inside\n" and not (root / "d").is_symlink()
+        assert (outside / "f").read_text() == "outside\n" and sorted(os.listdir(outside)) == ["f"]
+        assert repo.changes(first, repo.snapshot()) == []
+
+
+def test_a_fifo_named_gitignore_turns_checkpoints_off_naming_it(tmp_path):
+    """Bug: a FIFO named `.gitignore` (one shell command of the model) made `git status` wait
+    for a writer: every snapshot, before every shell command, stalled for the whole git time
+    limit and failed, again and again."""
+
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo", timeout=2)
+    repo.snapshot()
+    os.mkfifo(root / "sub" / ".gitignore")
+    with pytest.raises(CheckpointsOff) as info:
+        repo.snapshot()
+    assert "sub/.gitignore" in str(info.value) and "took longer" in str(info.value)
+
+
+def test_a_fifo_named_gitattributes_turns_checkpoints_off_naming_it(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo", timeout=2)
+    repo.snapshot()
+    os.mkfifo(root / ".gitattributes")
+    (root / "a.txt").write_text("changed\n")  # `git add` reads the attributes
+    with pytest.raises(CheckpointsOff) as info:
+        repo.snapshot()
+    assert ".gitattributes" in str(info.value)
+
+
+def test_a_restore_of_thousands_of_files_does_not_overflow_the_command_line(tmp_path):
+    """Bug: a request that made 30,000 files (an install, a build) could not be rewound:
+    `git ls-tree` got every path as an argument ("Argument list too long")."""
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo")
+    first = repo.snapshot()
+    folder = root / ("node_modules_" + "x" * 60)
+    folder.mkdir()
+    for i in range(30_000):
+        (folder / f"{i:06d}-{'y' * 40}.js").write_bytes(b"")
+    paths = [c.path for c in repo.changes(first, repo.snapshot())]
+    assert sum(len(p) + 1 for p in paths) > 3_000_000  # more than the kernel takes as arguments
+    assert len(repo.restore(first, paths)) == 30_000
+    assert sorted(os.listdir(root)) == ["a.txt"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tunacode_lsp.agent.sessions import SessionService, session_info
-from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, ShadowRepo
+from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, PartialRestore, ShadowRepo
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     CHANGED_SINCE,
@@ -91,6 +91,7 @@ class RequestCheckpoints:
     taking: asyncio.Future[str] | None = None  # the 'before' snapshot, taken while the model starts
     _settling: asyncio.Future[list[str]] | None = None
     _told: bool = False
+    _told_off: bool = False
 
     async def _settle(self) -> list[str]:
         if self.taking is None:
@@ -127,6 +128,10 @@ class RequestCheckpoints:
             tree = await self.service.snapshot(self.repo)
             if tree:
                 await self._save(after=tree)
+            elif self.repo is not None and not self._told_off and (why := self.service.off_reason(self.repo.root)):
+                self._told_off = True  # turned off during this request (a FIFO .gitignore, too many files)
+                notices = [*notices, f"Checkpoints are now off in this workspace ({why}): this request's "
+                           "changes cannot be listed or rewound."]
         return notices
 
     async def finish(self, buffer_edits: list[BufferEdit] | None = None) -> list[str] | None:
@@ -271,6 +276,9 @@ class Checkpoints:
             return True
         _, late = await asyncio.wait(tasks, timeout=timeout)
         return not late
+
+    def off_reason(self, root: Path) -> str | None:
+        return self._off.get(str(root))
 
     def turn_off(self, real: str, why: str) -> None:
         self._off[real] = why
@@ -460,11 +468,38 @@ class Checkpoints:
                 differ = {c.path for c in repo.changes(rows[0].before_tree, now)}
                 conflicts &= differ
                 touched &= differ
+                # a file on disk whose bytes are not recorded (grown over the size limit, or
+                # ignored since): nothing proves nobody changed it since; overwriting needs force
+                recorded = repo.paths_in(now, sorted(touched))
+                unrecorded = {p for p in touched - recorded if repo.file_on_disk(p)}
+                conflicts |= unrecorded
+                # a file to restore where a folder is now: git removes the whole folder, with
+                # whatever else is in it (the user's files, ignored ones); where a file is now in
+                # place of one of its folders: git removes that file
+                swept: set[str] = set()
+                for path in sorted(repo.paths_in(rows[0].before_tree, sorted(touched))):
+                    swept.update(f for f in repo.files_under(path) or [] if f not in touched)
+                    parts = path.split("/")[:-1]
+                    swept.update(folder for folder in ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+                                 if folder not in touched and repo.file_on_disk(folder))
+                conflicts |= swept
                 if conflicts and not force:
-                    raise _conflict(sorted(_wire_path(p) for p in conflicts))
+                    raise _conflict(sorted(_wire_path(p) for p in conflicts),
+                                    unrecorded=sorted(_wire_path(p) for p in unrecorded),
+                                    swept=sorted(_wire_path(p) for p in swept))
                 if not touched:
                     return []
                 return [_wire_path(p) for p in repo.restore(rows[0].before_tree, sorted(touched))]
+        except PartialRestore as exc:
+            restored = [_wire_path(p) for p in exc.restored]
+            failed = [_wire_path(p) for p in exc.failed]
+            raise CommandError(
+                CHECKPOINTS_UNAVAILABLE,
+                f"the rewind stopped half way: {exc.reason}. Not restored: {_listed(failed) or 'none'}; already "
+                f"restored: {_listed(restored) or 'none'}. The history was not cut; fix the cause and rewind again "
+                "(the files already restored are not touched again).",
+                {"restored": restored, "failed": failed},
+            ) from None
         except CheckpointError as exc:
             raise CommandError(CHECKPOINTS_UNAVAILABLE, f"the files cannot be restored: {exc}") from None
 
@@ -481,13 +516,22 @@ def _unsaved(path: Path, open_text: OpenText) -> bool:
         return True
 
 
-def _conflict(names: list[str]) -> CommandError:
-    listed = ", ".join(names[:MAX_CONFLICTS_NAMED]) + (
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:MAX_CONFLICTS_NAMED]) + (
         f" and {len(names) - MAX_CONFLICTS_NAMED} more" if len(names) > MAX_CONFLICTS_NAMED else "")
+
+
+def _conflict(names: list[str], unrecorded: list[str] | None = None, swept: list[str] | None = None) -> CommandError:
+    listed = _listed(names)
+    note = (f" ({_listed(unrecorded)}: not recorded now, over the size limit or ignored, so a change since "
+            "cannot be ruled out)") if unrecorded else ""
+    if swept:
+        note += (f" ({_listed(swept)}: would be removed to make room for a file the rewind restores, "
+                 "in its place or in place of its folder)")
     return CommandError(
         CHANGED_SINCE,
         f"{listed} changed since the agent edited {'it' if len(names) == 1 else 'them'} (by someone "
-        "else, or unsaved in the editor); nothing was restored. Rewind with force to overwrite.",
+        f"else, or unsaved in the editor){note}; nothing was restored. Rewind with force to overwrite.",
         {"files": names},
     )
 

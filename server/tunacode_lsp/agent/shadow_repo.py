@@ -69,8 +69,22 @@ class CheckpointsOff(CheckpointError):
     """Not worth trying again in this process: no git, or a workspace over the limits."""
 
 
+class GitTimeout(CheckpointError):
+    """git took longer than the time limit."""
+
+
 class TooManyFiles(CheckpointsOff):
     """More files (or bytes) changed at once than the limits: this workspace is not recorded."""
+
+
+class PartialRestore(CheckpointError):
+    """A restore that stopped half way: `restored` paths have their old content, `failed` not."""
+
+    def __init__(self, reason: str, restored: list[str], failed: list[str]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.restored = restored
+        self.failed = failed
 
 
 @dataclass(frozen=True)
@@ -176,14 +190,15 @@ class ShadowRepo:
                 timeout=self.timeout, check=False,
             )
         except subprocess.TimeoutExpired:
-            raise CheckpointError(f"git {args[0]} took longer than {self.timeout:g} s") from None
+            raise GitTimeout(f"git {args[0]} took longer than {self.timeout:g} s") from None
         except FileNotFoundError:
             raise CheckpointsOff("git is not installed (checkpoints need it)") from None
         except OSError as exc:
             raise CheckpointError(f"cannot run git: {exc.strerror}") from None
         if done.returncode not in ok:
             message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            detail = message[-1] if message else f"exit code {done.returncode}"
+            errors = [line for line in message if line.startswith(("error:", "fatal:"))]
+            detail = "; ".join(errors[:3]) if errors else message[-1] if message else f"exit code {done.returncode}"
             raise CheckpointError(f"git {args[0]} failed: {detail[:300]}")
         return done.stdout
 
@@ -264,6 +279,17 @@ class ShadowRepo:
     def snapshot(self) -> str:
         """The workspace now, as a tree id (recorded in the repository)."""
 
+        try:
+            return self._snapshot()
+        except GitTimeout as exc:
+            # a FIFO named .gitignore or .gitattributes blocks git for good (it waits for a
+            # writer): say so, and do not make every later snapshot wait as long
+            blocking = self._blocking_git_files()
+            raise CheckpointsOff(
+                f"{exc}" + (f" (it waits on {', '.join(blocking)}: not a regular file; remove it)" if blocking else "")
+            ) from None
+
+    def _snapshot(self) -> str:
         with self.locked():
             self._ensure()
             excluded = self._load_excluded()
@@ -284,11 +310,17 @@ class ShadowRepo:
             untrack: list[bytes] = []
             newly: dict[str, str] = {}
             size = 0
+            links: dict[str, bool] = {}
             for entry in entries:
                 xy, raw = entry[:2], entry[3:]
                 path = os.fsdecode(raw)
                 if path.endswith("/"):  # a nested repository (status does not enter it)
                     newly[path] = "repository"
+                    continue
+                if self._beyond_link(path, links):
+                    # a recorded file whose folder became a symbolic link: gone from the
+                    # workspace (`git add` refuses a path beyond a link; the link itself is added)
+                    untrack.append(raw)
                     continue
                 try:
                     info = (self.root / path).lstat()
@@ -296,6 +328,12 @@ class ShadowRepo:
                     add.append(raw)  # deleted: `add -A` records the removal
                     continue
                 except OSError:
+                    continue
+                if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                    # a folder, FIFO, socket or device where a recorded file was: git cannot add
+                    # it (and `add` would fail for every file); recorded as gone
+                    if xy[:1] != b"?":
+                        untrack.append(raw)
                     continue
                 if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
                     newly[path] = "size"
@@ -312,7 +350,7 @@ class ShadowRepo:
                 excluded.update(newly)
                 self._save_excluded(excluded)
             if untrack:
-                self._git("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
+                self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
                           stdin=b"\0".join(untrack))
             if len(add) > WHOLE_TREE_ADD:
                 # git matches each path against every pathspec: 30,000 of them took 14 s, while
@@ -326,6 +364,73 @@ class ShadowRepo:
                 commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
                 self._git("update-ref", "HEAD", commit)
             return tree
+
+    def _blocking_git_files(self, limit: int = 200_000) -> list[str]:
+        """Ignore and attribute files git would block on (FIFOs, devices), by a bounded walk."""
+
+        found: list[str] = []
+        seen = 0
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            seen += len(dirs) + len(files)
+            for name in (".gitignore", ".gitattributes"):
+                path = Path(folder, name)
+                try:
+                    mode = path.lstat().st_mode
+                except OSError:
+                    continue
+                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+                    found.append(path.relative_to(self.root).as_posix())
+            if seen > limit or len(found) >= 5:
+                break
+        return found
+
+    def _beyond_link(self, path: str, links: dict[str, bool]) -> bool:
+        """Whether a leading folder of `path` is a symbolic link (or not a folder)."""
+
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            folder = "/".join(parts[:i])
+            if folder not in links:
+                try:
+                    links[folder] = not stat.S_ISDIR((self.root / folder).lstat().st_mode)
+                except OSError:
+                    links[folder] = False  # gone: `add -A` records the removal
+            if links[folder]:
+                return True
+        return False
+
+    def file_on_disk(self, path: str) -> bool:
+        """Whether `path` is a file or link (bytes to lose) in the workspace, not reached through a link."""
+
+        if self._beyond_link(path, {}):
+            return False
+        try:
+            mode = (self.root / path).lstat().st_mode
+            return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+        except OSError:
+            return False
+
+    def files_under(self, path: str, limit: int = 1000) -> list[str] | None:
+        """The files (links, anything not a folder) beneath the folder `path` on disk, links not
+        followed; None when `path` is no such folder (or reached through a link)."""
+
+        if self._beyond_link(path, {}):
+            return None
+        top = self.root / path
+        try:
+            if not stat.S_ISDIR(top.lstat().st_mode):
+                return None
+        except OSError:
+            return None
+        found: list[str] = []
+        for folder, dirs, files in os.walk(top):  # os.walk does not follow links
+            found += [Path(folder, name).relative_to(self.root).as_posix() for name in files]
+            found += [Path(folder, name).relative_to(self.root).as_posix() for name in dirs
+                      if os.path.islink(os.path.join(folder, name))]
+            if len(found) >= limit:
+                break
+        return found[:limit]
 
     def require(self, *trees: str) -> None:
         """Raise CheckpointError unless every tree is stored."""
@@ -368,6 +473,10 @@ class ShadowRepo:
     def paths_in(self, tree: str, paths: list[str]) -> set[str]:
         if not paths:
             return set()
+        if len(paths) > WHOLE_TREE_ADD:
+            # thousands of paths overflow the command line (E2BIG): list the whole tree instead
+            out = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree)
+            return {os.fsdecode(p) for p in out.split(b"\0") if p} & set(paths)
         out = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree, "--",
                         *[p for p in paths])
         return {os.fsdecode(p) for p in out.split(b"\0") if p}
@@ -385,9 +494,13 @@ class ShadowRepo:
             present = self.paths_in(tree, paths)
             restore = [p for p in paths if p in present]
             remove = [p for p in paths if p not in present]
+            failures: list[str] = []
             if restore:
-                self._git("checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
-                          stdin=b"\0".join(os.fsencode(p) for p in restore))
+                try:
+                    self._git("checkout", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
+                              stdin=b"\0".join(os.fsencode(p) for p in restore))
+                except CheckpointError as exc:  # some files may be written, others not: say which
+                    failures.append(str(exc))
             removed: list[str] = []
             for path in remove:
                 full = self.root / path
@@ -401,11 +514,27 @@ class ShadowRepo:
                     with folder_beneath(self.root, full.parent, path) as fd:
                         os.unlink(full.name, dir_fd=fd)
                 except Exception as exc:  # noqa: BLE001 - a link out, a permission: say which file
-                    raise CheckpointError(f"cannot remove {path}: {exc}") from None
+                    failures.append(f"cannot remove {path}: {exc}")
+                    continue
                 removed.append(path)
                 self._prune_empty(full.parent)
+            if failures:
+                raise self._partial(tree, paths, failures)
             self.snapshot()
             return sorted(restore + removed)
+
+    def _partial(self, tree: str, paths: list[str], failures: list[str]) -> PartialRestore:
+        """What a restore that failed half way left: the paths that now match `tree`, the rest."""
+
+        try:
+            now = self.snapshot()
+            differ = {c.path for c in self.changes(tree, now)}
+        except CheckpointError as exc:
+            differ = set(paths)  # unknown: claim nothing was restored, and say why
+            failures = [*failures, f"which files were restored could not be checked ({exc}): all are listed as not restored"]
+        failed = sorted(p for p in paths if p in differ)
+        done = sorted(p for p in paths if p not in differ)
+        return PartialRestore("; ".join(failures), done, failed)
 
     def _prune_empty(self, folder: Path) -> None:
         """Remove folders left empty by a removal, up to the root."""
