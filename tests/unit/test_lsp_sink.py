@@ -22,6 +22,7 @@ class FakeProtocol:
         self.sent: list[tuple[str, str, Any]] = []  # (id, method, params)
         self._request_futures: dict[str, concurrent.futures.Future] = {}
         self._result_types: dict[str, Any] = {}
+        self.requested = asyncio.Event()  # set when the sink has sent a request
 
     def notify(self, method: str, params: Any = None) -> None:
         self.notified.append((method, params))
@@ -31,6 +32,7 @@ class FakeProtocol:
         self._request_futures[msg_id] = future
         self._result_types[msg_id] = object
         self.sent.append((msg_id, method, params))
+        self.requested.set()
         return future
 
     def answer(self, method: str, value: Any) -> None:
@@ -79,7 +81,7 @@ async def test_a_bare_string_answer_is_a_denial_at_once():
     ls = FakeServer()
     sink = _sink(ls)
     ask = asyncio.ensure_future(sink.ask_approval(_approval()))
-    await asyncio.sleep(0)
+    await asyncio.wait_for(ls.protocol.requested.wait(), 2)
     ls.protocol.answer(types.WINDOW_SHOW_MESSAGE_REQUEST, "Allow")
     assert await asyncio.wait_for(ask, 2) == "deny"
 
@@ -88,7 +90,7 @@ async def test_a_cancelled_approval_is_withdrawn():
     ls = FakeServer()
     sink = _sink(ls)
     ask = asyncio.ensure_future(sink.ask_approval(_approval()))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(ls.protocol.requested.wait(), 2)
     prompt_id = next(i for i, m, _ in ls.protocol.sent if m == types.WINDOW_SHOW_MESSAGE_REQUEST)
     ask.cancel()
     await asyncio.gather(ask, return_exceptions=True)

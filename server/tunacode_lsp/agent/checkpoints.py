@@ -139,7 +139,8 @@ class RequestCheckpoints:
         editor's buffer (None: unknown)."""
 
         await self.ready()
-        in_buffers = self.service.remember_buffer_edits(self.session_id, self.request_id, buffer_edits or [])
+        root = self.repo.root if self.repo is not None else None
+        in_buffers = self.service.remember_buffer_edits(self.session_id, self.request_id, buffer_edits or [], root)
         on_disk = await self._disk_changes()
         if on_disk is None and not in_buffers:
             return None
@@ -232,17 +233,15 @@ class Checkpoints:
         checkpoint.taking.add_done_callback(lambda f: f.cancelled() or f.exception())  # a request that fails never asks
         return checkpoint
 
-    def remember_buffer_edits(self, session_id: str, request_id: str, edits: list[BufferEdit]) -> list[str]:
+    def remember_buffer_edits(
+        self, session_id: str, request_id: str, edits: list[BufferEdit], root: Path | None
+    ) -> list[str]:
         """Keep a request's buffer-only edits for changes and rewind; their paths for the result."""
 
         if not edits:
             return []
         self._buffer_edits[(session_id, request_id)] = list(edits)
-        root = self._repos_root_of(edits[0].real_path)
         return sorted({_relative(edit.real_path, root) for edit in edits})
-
-    def _repos_root_of(self, path: Path) -> Path | None:
-        return next((repo.root for repo in self._repos.values() if path.is_relative_to(repo.root)), None)
 
     def _buffer_edits_of(self, session_id: str, request_ids: list[str]) -> dict[Path, tuple[str, str]]:
         """Per file: its text before the first of these requests' buffer edits and after the last."""
@@ -303,10 +302,9 @@ class Checkpoints:
         await self.settled(params.session_id)
         running = {p.request_id for p in runs.pending() if p.session_id == params.session_id}
         result = await self.changes(params.session_id, params.request_id, root, running=running)
-        if params.request_id is not None:
-            ids = [params.request_id]
-        else:
-            ids = [row.request_id for row in await self._sessions().request_checkpoints(params.session_id)]
+        # the session's requests with buffer edits, in the order they ended (no second read of the store)
+        ids = [params.request_id] if params.request_id is not None else [
+            request_id for session_id, request_id in self._buffer_edits if session_id == params.session_id]
         return _with_buffer_edits(result, self._buffer_edits_of(params.session_id, ids), Path(os.path.realpath(root)))
 
     async def rewind_command(

@@ -82,7 +82,7 @@ def _unsaved(texts: dict[Path, str], real_root: Path, shown: str, wanted: Callab
         rel = real.relative_to(real_root).as_posix()
         if shown != "." and rel != shown and not rel.startswith(shown + "/"):
             continue
-        if not wanted(rel) or any(part in SKIPPED_FOLDERS or part == ".git" for part in rel.split("/")[:-1]):
+        if not wanted(rel) or any(part in SKIPPED_FOLDERS for part in rel.split("/")[:-1]):
             continue
         data = text.encode("utf-8", "surrogateescape")
         try:

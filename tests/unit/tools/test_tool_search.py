@@ -90,7 +90,7 @@ async def test_grep_abort_stops_ripgrep_at_once(ws: Path, tools) -> None:
         (ws / f"f{index:03}.txt").write_text(("needle " * 1000 + "\n") * 200)
     signal = asyncio.Event()
     task = asyncio.ensure_future(call(tools["grep"], {"pattern": "(needle )+x"}, signal))
-    await asyncio.sleep(0.05)  # the search is under way
+    await _until_running("(needle )+x")  # ripgrep is searching
     started = time.monotonic()
     signal.set()
     with pytest.raises(ToolCancelled):
@@ -185,3 +185,19 @@ async def test_symlinks_are_not_followed(ws: Path, tools, tmp_path: Path) -> Non
     (ws / "out").symlink_to(outside)
     assert text_of(await call(tools["list_files"], {})).splitlines() == ["real.txt"]
     assert text_of(await call(tools["grep"], {"pattern": "needle"})).splitlines() == ["real.txt:1:needle"]
+
+
+async def _until_running(argument: str, timeout: float = 10.0) -> None:
+    """Wait (bounded) until a process with `argument` on its command line exists."""
+
+    wanted = argument.encode()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and wanted in (proc / "cmdline").read_bytes().split(b"\0"):
+                    return
+            except OSError:
+                continue
+        await asyncio.sleep(0.005)  # polling /proc: a process start sends no event
+    raise AssertionError(f"no process with {argument!r} started within {timeout:g} s")
