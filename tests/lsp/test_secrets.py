@@ -44,7 +44,7 @@ async def test_the_api_key_is_never_stored_logged_or_sent_as_an_event(lsp, model
     await lsp.stop()
     lsp.client = None
 
-    assert first["stopReason"] == "end_turn" and failed["stopReason"] == "error"
+    assert first["stopReason"] == "end_turn" and failed["stopReason"] == "error", json.dumps(lsp.events[:8])
     assert "Incorrect API key" in failed["error"]["message"]
     bash_output = [m for m in model.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "key=[]" in bash_output and "PATH=" in bash_output  # the shell ran without the key

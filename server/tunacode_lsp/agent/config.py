@@ -35,7 +35,7 @@ class ServerOptions:
     log_file: bool = False
     log_level: str = "info"
     image_input: str = "auto"  # auto (known vision models) | on | off
-    text_tool_calls: str = "auto"  # auto: parse tool calls written as text | off
+    text_tool_calls: str = "auto"  # auto: from models that write them (text_tool_calls.py) | on | off
     mcp_servers: Any = None  # the raw mcpServers object (checked by agent/mcp/config.py)
     mcp_tool_timeout: float = 120.0
     mcp_startup_timeout: float = 30.0
@@ -101,7 +101,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "logFile": ("log_file", _is_bool),
     "logLevel": ("log_level", _one_of("debug", "info", "warning", "error")),
     "imageInput": ("image_input", _one_of("auto", "on", "off")),
-    "textToolCalls": ("text_tool_calls", _one_of("auto", "off")),
+    "textToolCalls": ("text_tool_calls", _one_of("auto", "on", "off")),
     "mcpServers": ("mcp_servers", _is_object),
     "mcpToolTimeout": ("mcp_tool_timeout", _is_number(1, 3_600)),
     "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tunacode_lsp.agent.provider.text_tool_calls import writes_text_tool_calls
 from tunacode_lsp.contract.protocol import ModelInfo
 from tunacode_lsp.core.text import shown
 
@@ -127,7 +128,7 @@ def resolve_model(
     *,
     base_url: str | None = None,
     read_timeout: float = 120.0,
-    text_tool_calls: bool = True,
+    text_tool_calls: bool | str = "auto",
     env: Mapping[str, str] | None = None,
 ) -> ResolvedModel:
     env = os.environ if env is None else env
@@ -165,7 +166,7 @@ def resolve_model(
         api="openai-completions",
         base_url=chat_url,
         read_timeout=read_timeout,
-        text_tool_calls=text_tool_calls,
+        text_tool_calls=writes_text_tool_calls(text_tool_calls, provider_name, model_id),
     )
     return ResolvedModel(spec, provider_name, model_id, chat_url, key, model)
 

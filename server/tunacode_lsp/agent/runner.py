@@ -38,6 +38,8 @@ from tunacode_lsp.contract.protocol import (
     RequestEnd,
     RequestResult,
     RequestStart,
+    TextDelta,
+    ThinkingDelta,
 )
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
@@ -49,7 +51,7 @@ from tunacode_lsp.core.history import (
     pruned_replacement,
     unanswered_tool_calls,
 )
-from tunacode_lsp.core.redact import Redactor, process_redactor
+from tunacode_lsp.core.redact import Redactor, StreamRedactor, process_redactor
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools import CHANGING_TOOLS, build_tools, summarize_args
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
@@ -92,8 +94,8 @@ class RequestRun:
             model_id=spec.model.model_id,
             context_window=context_window_of(spec.model.model_id, spec.context_window),
         )
-        self.registry = ToolCallRegistry(sink.emit)
-        self.table = EventTable(self.state, sink, log_, self.registry)
+        self.registry = ToolCallRegistry(self.sink.emit)  # tool calls and deltas redacted too
+        self.table = EventTable(self.state, self.sink, log_, self.registry)
         self._model_calls = 0
         self._max_turns_hit = False
         self._nudged = False
@@ -583,17 +585,44 @@ def _redacted_result(result: AgentToolResult) -> AgentToolResult:
 
 
 class RedactingSink:
-    """The caller's sink, with every secret taken out of every event."""
+    """The caller's sink, with every secret taken out of every event (core/redact.py).
+
+    Text and thinking deltas pass through a `StreamRedactor` each: a piece is emitted only
+    up to where a secret could start that the next piece completes; the rest goes out with
+    the next piece, or before any other event (the end of the message: a tool call, the
+    turn's end, the request's end), so a key split across two deltas never shows."""
 
     def __init__(self, inner: AgentSink, redactor: Redactor) -> None:
         self._inner = inner
         self._redactor = redactor
+        self._streams: dict[type, StreamRedactor] = {TextDelta: StreamRedactor(redactor), ThinkingDelta: StreamRedactor(redactor)}
 
     def emit(self, event: Event) -> None:
+        kind = type(event)
+        stream = self._streams.get(kind)
+        if stream is not None and isinstance(event, TextDelta | ThinkingDelta):
+            self.flush(but=kind)
+            if text := stream.feed(event.text):
+                self._inner.emit(kind(text))
+            return
+        self.flush()
         self._inner.emit(self._redactor.value(event))
 
+    def flush(self, but: type | None = None) -> None:
+        """Emit what the delta streams hold back (all of them, or all but one kind)."""
+
+        for kind, stream in self._streams.items():
+            if kind is not but and stream.pending and (text := stream.flush()):
+                self._inner.emit(kind(text))
+
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await self._inner.ask_approval(request)
+        self.flush()
+        r = self._redactor  # what the user is shown; the tool still gets its arguments whole
+        shown = dataclasses.replace(
+            request, summary=r.text(request.summary), args=r.value(request.args), detail=r.text(request.detail),
+            headline=r.text(request.headline),
+        )
+        return await self._inner.ask_approval(shown)
 
     def __getattr__(self, name: str) -> Any:  # close(), progress, ... of the caller's sink
         return getattr(self._inner, name)

@@ -184,7 +184,7 @@ class RunService:
                 spec or options.model,
                 base_url=options.base_url,
                 read_timeout=options.stream_read_timeout,
-                text_tool_calls=options.text_tool_calls != "off",
+                text_tool_calls=options.text_tool_calls,  # auto | on | off
             )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None

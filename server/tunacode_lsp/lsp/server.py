@@ -33,6 +33,7 @@ from tunacode_lsp.agent.config import ServerOptions, parse_options
 from tunacode_lsp.agent.models import default_model, list_models
 from tunacode_lsp.agent.sessions import SessionService, session_info
 from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_CHANGES,
@@ -101,6 +102,7 @@ SERVER_NOT_INITIALIZED = -32002
 INVALID_REQUEST = -32600
 SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
 STOP_SETTLE_SECONDS = 1.5  # a signal or a closed connection: the whole stop fits in 2 s
+UNREDACTED_METHODS = frozenset({types.WORKSPACE_APPLY_EDIT})  # the text of the user's own file
 
 
 class TunaProtocol(LanguageServerProtocol):
@@ -131,6 +133,12 @@ class TunaProtocol(LanguageServerProtocol):
                 self._refuse(msg_id, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet")
             return None
         return super().handle_message(message)
+
+    def _send_data(self, data: Any) -> None:
+        """Every message to the client goes out redacted (core/redact.py), but the edits of a
+        file it is asked to apply: the one choke point of this channel."""
+
+        super()._send_data(redact_message(data, default=self._serialize_message, keep=UNREDACTED_METHODS))
 
     def _refuse(self, msg_id: Any, code: int, message: str) -> None:
         self._send_response(msg_id, error=JsonRpcException(code=code, message=message).to_response_error())

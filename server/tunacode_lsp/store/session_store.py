@@ -21,6 +21,7 @@ from typing import Any
 from tunacode_lsp.contract.protocol import SessionInfo, Usage
 from tunacode_lsp.core.codec import bulk_decoding, check_shape, decode, dump_message, encode, load_message
 from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.core.redact import redact_value
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.store.document import build_document, parse_document
 from tunacode_lsp.store.errors import (
@@ -33,6 +34,7 @@ from tunacode_lsp.store.errors import (
 )
 from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.locations import project_id_for
+from tunacode_lsp.store.redacting import RedactingConnection
 from tunacode_lsp.store.records import (
     TOKEN_KEYS,
     RequestCheckpointRecord,
@@ -97,7 +99,8 @@ class SessionStore:
             # check_same_thread=False only so close() may close every thread's connection;
             # each connection is otherwise used by the thread that opened it.
             conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
+                factory=RedactingConnection,  # no secret in any row (store/redacting.py)
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -359,7 +362,7 @@ class SessionStore:
         document = build_document(record, thoughts=thoughts, messages=messages)
         document["plan"] = decode_plan(plan)
         document["compaction"] = decode_compaction(compaction)
-        return document
+        return redact_value(document)  # and none in an export, whatever an older version stored
 
     def import_document(self, document: object) -> SessionInfo:
         """Store a SessionDocument as a session; raises DocumentError naming a bad field.

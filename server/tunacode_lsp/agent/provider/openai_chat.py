@@ -789,7 +789,7 @@ class OpenAIChatStream:
             return
         await self._finish(reason, None)
 
-    def _take_text_tool_calls(self) -> bool:
+    def _take_text_tool_calls(self) -> bool:  # provenance rules: text_tool_calls.py
         """Turn tool calls written in the text into structured ones (the text around them kept)."""
 
         tools = frozenset(
@@ -800,7 +800,7 @@ class OpenAIChatStream:
         for index, block in enumerate(content):
             if not isinstance(block, TextContent) or not block.text:
                 continue
-            remaining, calls = extract_text_tool_calls(block.text, tools)
+            remaining, calls = extract_text_tool_calls(block.text, tools, earlier=_not_the_models(self._body))
             if not calls:
                 continue
             content[index] = TextContent(text=remaining) if remaining else None
@@ -995,3 +995,18 @@ def _error_detail(payload: dict[str, Any]) -> str | None:
     if isinstance(payload.get("message"), str):
         return payload["message"][:ERROR_DETAIL_LIMIT]
     return json.dumps(payload)[:ERROR_DETAIL_LIMIT] if error else None
+
+
+def _not_the_models(body: dict[str, Any]) -> list[str]:
+    """The texts of the request's messages the model did not write (system, user, tool)."""
+
+    texts: list[str] = []
+    for message in body.get("messages", []):
+        if not isinstance(message, dict) or message.get("role") == "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return texts
