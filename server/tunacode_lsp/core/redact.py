@@ -17,7 +17,7 @@ What counts as a secret (docs/tools.md "What is redacted"):
   `extraheader` actions/checkout leaves in `.git/config`) and the password of a URL
   (`https://user:password@host`).
 
-Each secret is also matched in its JSON-escaped form, and no pattern spans a `"` or `\\`,
+Each secret is also matched in its JSON-escaped form and inside base64 (`base64_cores`), and no pattern spans a `"` or `\\`,
 so `Redactor.text` may be applied to JSON text (a store row, a wire message) as well as to
 plain text, and its output stays valid JSON.
 
@@ -30,6 +30,7 @@ them, and `sessions export`.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import logging
@@ -105,8 +106,25 @@ def is_trivial_value(value: str) -> bool:
     return value.startswith("/") and "\n" not in value and os.path.exists(value)
 
 
+def base64_cores(secret: str) -> set[str]:
+    """The parts of the secret's base64 that do not depend on what stands around it, at each
+    of the three alignments: one of them is in any base64 text that encodes the secret (an
+    `Authorization: Basic` value of `user:secret`, a token in a config file)."""
+
+    raw = secret.encode()
+    cores = set()
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode()
+        start = 4 if shift else 0
+        end = len(encoded) - (4 if (shift + len(raw)) % 3 else 0)
+        core = encoded[start:end]
+        if len(core) >= 2 * MIN_SECRET_CHARS:
+            cores.add(core)
+    return cores
+
+
 def _escaped_forms(secret: str) -> set[str]:
-    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], *base64_cores(secret)}
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 
@@ -123,12 +141,11 @@ class Redactor:
         return list(self._secrets)
 
     def text(self, value: str) -> str:
+        for pattern in CREDENTIAL_PATTERNS:  # first: a header's whole value goes, not the part a literal covers
+            value = pattern.sub(_keep_all_but_secret, value)
         if self._literal is not None:
             value = self._literal.sub(REDACTED, value)
-        value = PATTERN.sub(REDACTED, value)
-        for pattern in CREDENTIAL_PATTERNS:
-            value = pattern.sub(_keep_all_but_secret, value)
-        return value
+        return PATTERN.sub(REDACTED, value)
 
     def value(self, obj: Any) -> Any:
         """Strings in JSON-like data and attrs instances, redacted (a new object only where changed)."""
