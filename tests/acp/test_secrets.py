@@ -39,7 +39,8 @@ async def test_no_update_carries_a_secret_but_the_users_file_keeps_its_text(
         ]},
         {"text": f"Done with {password}.", "chunks": 3},
     ])
-    async with acp_agent(workspace, home, scripted_settings(model, shellSandbox="off")) as agent:
+    settings = scripted_settings(model, shellSandbox="off", textToolCalls=token)  # a bad value is logged
+    async with acp_agent(workspace, home, settings, "--log-level", "debug") as agent:
         session_id = await agent.start_session(workspace, fs=True)
         response = await agent.conn.prompt(session_id=session_id, prompt=[text_block("Go")])
         assert response.stop_reason == "end_turn"
@@ -47,10 +48,12 @@ async def test_no_update_carries_a_secret_but_the_users_file_keeps_its_text(
         thought = agent.client.text("agent_thought_chunk", session_id)
         incoming = json.dumps(agent.client.incoming)
         writes = list(agent.client.writes)
+    stderr = agent.stderr()
 
     assert streamed == "The token is [redacted] and the password [redacted].Done with [redacted]."
     assert thought == "I have [redacted] here"
     assert writes == [(str(calc.resolve()), fixture)]  # the edit the client applies is the user's text
     outside_the_edit = incoming.replace(json.dumps(fixture)[1:-1], "")
-    assert token not in incoming and password not in incoming
+    assert "session/update" in incoming and token not in incoming and password not in incoming
+    assert stderr and token not in stderr and password not in stderr  # every log line too
     assert "AKIA" not in outside_the_edit  # the diff and previews shown are redacted

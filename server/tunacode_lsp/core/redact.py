@@ -289,3 +289,26 @@ class RedactingFilter(logging.Filter):
                 record.msg, record.args = f"{record.getMessage()} ({type(exc).__name__}: {clean_exc})", None
                 record.exc_info, record.exc_text = None, None
         return True
+
+
+def redacted_record(record: logging.LogRecord) -> logging.LogRecord:
+    """The record with its message (arguments merged) and exception text redacted."""
+
+    RedactingFilter().filter(record)
+    return record
+
+
+def install_log_redaction() -> None:
+    """Every log record this process makes is redacted as it is made, before any handler
+    (ours, `basicConfig`'s, a library's) sees it: the log channel's one choke point.
+    Idempotent; the entry point (`cli.main.main`) calls it first."""
+
+    current = logging.getLogRecordFactory()
+    if getattr(current, "redacting", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        return redacted_record(current(*args, **kwargs))
+
+    factory.redacting = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
