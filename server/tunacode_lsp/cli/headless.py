@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
-from tunacode_lsp.cli.output import JsonLinesOutput, Output, PlainOutput, tool_summary
+from tunacode_lsp.cli.output import JsonLinesOutput, Output, PlainOutput, tool_summary, workflow_command_fence
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
@@ -461,7 +461,8 @@ async def run_request(
     """
 
     output = make_output(opts, out or sys.stdout, err or sys.stderr, session_hint=session_hint)
-    return await HeadlessRun(opts, output, env=env, process=process, early=early).run()
+    with workflow_command_fence(output.fenced_streams()):  # a model's `::error::` is text in a CI log
+        return await HeadlessRun(opts, output, env=env, process=process, early=early).run()
 
 
 def run_main(opts: RunOptions, process: subprocess.Popen[bytes], early: EarlyInterrupt) -> int:

@@ -13,8 +13,10 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from tunacode_lsp.core.text import clip
@@ -32,6 +34,50 @@ PROGRESS_AFTER_S = 0.3  # a tool that ends sooner gets no progress line
 RESET = "\x1b[0m"
 BOLD, DIM, RED, GREEN, YELLOW, CYAN = "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m"
 CLEAR_LINE = "\r\x1b[K"
+
+
+FENCED_BY_CALLER = "TUNACODE_CI_FENCED"  # `1`: the caller (action.yml) fences the whole step itself
+
+
+@contextmanager
+def workflow_command_fence(streams: list[TextIO], env: Mapping[str, str] | None = None) -> Iterator[str | None]:
+    """Under GitHub Actions (`GITHUB_ACTIONS=true`), untrusted text in between is not run as
+    workflow commands: `::stop-commands::TOKEN` first, `::TOKEN::` last, on each stream. The
+    runner runs a command (`::error::`, `::add-mask::`, `::set-output`, `::stop-commands::`)
+    that starts any line of the log, and a model's answer or a tool's output may hold one.
+    The token is random and made here, so neither the model nor a tool can end the fence.
+    Yields the token (None when not fencing)."""
+
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") != "true" or env.get(FENCED_BY_CALLER) == "1":
+        yield None
+        return
+    token = secrets.token_hex(16)
+    unique = list({id(s): s for s in streams}.values())
+    for stream in unique:
+        _fence_line(stream, f"::stop-commands::{token}")
+    try:
+        yield token
+    finally:
+        for stream in unique:
+            _flush(stream)
+        for stream in unique:  # the first the runner reads ends the fence; the other is plain text
+            _fence_line(stream, f"\n::{token}::")  # on a line of its own, even after an answer without a last newline
+
+
+def _flush(stream: TextIO) -> None:
+    try:
+        stream.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _fence_line(stream: TextIO, line: str) -> None:
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (BrokenPipeError, ValueError):
+        pass
 
 
 def printable(text: str, *, one_line: bool = False) -> str:
@@ -122,6 +168,11 @@ class Output:
 
     def close(self) -> None:
         """The run is over (stop any progress line)."""
+
+    def fenced_streams(self) -> list[TextIO]:
+        """The streams untrusted text may reach as whole lines (see workflow_command_fence)."""
+
+        return [self.out, self.err]
 
 
 class PlainOutput(Output):
@@ -314,6 +365,9 @@ class PlainOutput(Output):
 
 class JsonLinesOutput(Output):
     """One JSON object a line on stdout: every event, then `{"type": "result", ...}`."""
+
+    def fenced_streams(self) -> list[TextIO]:
+        return [self.err]  # each stdout line is a JSON object: it starts with `{`, never a command
 
     def _line(self, obj: Mapping[str, Any]) -> None:
         self._write(self.out, json.dumps(obj, ensure_ascii=False) + "\n")

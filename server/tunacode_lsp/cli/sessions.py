@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tunacode_lsp.agent.sessions import session_info
+from tunacode_lsp.cli.output import workflow_command_fence
 from tunacode_lsp.contract.protocol import SessionInfo, to_wire
 from tunacode_lsp.store.errors import DocumentError, SessionBusy, SessionError, SessionNotFound
 from tunacode_lsp.store.leases import new_owner
@@ -218,7 +219,8 @@ def run(argv: list[str], out: TextIO, err: TextIO, stdin: TextIO) -> int:
         if args.action == "list":
             _list(store, args, out)
         elif args.action == "show":
-            _show(store, args, out)
+            with workflow_command_fence([] if args.json else [out]):  # stored model text, in a CI log
+                _show(store, args, out)
         elif args.action == "export":
             _export(store, args, out)
         elif args.action == "import":
