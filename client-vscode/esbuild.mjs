@@ -40,7 +40,7 @@ builds.push({
   sourcemap: false,
   minify: false,
   logLevel: "warning",
-  entryPoints: { approvals: "src/approvals.ts" },
+  entryPoints: { approvals: "src/approvals.ts", settings: "src/settings.ts" },
   outdir: "out/test",
   outExtension: { ".js": ".mjs" },
   platform: "node",
