@@ -129,6 +129,7 @@ async def stream_openai_chat(
         model=model,
         body=encoded.body if isinstance(encoded, EncodedBody) else {},
         content=encoded if encoded is not None else None,
+        quotable=encoded.quotable if isinstance(encoded, EncodedBody) else [],
         headers=build_headers(model, options),
         signal=signal,
         client=shared_client(),
@@ -142,6 +143,7 @@ class EncodedBody:
 
     body: dict[str, Any]
     content: bytes
+    quotable: list[str] = dataclasses.field(default_factory=list)  # texts the model did not write (provenance)
 
 
 def encode_request_body(
@@ -159,8 +161,9 @@ def encode_request_body(
     with bulk_decoding():
         body = build_request_body(model, context, options)
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        quotable = _not_the_models(body)  # the same strings, referenced: no copy
         del body["messages"]
-    return EncodedBody(body, content)
+    return EncodedBody(body, content, quotable)
 
 
 def build_headers(model: OpenAICompatModel, options: SimpleStreamOptions) -> dict[str, str]:
@@ -430,7 +433,9 @@ class OpenAIChatStream:
         signal: asyncio.Event | None,
         client: httpx.AsyncClient,
         content: EncodedBody | BaseException | None = None,
+        quotable: list[str] | None = None,
     ) -> None:
+        self._quotable = quotable or []  # earlier texts the model did not write (text_tool_calls.py)
         self.status: int | None = None
         self.retry_after: float | None = None
         self.received_content = False
@@ -800,7 +805,7 @@ class OpenAIChatStream:
         for index, block in enumerate(content):
             if not isinstance(block, TextContent) or not block.text:
                 continue
-            remaining, calls = extract_text_tool_calls(block.text, tools, earlier=_not_the_models(self._body))
+            remaining, calls = extract_text_tool_calls(block.text, tools, earlier=self._quotable)
             if not calls:
                 continue
             content[index] = TextContent(text=remaining) if remaining else None

@@ -149,8 +149,26 @@ def _trailing_run(text: str, matches: list[re.Match[str]]) -> list[re.Match[str]
     return run
 
 
-def _quoted(pieces: Iterable[str], seen: str) -> bool:
-    return any(len(p) >= 8 and _loose(p) in seen for p in pieces)
+def _quoted(pieces: Iterable[str], texts: Iterable[str]) -> bool:
+    """Whether a piece stands in an earlier text: its lines in order, blanks compared loosely,
+    anything between them allowed (a tool's line numbers, `cat -n`, grep's `file:line:`).
+    Called only once a call was found (the history is loosened then, not for every answer)."""
+
+    earlier = [_loose(t) for t in texts]
+    for piece in pieces:
+        lines = [_loose(line) for line in piece.splitlines() if line.strip()]
+        if sum(map(len, lines)) < 8:
+            continue
+        for text in earlier:
+            position = 0
+            for line in lines:
+                found = text.find(line, position)
+                if found < 0:
+                    break
+                position = found + len(line)
+            else:
+                return True
+    return False
 
 
 def extract_text_tool_calls(
@@ -164,7 +182,7 @@ def extract_text_tool_calls(
 
     if not tools or not text.strip():
         return text, []
-    seen = "\n".join(_loose(t) for t in earlier)
+    seen = list(earlier)
 
     for pattern, make in (
         (_HERMES, lambda m: _calls_from_json(m.group(1), tools)),
