@@ -595,14 +595,15 @@ class RedactingSink:
     def __init__(self, inner: AgentSink, redactor: Redactor) -> None:
         self._inner = inner
         self._redactor = redactor
-        self._streams: dict[type, StreamRedactor] = {TextDelta: StreamRedactor(redactor), ThinkingDelta: StreamRedactor(redactor)}
+        self._streams: dict[type[TextDelta | ThinkingDelta], StreamRedactor] = {
+            TextDelta: StreamRedactor(redactor), ThinkingDelta: StreamRedactor(redactor),
+        }
 
     def emit(self, event: Event) -> None:
-        kind = type(event)
-        stream = self._streams.get(kind)
-        if stream is not None and isinstance(event, TextDelta | ThinkingDelta):
+        if isinstance(event, TextDelta | ThinkingDelta):
+            kind = type(event)
             self.flush(but=kind)
-            if text := stream.feed(event.text):
+            if text := self._streams[kind].feed(event.text):
                 self._inner.emit(kind(text))
             return
         self.flush()

@@ -33,7 +33,6 @@ from tunacode_lsp.agent.config import ServerOptions, parse_options
 from tunacode_lsp.agent.models import default_model, list_models
 from tunacode_lsp.agent.sessions import SessionService, session_info
 from tunacode_lsp.contract.errors import CommandError
-from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_CHANGES,
@@ -78,6 +77,7 @@ from tunacode_lsp.contract.protocol import (
     parse_params,
     to_wire,
 )
+from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.lsp import mcp
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.code_actions import code_actions

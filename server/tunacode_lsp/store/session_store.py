@@ -34,7 +34,6 @@ from tunacode_lsp.store.errors import (
 )
 from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.locations import project_id_for
-from tunacode_lsp.store.redacting import RedactingConnection
 from tunacode_lsp.store.records import (
     TOKEN_KEYS,
     RequestCheckpointRecord,
@@ -43,6 +42,7 @@ from tunacode_lsp.store.records import (
     now_us,
     zero_usage,
 )
+from tunacode_lsp.store.redacting import RedactingConnection
 from tunacode_lsp.store.schema import migrate
 from tunacode_lsp.store.session_state import (
     check_compaction,

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from tunacode_lsp.core.text import loads_text
@@ -184,10 +184,14 @@ def extract_text_tool_calls(
         return text, []
     seen = list(earlier)
 
-    for pattern, make in (
-        (_HERMES, lambda m: _calls_from_json(m.group(1), tools)),
-        (_LLAMA, lambda m: (lambda c: [c] if c else None)(_call_from({"name": m.group(1), "arguments": m.group(2)}, tools))),
-    ):
+    def hermes(m: re.Match[str]) -> list[TextToolCall] | None:
+        return _calls_from_json(m.group(1), tools)
+
+    def llama(m: re.Match[str]) -> list[TextToolCall] | None:
+        call = _call_from({"name": m.group(1), "arguments": m.group(2)}, tools)
+        return [call] if call else None
+
+    for pattern, make in ((_HERMES, hermes), (_LLAMA, llama)):
         run = _trailing_run(text, list(pattern.finditer(text)))
         found = [make(m) for m in run]
         if run and all(found):
