@@ -73,12 +73,22 @@ CREDENTIAL_SHAPES: dict[str, str] = {
 PATTERN = re.compile("|".join(f"(?:{p})" for p in TOKEN_SHAPES.values()))
 CREDENTIAL_PATTERNS = [re.compile(p) for p in CREDENTIAL_SHAPES.values()]
 
-# What the stream redactor holds back at the end of what it has seen so far: the word being
-# written (a token may still grow), or a header whose value may still come.
+# What the stream redactor holds back at the end of what it has seen so far: from where a token
+# may start in the word being written (it may still grow), or a header whose value may still come.
 _TRAILING_WORD = re.compile(r"[^\s\"'`<>()\[\]{},;|]*\Z")
 _HEADER_LEAD_IN = re.compile(r"(?i:authori[sz]ation)\s*[:=]?\s*(?:[A-Za-z]{0,6}\s*)?[A-Za-z0-9+/=._~-]*\Z")
 _PEM_BEGIN = "-----BEGIN"
 _PEM_END = re.compile(r"-----END[A-Z ]*-----")
+# the starts of the token shapes: a word that holds one (or ends in a part of one) is held back
+# until it ends; (prefix, hold the whole word)
+HOLD_PREFIXES: tuple[tuple[str, bool], ...] = (
+    *((p, False) for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "npm_", "xoxa-",
+                           "xoxb-", "xoxp-", "xoxr-", "xoxs-", "glpat-", "AIza", "sk-", "eyJ", "-----BEGIN")),
+    ("://", True),
+    ("authorization", True),
+    ("authorisation", True),
+)
+_CASELESS_PREFIXES = frozenset({"authorization", "authorisation"})
 MAX_HOLD_CHARS = 8_192  # a stream holds back at most this much (a longer "word" is let through, redacted)
 
 
@@ -173,7 +183,7 @@ class Redactor:
         start = len(text)
         word = _TRAILING_WORD.search(text, max(0, len(text) - MAX_HOLD_CHARS))
         if word is not None and word.start() < len(text):
-            start = word.start()
+            start = word.start() + _token_start_in(text[word.start():])
         header = _HEADER_LEAD_IN.search(text, max(0, len(text) - 512))
         if header is not None:
             start = min(start, header.start())
@@ -197,6 +207,26 @@ class Redactor:
 
     def _all_patterns(self) -> list[re.Pattern[str]]:
         return ([self._literal] if self._literal is not None else []) + [PATTERN, *CREDENTIAL_PATTERNS]
+
+
+def _token_start_in(word: str) -> int:
+    """Where, in the word being written, a token shape starts or may still start (a prefix
+    of `ghp_`, `AKIA`, `sk-`, ... at its end); len(word) when none can. A URL with a password
+    (`://`) or a header name holds the whole word."""
+
+    start = len(word)
+    lower = word.lower()
+    for prefix, whole_word in HOLD_PREFIXES:
+        w = lower if prefix in _CASELESS_PREFIXES else word
+        at = w.find(prefix)
+        if at < 0:
+            for size in range(min(len(prefix) - 1, len(w)), 0, -1):
+                if w.endswith(prefix[:size]):
+                    at = len(w) - size
+                    break
+        if at >= 0:
+            start = min(start, 0 if whole_word else at)
+    return start
 
 
 def _keep_all_but_secret(match: re.Match[str]) -> str:
