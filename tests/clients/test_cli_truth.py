@@ -186,8 +186,8 @@ def test_bare_server_on_a_terminal_says_what_it_is_and_one_ctrl_c_stops_it(home)
 
 
 def test_serve_tcp_says_where_it_listens(home):
-    import socket
     import signal
+    import socket
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
