@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,83 @@ def test_serve_tcp_says_where_it_listens(home):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ---------------------------------------------------------------- never silent, never a torn line
+
+
+def test_a_slow_model_is_never_silence_in_a_ci_log(model, workspace, home):
+    model.set_script({"turns": [{"steps": [{"stall": 11.5}, {"text": "late answer"}]}]})
+    done = run_cli(["run", *scripted_args(model.chat_url, workspace), "hi"], home=home, timeout=WAIT + 15)
+    assert done.code == 0, done.stderr
+    assert "[note] still waiting for the model (10 s)" in done.stderr or \
+        "[note] still waiting for the model (11 s)" in done.stderr, done.stderr
+    assert done.stdout.strip() == "late answer"
+
+
+def test_a_slow_model_shows_a_ticking_wait_on_a_terminal(model, workspace, home):
+    import pty
+    import select
+    import time
+
+    model.set_script({"turns": [{"steps": [{"stall": 1.5}, {"text": "there"}]}]})
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tunacode_lsp", "run", *scripted_args(model.chat_url, workspace), "hi"],
+                            stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=cli_env(home))
+    os.close(follower)
+    chunks = []
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+    os.close(leader)
+    assert proc.wait(WAIT) == 0
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert "waiting for the model  1." in screen, screen
+
+
+def test_a_server_that_dies_mid_answer_ends_the_line_and_names_the_session(model, workspace, home):
+    import select
+    import signal
+    import time
+
+    model.set_script({"turns": [{"steps": [{"text": "partial"}, {"stall": 60}]}]})
+    proc = subprocess.Popen([sys.executable, "-m", "tunacode_lsp", "run", *scripted_args(model.chat_url, workspace), "hi"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(home))
+    assert proc.stdout is not None and proc.stderr is not None
+    seen = b""
+    deadline = time.monotonic() + WAIT
+    while b"partial" not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            seen += os.read(proc.stdout.fileno(), 4096)
+    assert b"partial" in seen
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    assert children, "the CLI's server process"
+    for child in children:
+        os.kill(int(child), signal.SIGKILL)
+    out, err = proc.communicate(timeout=WAIT)
+    stdout, stderr = (seen + out).decode(), err.decode()
+    assert proc.returncode == 1, stderr
+    assert stdout == "partial\n", stdout  # the torn answer ends its own line
+    assert "tunacode-lsp: error: the language server failed" in stderr
+    assert re.search(r"^\[session\] [0-9a-f-]{36}  \(continue with", stderr, re.M), stderr
+
+
+def test_denied_calls_are_one_line_each(model, workspace, home):
+    model.set_script({"turns": [
+        {"tool_call": {"name": "bash", "arguments": {"command": "echo a; echo b"}}},
+        {"tool_call": {"name": "bash", "arguments": {"command": "echo c"}}},
+        {"text": "done"},
+    ]})
+    done = run_cli(["run", *scripted_args(model.chat_url, workspace), "hi"], home=home)
+    assert done.code == 0, done.stderr
+    denied = [line for line in done.stderr.splitlines() if line.startswith("[denied]")]
+    assert denied == ["[denied] bash echo a; echo b", "[denied] bash echo c"], done.stderr

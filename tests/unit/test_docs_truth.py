@@ -95,3 +95,7 @@ def test_every_sessions_action_shown_exists():
     unknown = sorted({(doc, name) for doc, name in _mentions(re.compile(r"tunacode-lsp sessions ([a-z]+)"))
                       if name not in actions})
     assert not unknown, "docs show unknown `sessions` actions: " + ", ".join(f"{d}: {n}" for d, n in unknown)
+
+
+def test_run_checks_max_turns_against_the_settings_bound():
+    assert cli_run.MAX_TURNS == config.MAX_TURNS_LIMIT

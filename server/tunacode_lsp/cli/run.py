@@ -65,6 +65,10 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
     mcp_servers: dict[str, Any] | None = None  # --mcp-config
 
 
+# the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
+# light client checks flags without importing the agent
+MAX_TURNS = 10_000
+
 # ---------------------------------------------------------------- command line
 
 
@@ -125,10 +129,8 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
     prompt = _read_prompt(args.prompt, stdin)
     if not prompt.strip():
         raise UsageError("the prompt is empty" + (" (nothing on stdin)" if args.prompt == "-" else ""))
-    from tunacode_lsp.agent.config import MAX_TURNS_LIMIT  # light: attrs
-
-    if args.max_turns is not None and not 1 <= args.max_turns <= MAX_TURNS_LIMIT:
-        raise UsageError(f"--max-turns must be from 1 to {MAX_TURNS_LIMIT}, got {args.max_turns}")
+    if args.max_turns is not None and not 1 <= args.max_turns <= MAX_TURNS:
+        raise UsageError(f"--max-turns must be from 1 to {MAX_TURNS}, got {args.max_turns}")
     if args.timeout is not None and not 0 <= args.timeout <= 86_400:
         raise UsageError(f"--timeout must be from 0 to 86400 seconds, got {args.timeout:g}")
     cwd = Path(args.cwd).expanduser()
