@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 APPROVAL_MODES = ("auto", "ask", "read-only")
+MAX_TURNS_LIMIT = 10_000  # the largest maxTurns accepted (settings and `run --max-turns`)
 
 
 @attrs.frozen
@@ -100,7 +101,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "model": ("model", _is_str),
     "baseUrl": ("base_url", _is_str),
     "approval": ("approval", _one_of(*APPROVAL_MODES)),
-    "maxTurns": ("max_turns", _is_int(1, 10_000)),
+    "maxTurns": ("max_turns", _is_int(1, MAX_TURNS_LIMIT)),
     "requestTimeout": ("request_timeout", _is_number(0, 86_400)),
     "sessionStore": ("session_store", _is_str),
     "maxRetries": ("max_retries", _is_int(0, 10)),

@@ -372,6 +372,7 @@ class HeadlessRun:
             if before is not None:
                 after = await asyncio.to_thread(changes.take, self.opts.cwd, before)
                 changed = changes.changed_files(before, after)
+        changed = changes.without_own_outputs(self.opts.cwd, [str(path) for path in changed])
         return {"changedFiles": changed, "deniedToolCalls": list(self.denied.values())}
 
     def _install_signals(self) -> list[signal.Signals]:
