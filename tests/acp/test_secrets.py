@@ -50,7 +50,7 @@ async def test_no_update_carries_a_secret_but_the_users_file_keeps_its_text(
         writes = list(agent.client.writes)
     stderr = agent.stderr()
 
-    assert streamed == "The token is [redacted] and the password [redacted].Done with [redacted]."
+    assert streamed.endswith("The token is [redacted] and the password [redacted].Done with [redacted].")  # after a notice
     assert thought == "I have [redacted] here"
     assert writes == [(str(calc.resolve()), fixture)]  # the edit the client applies is the user's text
     outside_the_edit = incoming.replace(json.dumps(fixture)[1:-1], "")
