@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
 log = logging.getLogger(__name__)
 
 SINK_CLOSE_SECONDS = 2.0  # the answer never waits longer on the client's side of the sink
+MAX_QUEUED = 16  # requests waiting for their turn on one session (queue: true); more is -32002
 
 
 SinkFactory = Callable[[str, str, str], "ClosableSink"]  # (session_id, request_id, prompt) -> sink
@@ -80,6 +82,7 @@ class SessionState:
     allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     line_refs: LineRefLedger = field(default_factory=lambda: _new_ledger())  # line numberings the model saw
     running: PendingRun | None = None  # the busy reservation
+    waiting: deque[PendingRun] = field(default_factory=deque)  # queued requests, next first
     notices: set[str] = field(default_factory=set)  # once-per-session notices already given
 
 
@@ -103,19 +106,25 @@ class PendingRun:
         self.run: RequestRun | None = None
         self.abort_reason: str | None = None
         self.sink: ClosableSink | None = None
+        self.queued = False  # waiting for the session (queue: true); its turn resolves True, or False if dropped
+        self.turn: asyncio.Future[bool] | None = None
 
     def abort(self, reason: str = "cancelled") -> bool:
-        """Stop the request now; False when it was already stopping."""
+        """Stop the request now (a queued one is dropped); False when it was already stopping."""
 
         if self.abort_reason is not None:
             return False
         self.abort_reason = reason
         if self.run is not None:
             self.run.abort(reason)
+        if self.turn is not None and not self.turn.done():
+            self.turn.set_result(False)
         return True
 
     def info(self) -> ActiveRequest:
-        return ActiveRequest(self.request_id, self.session_id or "", iso_from_us(int(self.started_at * 1_000_000)))
+        return ActiveRequest(
+            self.request_id, self.session_id or "", iso_from_us(int(self.started_at * 1_000_000)), self.queued
+        )
 
 
 class RunService:
@@ -154,14 +163,17 @@ class RunService:
         """Drop what this process remembers of a deleted session."""
 
         state = self._states.get(session_id)
-        if state is not None and state.running is None:
+        if state is not None and state.running is None and not state.waiting:
             del self._states[session_id]
 
     def abort(self, *, session_id: str | None = None, request_id: str | None = None, reason: str = "cancelled") -> int:
+        """Abort by request id (a queued request is dropped), or the running request of a
+        session (its queued requests keep their place: the next one then starts)."""
+
         count = 0
         for pending in list(self._pending.values()):
             if (request_id is not None and pending.request_id == request_id) or (
-                session_id is not None and pending.session_id == session_id
+                session_id is not None and pending.session_id == session_id and not pending.queued
             ):
                 count += pending.abort(reason)
         return count
@@ -200,15 +212,53 @@ class RunService:
     # ------------------------------------------------------------ a request
 
     def begin(self, params: RequestParams, *, tag: Any = None) -> PendingRun:
-        """Register a request and reserve its session, synchronously (no await before it)."""
+        """Register a request and reserve its session, synchronously (no await before it).
+
+        With `params.queue` a busy session queues the request instead (`wait_turn`)."""
 
         from tunacode_lsp.agent.runner import new_request_id
 
         pending = PendingRun(new_request_id(), params.session_id, tag)
         if params.session_id is not None:
-            self._reserve(params.session_id, pending)
+            state = self.session_state(params.session_id)
+            if params.queue and state.running is not None:
+                if len(state.waiting) >= MAX_QUEUED:
+                    raise CommandError(SESSION_BUSY, f"session {params.session_id} already has {MAX_QUEUED} queued requests")
+                pending.queued = True
+                pending.turn = asyncio.get_running_loop().create_future()
+                state.waiting.append(pending)
+            else:
+                self._reserve(params.session_id, pending)
         self._pending[pending.request_id] = pending
         return pending
+
+    def queue_position(self, pending: PendingRun) -> int:
+        """1 for the next request to start; 0 when it is not queued."""
+
+        state = self._states.get(pending.session_id or "")
+        if state is None or pending not in state.waiting:
+            return 0
+        return list(state.waiting).index(pending) + 1
+
+    async def wait_turn(self, pending: PendingRun) -> bool:
+        """Until the session is this request's (True at once when it was not queued); False
+        when it was dropped while it waited (its own cancel or abort, a shutdown)."""
+
+        if pending.turn is None:
+            return True
+        return await pending.turn
+
+    def _promote(self, state: SessionState) -> None:
+        """The session is free: its next queued request (not dropped meanwhile) starts."""
+
+        while state.waiting and state.running is None:
+            nxt = state.waiting.popleft()
+            if nxt.abort_reason is not None:
+                continue
+            state.running = nxt
+            nxt.queued = False
+            if nxt.turn is not None and not nxt.turn.done():
+                nxt.turn.set_result(True)
 
     def _reserve(self, session_id: str, pending: PendingRun) -> None:
         state = self.session_state(session_id)
@@ -230,6 +280,7 @@ class RunService:
             state = self._states.get(session_id)
             if state is not None and state.running is marker:
                 state.running = None
+                self._promote(state)
 
     async def settled(self, timeout: float) -> bool:
         """Wait (bounded) until every pending request has ended; False on timeout."""
@@ -254,8 +305,12 @@ class RunService:
             self._idle = None
         if pending.session_id is not None:
             state = self._states.get(pending.session_id)
-            if state is not None and state.running is pending:
-                state.running = None
+            if state is not None:
+                if pending in state.waiting:
+                    state.waiting.remove(pending)
+                if state.running is pending:
+                    state.running = None
+                    self._promote(state)
 
     async def run(
         self,
