@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
 log = logging.getLogger(__name__)
 
 SINK_CLOSE_SECONDS = 2.0  # the answer never waits longer on the client's side of the sink
+MAX_EARLY_STEERS = 8  # steers kept for a request that is still starting
 MAX_QUEUED = 16  # requests waiting for their turn on one session (queue: true); more is -32002
 
 
@@ -106,6 +107,7 @@ class PendingRun:
         self.run: RequestRun | None = None
         self.abort_reason: str | None = None
         self.sink: ClosableSink | None = None
+        self.steers: list[str] = []  # steers that came before the run was built
         self.queued = False  # waiting for the session (queue: true); its turn resolves True, or False if dropped
         self.turn: asyncio.Future[bool] | None = None
 
@@ -119,6 +121,18 @@ class PendingRun:
             self.run.abort(reason)
         if self.turn is not None and not self.turn.done():
             self.turn.set_result(False)
+        return True
+
+    def steer(self, text: str) -> bool:
+        """A user message for the running request's next turn boundary (RequestRun.steer)."""
+
+        if self.abort_reason is not None or self.queued or not self.request_id:
+            return False
+        if self.run is not None:
+            return self.run.steer(text)
+        if len(self.steers) >= MAX_EARLY_STEERS:
+            return False
+        self.steers.append(text)  # given to the run as soon as it exists
         return True
 
     def info(self) -> ActiveRequest:
@@ -180,6 +194,12 @@ class RunService:
 
     def abort_all(self, reason: str = "cancelled") -> int:
         return sum(p.abort(reason) for p in list(self._pending.values()))
+
+    def steer(self, session_id: str, text: str) -> bool:
+        """`text` for the session's running request (False: none, or no turn boundary left)."""
+
+        state = self._states.get(session_id)
+        return state is not None and state.running is not None and state.running.steer(text)
 
     def find(self, predicate: Callable[[PendingRun], bool]) -> PendingRun | None:
         return next((p for p in self._pending.values() if predicate(p)), None)
@@ -413,6 +433,8 @@ class RunService:
             pending.run = run
             if pending.abort_reason is not None:  # aborted while it was starting
                 run.abort(pending.abort_reason)
+            for text in pending.steers:  # steered while it was starting
+                run.steer(text)
             started = time.monotonic()
             try:
                 result = await run.run()

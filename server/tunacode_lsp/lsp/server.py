@@ -48,6 +48,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_NEW,
     COMMAND_SESSION_REWIND,
     COMMAND_STATUS,
+    COMMAND_STEER,
     COMPACTION_FAILED,
     MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
@@ -74,6 +75,8 @@ from tunacode_lsp.contract.protocol import (
     SessionListResult,
     SessionNewParams,
     StatusResult,
+    SteerParams,
+    SteerResult,
     parse_params,
     to_wire,
 )
@@ -494,6 +497,13 @@ async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> d
     if p.session_id is not None:
         aborted += ls.sessions.abort_compaction(session_id=p.session_id)
     return to_wire(AbortResult(aborted))
+
+
+@command(COMMAND_STEER)
+async def steer(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: agent/runner.py puts the text in tinyagent's steering queue of the running request."""
+    p = parse_params(SteerParams, params.arguments)
+    return to_wire(SteerResult(ls.runs.steer(p.session_id, p.text)))
 
 
 @command(COMMAND_STATUS)
