@@ -579,7 +579,7 @@ async def session_import(ls: TunaLanguageServer, params: types.ExecuteCommandPar
 @command(COMMAND_SESSION_FORK)
 async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionForkParams, params.arguments)
-    return to_wire(session_info(await ls.sessions.fork(p.session_id, p.message_count)))
+    return to_wire(session_info(await ls.sessions.fork(p.session_id, p.message_count, request_id=p.request_id)))
 
 
 @command(COMMAND_SESSION_COMPACT)
