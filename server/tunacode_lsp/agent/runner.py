@@ -106,6 +106,7 @@ class RequestRun:
         self._steers_early: list[UserMessage] = []  # steers before the first model call (not after the prompt)
         self._steers_given: list[UserMessage] = []  # handed to tinyagent's steering queue
         self._steering_closed = False  # no turn boundary is left: a steer now would never be seen
+        self.end_sent = False
 
     # ------------------------------------------------------------ control
 
@@ -600,6 +601,7 @@ class RequestRun:
                 pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
+        self.end_sent = True  # the client knows it ended; the answer follows within moments
         return redactor.value(RequestResult(
             session_id=self.spec.session_id,
             request_id=self.spec.request_id,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
+from tunacode_lsp.agent.detached import DetachedResults
 from tunacode_lsp.agent.models import (
     ModelNotUsable,
     ResolvedModel,
@@ -157,6 +158,7 @@ class RunService:
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
         self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
+        self.detached = DetachedResults()  # detached requests' outcomes, until read
 
     # ------------------------------------------------------------ lookups
 
@@ -176,6 +178,7 @@ class RunService:
     def forget_session(self, session_id: str) -> None:
         """Drop what this process remembers of a deleted session."""
 
+        self.detached.forget_session(session_id)
         state = self._states.get(session_id)
         if state is not None and state.running is None and not state.waiting:
             del self._states[session_id]
@@ -215,6 +218,11 @@ class RunService:
         except ModelNotUsable as exc:
             raise ParamsError(f"params.model: {exc}") from None
         return spec
+
+    def check_model(self, spec: str | None) -> None:
+        """-32003 now when the model cannot be used (a detached request checks before it answers)."""
+
+        self._model(spec)
 
     def _model(self, spec: str | None) -> ResolvedModel:
         options = self._options()

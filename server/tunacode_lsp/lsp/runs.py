@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pygls import uris
-from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 
+from tunacode_lsp.agent.detached import DetachedError
 from tunacode_lsp.agent.runs import PendingRun, RunService, SessionUnreadable
+from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
+    ErrorInfo,
     Event,
+    ParamsError,
     RequestEnd,
     RequestParams,
     RequestQueued,
@@ -115,6 +119,24 @@ class LspRuns(RunService):
         payload.update(to_wire(event))
         self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
         return sent + 1
+
+    async def serve_detached(self, pending: PendingRun, params: RequestParams) -> None:
+        """A detached request to its end: the outcome is kept for tunacode.request.result, and
+        a request that failed before its first event still ends with `request_end`."""
+
+        outcome: RequestResult | DetachedError
+        try:
+            outcome = await self.serve(pending, params, work_done_token=None)  # the server's own progress token
+        except (CommandError, JsonRpcException) as exc:
+            outcome = DetachedError(exc.code, exc.message, getattr(exc, "data", None))
+        except ParamsError as exc:
+            outcome = DetachedError(-32602, str(exc))
+        except Exception as exc:  # noqa: BLE001 - kept as the answer it would have been
+            log.exception("detached request %s failed", pending.request_id)
+            outcome = DetachedError(-32603, f"internal error: {exc}")
+        if isinstance(outcome, DetachedError) and pending.sink is None:  # it never started: no request_end yet
+            self._notify(pending, 1 if pending.turn is not None else 0, RequestEnd("error", Usage(), ErrorInfo(outcome.message)))
+        self.detached.ended(pending.request_id, outcome)
 
     async def serve(self, pending: PendingRun, params: RequestParams, *, work_done_token: Any) -> RequestResult:
         """Run a registered request to its answer (the caller registered it with `begin`)."""
