@@ -144,8 +144,8 @@ class RequestRun:
         self._steering_closed = True
         for message in [*self._steers_given, *self._steers_early]:
             if not any(m is message for m in delivered) and self.state.steers.pop(id(message), None) is not None:
-                text = message.content[0].text if message.content else ""
-                self.sink.emit(Notice(f"Not sent to the model (the request stopped first): {clip(text or '', 200)}"))
+                text = "".join(b.text for b in message.content if isinstance(b, TextContent) and b.text)
+                self.sink.emit(Notice(f"Not sent to the model (the request stopped first): {clip(text, 200)}"))
 
     @property
     def model_calls(self) -> int:

@@ -513,14 +513,16 @@ async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> Detached
             p = attrs.evolve(p, session_id=record.session_id)
             pending = ls.runs.begin(p)
         else:
-            record = await ls.sessions.get(p.session_id)
-            if record is None:
+            found = await ls.sessions.get(p.session_id)
+            if found is None:
                 raise SessionNotFound(p.session_id)
+            record = found
             ls.runs.check_model(p.model or record.model or None)
     except BaseException:
         if pending is not None:
             ls.runs.end(pending)
         raise
+    assert pending is not None
     ls.runs.detached.started(pending.request_id, record.session_id)  # before the answer: result is -32005 from now
     ls.track(ls.runs.serve_detached(pending, p))
     return DetachedRequest(pending.request_id, record.session_id)
