@@ -1,0 +1,34 @@
+"""`:TunaRewind` to any request in a real headless Neovim 0.11 (nvim_rewind_driver.lua)
+against the real server and the scripted model: the picker lists the session's requests,
+and going back to one undoes it and every later one, messages and files."""
+
+from __future__ import annotations
+
+import pytest
+from tests.clients.test_neovim import nvim, run_nvim  # noqa: F401 (a fixture)
+
+from tests.clients.test_neovim_edits import HERE
+from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
+
+pytestmark = pytest.mark.neovim
+
+
+def write(name: str) -> dict:
+    return {"steps": [{"tool_call": {"name": "write_file", "arguments": {"filepath": name, "content": name + "\n"}}}]}
+
+
+def test_rewind_to_a_picked_or_numbered_request(nvim, tmp_path, workspace, home):  # noqa: F811
+    script = {"turns": [write("one.txt"), {"text": "1"}, write("two.txt"), {"text": "2"}, write("three.txt"), {"text": "3"}]}
+    with ScriptedModelServer(script) as model:
+        seen = run_nvim(nvim, HERE / "nvim_rewind_driver.lua", tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+    assert seen["errors"] == [], seen["errors"]
+    assert [a["text"] for a in seen["answers"]] == ["1", "2", "3"]
+    assert seen["before"] == [True, True, True]
+    picker, confirm = seen["prompts"][0], seen["prompts"][1]
+    assert picker["items"] == ["1. write one", "2. write two", "3. write three"], picker
+    assert confirm["items"] == ["Rewind", "Cancel"] and "request 2 (write two)" in confirm["prompt"]
+    assert seen["picked_notice"] == "TunaCode: rewound to before request 2; 2 files restored"
+    assert seen["after_pick"] == [True, False, False]
+    assert seen["missing_notice"] == "TunaCode: no request 9 in this session (it has 1)"
+    assert seen["first_notice"] == "TunaCode: rewound to before request 1; 1 file restored"
+    assert seen["after_first"] == [False, False, False]
