@@ -1,5 +1,5 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
--- :TunaRewind[!] [N], :TunaStatus.
+-- :TunaRewind[!] [N], :TunaSteer {text}, :TunaStatus.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -39,6 +39,10 @@ end, { desc = 'Start a new TunaCode session with the next question' })
 vim.api.nvim_create_user_command('TunaChanges', function()
   require('tunacode').changes()
 end, { desc = "Show the files this TunaCode session changed, as diffs" })
+
+vim.api.nvim_create_user_command('TunaSteer', function(cmd)
+  require('tunacode').steer(cmd.args)
+end, { nargs = '+', desc = 'Tell the running TunaCode request something at its next turn (else ask it next)' })
 
 vim.api.nvim_create_user_command('TunaRewind', function(cmd)
   local number = tonumber(cmd.args)

@@ -46,6 +46,7 @@ M.state = {
   stop_requested = false, ---@type boolean :TunaStop came before request_start
   last_result = nil, ---@type table? the last RequestResult
   last_request_id = nil, ---@type string? the last request this Neovim started (:TunaRewind)
+  next_prompt = nil, ---@type string? a :TunaSteer that came too late: asked once the request answers
 }
 
 local function object(tbl)
@@ -443,15 +444,56 @@ function M.ask(prompt, opts)
       if err then
         view.error(err.message or vim.inspect(err))
         notify(err.message or 'request failed', vim.log.levels.ERROR)
-        return
+      else
+        M.state.session_id = result.sessionId
+        M.state.last_result = result
+        view.finish(result)
       end
-      M.state.session_id = result.sessionId
-      M.state.last_result = result
-      view.finish(result)
+      local next_prompt = M.state.next_prompt
+      M.state.next_prompt = nil
+      if next_prompt then
+        M.ask(next_prompt)
+      end
     end)
   end, function(message)
     M.state.busy = false
     view.error(message)
+  end)
+end
+
+--- :TunaSteer {text}: add `text` to the running request as a user message the model sees at
+--- its next turn (tunacode.steer). When the request has no turn left (accepted: false), or
+--- none runs, it is asked as the next question instead (:TunaAsk), once the request answers.
+---@param text string
+function M.steer(text)
+  if not text or vim.trim(text) == '' then
+    notify('empty text', vim.log.levels.WARN)
+    return
+  end
+  if not M.state.busy then
+    M.ask(text)
+    return
+  end
+  local function later()
+    if M.state.busy then
+      M.state.next_prompt = M.state.next_prompt and (M.state.next_prompt .. '\n\n' .. text) or text
+      notify('the request is finishing; this is asked next')
+    else
+      M.ask(text)
+    end
+  end
+  if not (M.state.session_id and M.state.request_id) then
+    later()
+    return
+  end
+  M.with_client(function(client)
+    command(client, 'tunacode.steer', { sessionId = M.state.session_id, text = text }, function(err, result)
+      if not err and type(result) == 'table' and result.accepted == true then
+        notify('sent to the running request; the model sees it at its next turn')
+      else
+        later()
+      end
+    end)
   end)
 end
 

@@ -1,6 +1,7 @@
-"""`:TunaRewind` to any request in a real headless Neovim 0.11 (nvim_rewind_driver.lua)
-against the real server and the scripted model: the picker lists the session's requests,
-and going back to one undoes it and every later one, messages and files."""
+"""`:TunaRewind` to any request and `:TunaSteer` in a real headless Neovim 0.11
+(nvim_rewind_driver.lua, nvim_steer_driver.lua) against the real server and the scripted
+model: the picker lists the session's requests, and going back to one undoes it and every
+later one, messages and files; a steer reaches the running request, a late one is asked next."""
 
 from __future__ import annotations
 
@@ -32,3 +33,23 @@ def test_rewind_to_a_picked_or_numbered_request(nvim, tmp_path, workspace, home)
     assert seen["missing_notice"] == "TunaCode: no request 9 in this session (it has 1)"
     assert seen["first_notice"] == "TunaCode: rewound to before request 1; 1 file restored"
     assert seen["after_first"] == [False, False, False]
+
+
+def test_steer_reaches_the_running_request_and_later_is_asked_next(nvim, tmp_path, workspace, home):  # noqa: F811
+    import os
+
+    os.mkfifo(workspace / "gate")
+    script = {"turns": [
+        {"steps": [{"tool_call": {"name": "bash", "arguments": {"command": "cat gate"}}}]},
+        {"text": "Fixed, with the empty-list test."},
+        {"text": "Docs too."},
+    ]}
+    with ScriptedModelServer(script) as model:
+        seen = run_nvim(nvim, HERE / "nvim_steer_driver.lua", tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+        requests = model.requests
+    assert seen["errors"] == [], seen["errors"]
+    assert seen["steer_notice"] == "TunaCode: sent to the running request; the model sees it at its next turn"
+    assert seen["first"]["text"] == "Fixed, with the empty-list test." and seen["user_message"] is True
+    assert requests[1]["messages"][-1]["role"] == "user" and "also test the empty list" in str(requests[1]["messages"][-1])
+    assert seen["second"]["text"] == "Docs too." and seen["second"]["sessionId"] == seen["first"]["sessionId"]
+    assert "and now the docs" in str(requests[2]["messages"][-1])
