@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 from tests.clients.test_neovim import nvim, run_nvim  # noqa: F401 (a fixture)
-
 from tests.clients.test_neovim_edits import HERE
+
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 pytestmark = pytest.mark.neovim
