@@ -1,5 +1,5 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
--- :TunaRewind[!] [N], :TunaSteer {text}, :TunaStatus.
+-- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -56,6 +56,15 @@ end, {
   bang = true,
   desc = 'Undo the last TunaCode request; N: back to before request N; !: pick the request (messages and files)',
 })
+
+vim.api.nvim_create_user_command('TunaEdit', function(cmd)
+  local number = tonumber(cmd.args)
+  if cmd.args ~= '' and not (number and number >= 1 and number == math.floor(number)) then
+    vim.notify('TunaCode: :TunaEdit takes a request number (1 the oldest); without one it asks which', vim.log.levels.WARN)
+    return
+  end
+  require('tunacode').rewind({ pick = number == nil, number = number, edit = true })
+end, { nargs = '?', desc = 'Edit an earlier TunaCode prompt and send it again (rewinds to before it first)' })
 
 vim.api.nvim_create_user_command('TunaStatus', function()
   require('tunacode').status()

@@ -18,6 +18,10 @@ vim.notify = function(message)
   table.insert(results.notices, message)
 end
 local picks = {}
+vim.ui.input = function(opts, on_confirm)
+  table.insert(results.prompts, { prompt = opts.prompt, default = opts.default })
+  on_confirm(opts.default .. ' again')
+end
 vim.ui.select = function(items, opts, on_choice)
   local shown = {}
   for _, item in ipairs(items) do
@@ -61,6 +65,13 @@ local function scenario()
   results.before = { exists('one.txt'), exists('two.txt'), exists('three.txt') }
   results.picked_notice = rewind('TunaRewind!', { 2, 1 }, 'the picked rewind')
   results.after_pick = { exists('one.txt'), exists('two.txt'), exists('three.txt') }
+  local before = tunacode.state.last_result
+  results.edit_notice = rewind('TunaEdit 1', { 1 }, 'the edit')
+  wait(60000, function()
+    return not tunacode.state.busy and tunacode.state.last_result ~= before
+  end, 'the edited prompt to be answered')
+  results.edited = tunacode.state.last_result
+  results.after_edit = { exists('one.txt'), exists('two.txt'), exists('three.txt') }
   results.missing_notice = rewind('TunaRewind 9', {}, 'the missing request')
   results.first_notice = rewind('TunaRewind 1', { 1 }, 'the rewind to the start')
   results.after_first = { exists('one.txt'), exists('two.txt'), exists('three.txt') }

@@ -19,9 +19,11 @@ def write(name: str) -> dict:
 
 
 def test_rewind_to_a_picked_or_numbered_request(nvim, tmp_path, workspace, home):  # noqa: F811
-    script = {"turns": [write("one.txt"), {"text": "1"}, write("two.txt"), {"text": "2"}, write("three.txt"), {"text": "3"}]}
+    script = {"turns": [write("one.txt"), {"text": "1"}, write("two.txt"), {"text": "2"}, write("three.txt"), {"text": "3"},
+                        write("one.txt"), {"text": "1 again"}]}
     with ScriptedModelServer(script) as model:
         seen = run_nvim(nvim, HERE / "nvim_rewind_driver.lua", tmp_path=tmp_path, workspace=workspace, home=home, model=model)
+        requests = model.requests
     assert seen["errors"] == [], seen["errors"]
     assert [a["text"] for a in seen["answers"]] == ["1", "2", "3"]
     assert seen["before"] == [True, True, True]
@@ -30,6 +32,12 @@ def test_rewind_to_a_picked_or_numbered_request(nvim, tmp_path, workspace, home)
     assert confirm["items"] == ["Rewind", "Cancel"] and "request 2 (write two)" in confirm["prompt"]
     assert seen["picked_notice"] == "TunaCode: rewound to before request 2; 2 files restored"
     assert seen["after_pick"] == [True, False, False]
+    # :TunaEdit 1: back to before request 1, then its prompt offered to edit and sent again
+    [edit_input] = [p for p in seen["prompts"] if "default" in p]
+    assert edit_input["default"] == "write one" and seen["edit_notice"].startswith("TunaCode: rewound to before request 1")
+    assert seen["edited"]["text"] == "1 again" and seen["after_edit"] == [True, False, False]
+    assert "write one again" in str(requests[-2]["messages"][-1])
+    assert "write one" not in str(requests[-2]["messages"][:-1])  # the old request is gone from the history
     assert seen["missing_notice"] == "TunaCode: no request 9 in this session (it has 1)"
     assert seen["first_notice"] == "TunaCode: rewound to before request 1; 1 file restored"
     assert seen["after_first"] == [False, False, False]

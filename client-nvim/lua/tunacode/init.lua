@@ -623,7 +623,8 @@ end
 ---@param retry fun(force: boolean)
 ---@param forced? boolean this was the retry that overwrites
 ---@param label? string what was rewound ('the last request', 'to before request 2')
-function M.on_rewind(err, result, retry, forced, label)
+---@param after? fun() called once the rewind is done (:TunaEdit asks again)
+function M.on_rewind(err, result, retry, forced, label, after)
   if err and err.code == -32004 then
     local choices = { 'Rewind anyway (overwrite them)', 'Keep everything' }
     vim.ui.select(choices, { prompt = 'TunaCode: ' .. (err.message or 'files changed since') .. ' ' }, function(choice)
@@ -649,11 +650,14 @@ function M.on_rewind(err, result, retry, forced, label)
       table.concat(replaced, ', '))
   end
   notify(message)
+  if after then
+    after()
+  end
 end
 
 --- Confirm, then tunacode.session.rewind to before `request_id` (its messages and those of
 --- every later request go, and the files they changed return).
-local function confirm_rewind(session_id, request_id, label, question)
+local function confirm_rewind(session_id, request_id, label, question, after)
   local choices = { 'Rewind', 'Cancel' }
   vim.ui.select(choices, { prompt = question }, function(choice)
     if choice ~= 'Rewind' then
@@ -663,7 +667,7 @@ local function confirm_rewind(session_id, request_id, label, question)
       M.with_client(function(client)
         local args = { sessionId = session_id, requestId = request_id, files = true, force = force }
         command(client, 'tunacode.session.rewind', args, function(err, result)
-          M.on_rewind(err, result, send, force, label)
+          M.on_rewind(err, result, send, force, label, after)
         end)
       end)
     end
@@ -694,7 +698,12 @@ function M.request_items(result)
     local lines = vim.split(vim.trim(text), '\n', { plain = true })
     local line = (lines[#lines] or ''):gsub('%c', ' ') -- the prompt follows any editor context
     if type(mark.requestId) == 'string' then
-      table.insert(items, { number = number, request_id = mark.requestId, label = ('%d. %s'):format(number, line:sub(1, 80)) })
+      table.insert(items, {
+        number = number,
+        request_id = mark.requestId,
+        label = ('%d. %s'):format(number, line:sub(1, 80)),
+        prompt = vim.trim(text),
+      })
     end
   end
   return items
@@ -703,7 +712,9 @@ end
 --- :TunaRewind: undo the last request of this Neovim; :TunaRewind N: go back to before
 --- request N of the session (1 the oldest); :TunaRewind!: pick the request from a list.
 --- Each asks for a confirmation (tunacode.session.rewind).
----@param opts? {pick?: boolean, number?: integer}
+--- With `opts.edit` (:TunaEdit), once the rewind is done the request's prompt is offered in
+--- vim.ui.input to edit and send again (edit and resend).
+---@param opts? {pick?: boolean, number?: integer, edit?: boolean}
 function M.rewind(opts)
   opts = opts or {}
   local session_id, request_id = M.state.session_id, M.state.last_request_id
@@ -734,9 +745,16 @@ function M.rewind(opts)
         if not item then
           return
         end
+        local after = opts.edit and function()
+          vim.ui.input({ prompt = 'TunaCode (edit and send): ', default = item.prompt }, function(text)
+            if text and vim.trim(text) ~= '' then
+              M.ask(text)
+            end
+          end)
+        end or nil
         confirm_rewind(session_id, item.request_id, ('to before request %d'):format(item.number),
           ('TunaCode: go back to before request %d (%s)? It and every later request go, and the files they changed return: ')
-            :format(item.number, (item.label:gsub('^%d+%. ', ''))))
+            :format(item.number, (item.label:gsub('^%d+%. ', ''))), after)
       end
       if opts.number then
         if not items[opts.number] then
