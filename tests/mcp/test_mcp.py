@@ -163,7 +163,9 @@ async def test_workspace_file_needs_the_users_allowance(lsp, model, workspace, t
     await again.stop()
 
 
-async def test_workspace_file_allowed_then_runs_and_read_only_never_starts(lsp, model, workspace, tmp_path, home):
+async def test_workspace_file_allowed_then_runs_whatever_the_approval(lsp, model, workspace, tmp_path, home):
+    """Consent is to the definition, not to tool calls: once given, read-only starts it too."""
+
     notes = tmp_path / "notes"
     notes.mkdir()
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": demo(notes)}}))
@@ -177,7 +179,7 @@ async def test_workspace_file_allowed_then_runs_and_read_only_never_starts(lsp, 
 
     ro = LspHarness(workspace, home)
     await ro.start(init_options=scripted_options(model, approval="read-only"))
-    await _status_until(ro, lambda s: s and s[0]["state"] == "not_allowed")
+    await _status_until(ro, _ready("demo"))
     assert ro.approvals.prompts == []
     await ro.stop()
 
