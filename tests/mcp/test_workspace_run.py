@@ -90,4 +90,25 @@ def test_ctrl_c_while_waiting_for_mcp_servers_leaves_nothing(model, workspace, h
         if cli.proc.poll() is None:
             cli.proc.kill()
     for pid in (server, helper):
-        assert _poll(lambda: not _alive(pid)), f"process {pid} outlived the run"
+        assert _poll(lambda pid=pid: not _alive(pid)), f"process {pid} outlived the run"
+
+
+def test_run_does_not_use_a_remembered_consent(model, workspace, home, tmp_path):
+    """An answer remembered for the exact definition (as an editor stores it) starts nothing in `run`."""
+
+    import asyncio
+
+    from tunacode_lsp.agent.mcp.config import parse_servers, read_workspace_file
+    from tunacode_lsp.agent.mcp.consent import KIND, consent_request_for
+    from tunacode_lsp.store.consent_store import CONSENT_FILENAME, ConsentStore
+    from tunacode_lsp.store.locations import project_id_for
+
+    marker = tmp_path / "started.json"
+    _workspace_server(workspace, marker)
+    raw, _ = read_workspace_file(workspace)
+    spec = parse_servers(raw, "workspace")[0][0]
+    request = asyncio.run(consent_request_for(spec, workspace))
+    ConsentStore(home / CONSENT_FILENAME).record(project_id_for(workspace), KIND, spec.name, request.fingerprint, True)
+    model.set_script(DONE)
+    done = run_cli(["run", *scripted_args(model.chat_url, workspace, "--approve", "auto"), "hi"], home=home, env=_env(home))
+    assert done.code == 0 and not marker.exists() and "skipped" in done.stderr, done.stderr
