@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tunacode_lsp.tools import beneath
+from tunacode_lsp.tools import beneath, confined_read
 from tunacode_lsp.tools.confined_read import ConfinedFile, read_confined, read_confined_async
 
 
@@ -104,26 +104,21 @@ def test_the_size_bound(tmp_path: Path, resolver: str) -> None:
     assert cut.data == b"x" * 1000 and cut.truncated and cut.notice is None
 
 
-def test_the_async_form_reads_in_a_thread(tmp_path: Path) -> None:
+def test_the_async_form_reads_in_a_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "AGENTS.md").write_text("hi")
     seen: list[int] = []
-    original = beneath.open_beneath
+    original = confined_read.open_beneath
 
-    def spying(*args: object, **kwargs: object) -> int:
+    def spying(real_root: Path, path: Path, flags: int, shown: str, mode: int = 0o644) -> int:
         seen.append(threading.get_ident())
-        return original(*args, **kwargs)  # type: ignore[arg-type]
+        return original(real_root, path, flags, shown, mode)
 
-    async def main() -> bytes | None:
-        loop_thread = threading.get_ident()
-        from tunacode_lsp.tools import confined_read
+    monkeypatch.setattr(confined_read, "open_beneath", spying)
 
-        confined_read_open = confined_read.open_beneath
-        confined_read.open_beneath = spying  # type: ignore[assignment]
-        try:
-            found = await read_confined_async(tmp_path, "AGENTS.md")
-        finally:
-            confined_read.open_beneath = confined_read_open  # type: ignore[assignment]
-        assert seen and loop_thread not in seen
-        return found.data
+    async def main() -> tuple[int, bytes | None]:
+        found = await read_confined_async(tmp_path, "AGENTS.md")
+        return threading.get_ident(), found.data
 
-    assert asyncio.run(main()) == b"hi"
+    loop_thread, data = asyncio.run(main())
+    assert data == b"hi"
+    assert seen and loop_thread not in seen
