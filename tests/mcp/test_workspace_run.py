@@ -112,3 +112,18 @@ def test_run_does_not_use_a_remembered_consent(model, workspace, home, tmp_path)
     model.set_script(DONE)
     done = run_cli(["run", *scripted_args(model.chat_url, workspace, "--approve", "auto"), "hi"], home=home, env=_env(home))
     assert done.code == 0 and not marker.exists() and "skipped" in done.stderr, done.stderr
+
+
+def test_the_action_input_trust_workspace(model, tmp_path):
+    """action.yml: `approve: auto` alone starts nothing the checkout defines; `trust-workspace: true` does."""
+
+    from tests.clients.test_action import make_job, scripted
+
+    for name, extra, started in (("pr", {}, False), ("own", {"trust-workspace": "true"}, True)):
+        marker = tmp_path / f"{name}-started.json"
+        model.set_script(DONE)
+        job = make_job(tmp_path, name, {**scripted(model), "prompt": "hi", "approve": "auto", **extra})
+        _workspace_server(job.workspace, marker)
+        assert job.run() == 0, job.log
+        assert marker.exists() == started, job.log
+        assert ("skipped: The workspace file .mcp.json defines the MCP server 'wsdemo'" in job.log) != started
