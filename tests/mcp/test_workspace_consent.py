@@ -223,3 +223,20 @@ async def test_a_script_changed_after_consent_is_not_restarted(lsp, model, works
     status = await _status_until(lsp, lambda s: s and s[0]["state"] == "not_allowed", timeout=30)
     assert "changed since you allowed it" in status["mcpServers"][0]["error"]
     assert len(lsp.approvals.prompts) == 1
+
+
+async def test_consent_recorded_by_the_devtools_helper_starts_without_a_prompt(lsp, model, workspace, home, tmp_path):
+    """What the VS Code e2e does before opening its workspace (client-vscode/test/e2e/run-e2e.mjs)."""
+
+    import subprocess
+
+    (workspace / "serve.py").write_text(SERVE)
+    _write(workspace, {"demo": _entry(), "broken": {"command": str(tmp_path / "no-such-mcp-server")}})
+    env = {**os.environ, "TUNACODE_HOME": str(home)}
+    done = subprocess.run([sys.executable, "-P", "-m", "tunacode_lsp.devtools.consent", str(workspace)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "demo " in done.stdout and "broken " in done.stdout, done.stderr
+    model.set_script([DONE])
+    await lsp.start(init_options=scripted_options(model, approval="auto"))
+    await _status_until(lsp, lambda s: {x["name"]: x["state"] for x in s} == {"demo": "ready", "broken": "failed"}, timeout=60)
+    assert lsp.approvals.prompts == []
