@@ -41,6 +41,7 @@ class ServerOptions:
     mcp_startup_timeout: float = 30.0
     shell_sandbox: str = "auto"  # auto | required | off
     shell_network: bool = True
+    shell_env_passthrough: tuple[str, ...] = ()  # variable names the shell gets as they are
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -77,6 +78,12 @@ def _is_bool(v: Any) -> str | None:
     return None if isinstance(v, bool) else "expected true or false"
 
 
+def _is_env_names(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(n, str) and n and "=" not in n and "\0" not in n for n in v):
+        return "expected a list of environment variable names"
+    return None
+
+
 def _one_of(*choices: str) -> Check:
     def check(v: Any) -> str | None:
         return None if v in choices else "expected one of " + ", ".join(f'"{c}"' for c in choices)
@@ -107,6 +114,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),
     "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
     "shellNetwork": ("shell_network", _is_bool),
+    "shellEnvPassthrough": ("shell_env_passthrough", _is_env_names),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

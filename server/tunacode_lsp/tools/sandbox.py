@@ -20,13 +20,18 @@ On macOS there is no sandbox yet: `auto` runs unsandboxed, `required` refuses.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import functools
+import glob
+import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +59,8 @@ def _probe(bwrap: str) -> str | None:
     try:
         done = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-             "--unshare-pid", "--die-with-parent", "--", "/bin/sh", "-c", "exit 0"],
+             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+             "--", "/bin/sh", "-c", "exit 0"],
             capture_output=True, timeout=PROBE_SECONDS, env={"PATH": "/usr/bin:/bin"},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -80,25 +86,205 @@ def sandbox_state(mode: str) -> SandboxState:
     return SandboxState(mode, reason is None, reason)
 
 
-def sandbox_argv(bwrap: str, *, shell: str, command: str, cwd: Path, workspace: Path, network: bool) -> list[str]:
-    """bwrap's command line for one shell command (order matters: the workspace is bound
-    after the /tmp tmpfs, so a workspace under /tmp stays visible)."""
+# The system, shown read-only: what programs and their libraries need. Nothing else of the host
+# is visible (no /home, /root, /run, /var, /srv, /mnt, /media, host /tmp).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store")
+SYSTEM_EXTRA = ("/sys/devices/system/cpu",)  # CPU count (os.cpu_count, nproc) without the rest of /sys
+# Secrets that /etc holds on common systems, hidden inside (an empty file or folder in their place).
+ETC_SECRET_PATTERNS = (
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant", "/etc/docker/key.json", "/etc/krb5.keytab",
+)
+# Workspace files and folders whose change makes code run outside the sandbox later (the editor's
+# own `git status`, a hook at the next commit): read-only inside. The `.git` folder itself is bound
+# onto itself so it cannot be renamed or replaced to get around them.
+VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/commondir", ".git/info",
+               ".hg/hgrc", ".hg/hgrc.d", ".svn/hooks", ".jj/repo/config.toml")
 
-    argv = [
-        bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        "--bind", str(workspace), str(workspace),
-        "--chdir", str(cwd),
-        "--unshare-pid",
-        "--die-with-parent",
-        "--new-session",
-    ]
-    if not network:
+
+def _masks() -> list[str]:
+    argv: list[str] = []
+    for pattern in ETC_SECRET_PATTERNS:
+        for found in sorted(glob.glob(pattern)):
+            if os.path.islink(found):
+                continue  # a link into /etc points at a file shown or masked on its own
+            argv += ["--tmpfs", found] if os.path.isdir(found) else ["--ro-bind", "/dev/null", found]
+    return argv
+
+
+def vcs_control_paths(workspace: Path) -> list[Path]:
+    """The VCS control files of the workspace (and of git submodules) that exist now."""
+
+    found: list[Path] = []
+    for rel in VCS_CONTROL:
+        path = workspace / rel
+        if os.path.lexists(path) and not os.path.islink(path):
+            found.append(path)
+    modules = workspace / ".git" / "modules"
+    if modules.is_dir() and not modules.is_symlink():
+        for sub in sorted(modules.glob("**/config"))[:200]:
+            if not sub.is_symlink() and sub.is_file():
+                found.append(sub)
+                if (sub.parent / "hooks").is_dir():
+                    found.append(sub.parent / "hooks")
+    return found
+
+
+def sandbox_argv(
+    bwrap: str,
+    *,
+    shell: str,
+    command: str,
+    cwd: Path,
+    workspace: Path,
+    network: str,
+    home: str | None = None,
+    info_fd: int | None = None,
+    block_fd: int | None = None,
+) -> list[str]:
+    """bwrap's command line for one shell command. Deny by default: only the system folders
+    (read-only), the workspace (read-write, its VCS control files read-only) and private empty
+    `/tmp`, `/var/tmp`, `/run` and home exist inside. The network namespace is always new (so no
+    host abstract socket is reachable) unless `network` is "host" (no pasta here); with "pasta" the
+    caller attaches pasta to it (`info_fd` tells the child's pid, `block_fd` holds the command until
+    the network is up); with "none" it stays cut off (loopback only). Order matters:
+    the workspace is bound after the tmpfs mounts, so a workspace under /tmp or home stays visible."""
+
+    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
+    if network != "host":
         argv.append("--unshare-net")
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            argv += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    for folder in SYSTEM_EXTRA:
+        argv += ["--ro-bind-try", folder, folder]
+    argv += _masks()
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
+             "--symlink", "../run", "/var/run"]
+    if home and os.path.isabs(home) and os.path.normpath(home) not in ("/", "/tmp", "/run"):
+        argv += ["--tmpfs", os.path.normpath(home)]
+    ws = str(workspace)
+    argv += ["--bind", ws, ws]
+    git = workspace / ".git"
+    if git.is_dir() and not git.is_symlink():
+        argv += ["--bind", str(git), str(git)]  # a mount point: cannot be renamed or removed inside
+    for path in vcs_control_paths(workspace):
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--chdir", str(cwd)]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    if block_fd is not None:
+        argv += ["--block-fd", str(block_fd)]
     return [*argv, "--", shell, "-c", command]
+
+
+PASTA_SECONDS = 5.0
+# pasta's defaults forward every port bound on the host's loopback into the namespace and map the
+# gateway address to the host's loopback: both would reach the host's local services. Off.
+PASTA_CLOSED = ["-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw"]
+
+
+def pasta_path() -> str | None:
+    return shutil.which("pasta")
+
+
+def network_mode(sandboxed: bool, network: bool) -> str:
+    """How a command reaches the network: "pasta" (sandboxed, its own namespace through pasta),
+    "none" (shellNetwork false: loopback only), "host" (unsandboxed, or sandboxed without pasta
+    installed: the host's network namespace, its abstract sockets and loopback services included)."""
+
+    if not sandboxed:
+        return "host"
+    if not network:
+        return "none"
+    return "pasta" if pasta_path() else "host"
+
+
+def _loopback_resolver() -> bool:
+    """The host resolves names through a resolver on its loopback (systemd-resolved's 127.0.0.53)."""
+
+    try:
+        with open("/etc/resolv.conf") as handle:
+            lines = handle.read(65536).splitlines()
+    except OSError:
+        return False
+    return any(line.split()[1:2] and (line.split()[1].startswith("127.") or line.split()[1] == "::1")
+               for line in lines if line.startswith("nameserver"))
+
+
+def pasta_argv(pasta: str, netns_fd: int, pidfile: str) -> list[str]:
+    argv = [pasta, "--config-net", "--quiet", "--pid", pidfile, *PASTA_CLOSED]
+    if _loopback_resolver():
+        argv[argv.index("-U") + 1] = "53"  # DNS (only) to the host's loopback resolver
+    if os.geteuid() == 0:
+        argv += ["--runas", "0"]  # pasta would otherwise switch to `nobody` and fail here
+    return [*argv, "--netns-only", "--netns", f"/proc/self/fd/{netns_fd}"]
+
+
+async def _read_child_pid(info_fd: int) -> int:
+    """bwrap's --info-fd JSON, read until the child's pid (EOF when bwrap died first)."""
+
+    def read() -> bytes:
+        data = b""
+        while b"}" not in data:
+            chunk = os.read(info_fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    data = await asyncio.to_thread(read)
+    try:
+        return int(json.loads(data)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        raise OSError(f"bwrap did not report its child ({data[:200]!r})") from None
+
+
+async def start_network(info_fd: int, env: dict[str, str]) -> int:
+    """Attach pasta (a user-mode network stack) to the sandbox's new network namespace; returns
+    pasta's pid (it runs in the background until `stop_network`). Raises OSError when it cannot."""
+
+    pasta = pasta_path()
+    if pasta is None:
+        raise OSError("pasta (Debian package passt) is not installed")
+    child = await asyncio.wait_for(_read_child_pid(info_fd), PASTA_SECONDS)
+    netns = os.open(f"/proc/{child}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    with tempfile.TemporaryDirectory(prefix="tunacode-pasta-") as folder:
+        pidfile = os.path.join(folder, "pid")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *pasta_argv(pasta, netns, pidfile), pass_fds=(netns,), env=env,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        finally:
+            os.close(netns)
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), PASTA_SECONDS)
+        except asyncio.TimeoutError:
+            proc.kill()
+            raise OSError(f"pasta did not start within {PASTA_SECONDS:g} s") from None
+        try:
+            with open(pidfile) as handle:
+                pid = int(handle.read().strip())
+        except (OSError, ValueError):
+            pid = 0
+    if proc.returncode != 0 or pid <= 0:
+        lines = [line for line in err.decode(errors="replace").splitlines() if not line.startswith("Failed to send")]
+        raise OSError(f"pasta failed (exit {proc.returncode}): {' '.join(lines)[:300]}")
+    return pid
+
+
+def stop_network(pid: int) -> None:
+    """End a pasta started by `start_network` (it was adopted by this subreaper; reap it if done)."""
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
 
 
 # /proc/<pid>/stat fields 50 and 51 (1-based): the initial environment block's bounds. Counted

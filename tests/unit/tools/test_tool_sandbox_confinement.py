@@ -1,0 +1,182 @@
+"""The sandbox denies by default (issue 26): nothing of the user's home, other folders, host
+sockets (path or abstract) or host loopback services; secrets stay out of the environment; the
+VCS files that make code run later are read-only inside. Real bwrap, real pasta, real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tunacode_lsp.tools import ToolSettings
+from tunacode_lsp.tools.sandbox import pasta_path, sandbox_state
+
+from .conftest import call, text_of, tools_for
+
+HAVE_SANDBOX = sandbox_state("auto").active
+needs_bwrap = pytest.mark.skipif(not HAVE_SANDBOX, reason="bwrap cannot run here (the test set-up installs it)")
+needs_pasta = pytest.mark.skipif(not (HAVE_SANDBOX and pasta_path()), reason="pasta (passt) is not installed")
+PYTHON = "/usr/bin/python3"  # the system's, visible inside (a venv's may live in the hidden home)
+needs_python = pytest.mark.skipif(not os.path.exists(PYTHON), reason="no /usr/bin/python3")
+SECRETS = {"GITHUB_TOKEN": "ghp_" + "a" * 36, "AWS_SECRET_ACCESS_KEY": "aws-secret-value-1234", "NPM_TOKEN": "npm_" + "b" * 36}
+
+
+def test_the_test_machine_has_pasta():
+    """CI installs passt with bubblewrap; the network tests below must not silently skip there."""
+    if os.environ.get("CI"):
+        assert pasta_path(), "scripts/setup installs passt"
+
+
+async def run(ws: Path, command: str, **settings) -> str:
+    result = await call(tools_for(ws, ToolSettings(**settings))["bash"], {"command": command})
+    return text_of(result)
+
+
+@needs_bwrap
+async def test_home_and_other_folders_are_not_visible(ws: Path, tmp_path: Path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = HOMESECRET\n")
+    other = tmp_path / "other-project"
+    other.mkdir()
+    (other / ".env").write_text("DB_PASSWORD=OTHERSECRET\n")
+    monkeypatch.setenv("HOME", str(home))
+    text = await run(ws, f'cat ~/.ssh/id_ed25519 ~/.aws/credentials {other}/.env 2>&1; ls -A ~ | wc -l; echo "home=$HOME"')
+    assert "PRIVATE KEY" not in text and "HOMESECRET" not in text and "OTHERSECRET" not in text
+    assert text.count("No such file") == 3 and f"home={home}" in text
+    assert text.splitlines()[3].strip() == "0"  # an empty private home at the same path
+
+
+@needs_bwrap
+async def test_host_only_folders_and_etc_secrets_are_hidden(ws: Path) -> None:
+    text = await run(ws, "ls /run /var/run /home /root /srv /mnt 2>&1 | grep -v '^/' | grep -v '^$' | head; "
+                         "cat /etc/shadow /etc/gshadow 2>/dev/null | wc -c; echo end")
+    lines = [line for line in text.splitlines() if line and not line.startswith("[exit")]
+    assert all("No such file" in line for line in lines[:-2]), text  # /run is empty, the rest absent
+    assert lines[-2].strip() == "0", text  # /etc/shadow masked (root could read it otherwise)
+
+
+@needs_bwrap
+@needs_python
+async def test_host_unix_sockets_are_out_of_reach(ws: Path, tmp_path: Path) -> None:
+    """A path socket outside the workspace (ssh-agent, docker.sock) and an abstract one (D-Bus,
+    X11) that the host listens on: a sandboxed command reaches neither."""
+
+    path_sock = tmp_path / "agent.sock"
+    abstract = f"\0tunacode-test-{os.getpid()}"
+    listeners = []
+    for address in (str(path_sock), abstract):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(address)
+        listener.listen()
+        listener.setblocking(False)
+        listeners.append(listener)
+    probe = (
+        "import socket, sys\n"
+        "for a in sys.argv[1:]:\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    try:\n"
+        "        s.connect(a.replace('@', '\\0', 1)); print('CONNECTED', a)\n"
+        "    except OSError as e:\n"
+        "        print('refused', a, e)\n"
+    )
+    (ws / "probe.py").write_text(probe)
+    try:
+        for network in (True, False):
+            text = await run(ws, f"{PYTHON} probe.py {path_sock} @{abstract[1:]}", shell_network=network)
+            assert "CONNECTED" not in text and text.count("\nrefused ") + text.startswith("refused ") == 2, text
+        for listener in listeners:
+            with pytest.raises(BlockingIOError):
+                listener.accept()
+        # the same probe unsandboxed connects to both: the test can see a reachable socket
+        text = await run(ws, f"{PYTHON} probe.py {path_sock} @{abstract[1:]}", shell_sandbox="off")
+        assert text.count("CONNECTED") == 2, text
+    finally:
+        for listener in listeners:
+            listener.close()
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+async def test_secrets_are_not_in_the_environment_and_passthrough_works(ws: Path, sandbox: str, monkeypatch) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PLAIN_SETTING", "plain")
+    text = await run(ws, "env", shell_sandbox=sandbox)
+    assert not any(value in text for value in SECRETS.values()) and "PLAIN_SETTING" not in text
+    assert "PATH=" in text and "HOME=" in text
+    text = await run(ws, 'echo "[$GITHUB_TOKEN][$PLAIN_SETTING][${NPM_TOKEN-unset}]"', shell_sandbox=sandbox,
+                     shell_env_passthrough=("GITHUB_TOKEN", "PLAIN_SETTING"))
+    assert text.splitlines()[0] == f"[{SECRETS['GITHUB_TOKEN']}][plain][unset]"
+
+
+def _default_route(text: str) -> bool:
+    return any(line.split()[1:2] == ["00000000"] for line in text.splitlines()[1:] if len(line.split()) > 2)
+
+
+@needs_pasta
+async def test_network_through_pasta_but_not_host_loopback(ws: Path) -> None:
+    """Network is on by default through pasta (an interface and a default route of its own), but
+    the host's loopback services (a dev database, a docker API on TCP) are not reachable: pasta's
+    port forwarding and gateway mapping are off. shellNetwork false leaves only loopback."""
+
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    gateway = next((line.split()[2] for line in Path("/proc/net/route").read_text().splitlines()[1:]
+                    if line.split()[1] == "00000000"), None)
+    gateway_ip = socket.inet_ntoa(bytes.fromhex(gateway)[::-1]) if gateway else "192.0.2.1"
+    probe = (f"for h in 127.0.0.1 {gateway_ip}; do timeout 2 bash -c \"exec 3<>/dev/tcp/$h/{port}\" "
+             "2>/dev/null && echo REACHED $h || echo closed $h; done; cat /proc/net/route")
+    try:
+        async with server:
+            on = await run(ws, probe)
+            off = await run(ws, probe, shell_network=False)
+    finally:
+        server.close()
+    assert "REACHED" not in on and "REACHED" not in off, on + off
+    assert _default_route(on) and not _default_route(off), on + off
+
+
+@needs_pasta
+async def test_the_outside_network_is_reachable_when_the_host_reaches_it(ws: Path) -> None:
+    """The claim 'network on by default': when this machine reaches the package index, so does a
+    sandboxed command (skipped on a machine without outside network)."""
+
+    try:
+        with socket.create_connection(("pypi.org", 443), timeout=3):
+            pass
+    except OSError:
+        pytest.skip("this machine does not reach pypi.org")
+    text = await run(ws, "timeout 5 bash -c 'exec 3<>/dev/tcp/pypi.org/443' && echo REACHED")
+    assert "REACHED" in text, text
+
+
+@pytest.fixture
+def repo(ws: Path) -> Path:
+    if not shutil.which("git"):
+        pytest.skip("no git")
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null"}
+    for argv in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
+        subprocess.run(["git", *argv], cwd=ws, check=True, env=env)
+    return ws
+
+
+@needs_bwrap
+async def test_git_config_and_hooks_are_read_only_but_commits_work(repo: Path) -> None:
+    before = (repo / ".git" / "config").read_text()
+    text = await run(repo, "git config core.fsmonitor 'touch PWNED'; echo rc=$?; "
+                           "echo 'touch PWNED' > .git/hooks/post-commit; echo hook=$?; "
+                           "mv .git .git-old; echo mv=$?; echo x > file.txt && git add file.txt && "
+                           "git -c user.email=t@example.com -c user.name=T commit -qm one && git log --oneline | wc -l")
+    assert (repo / ".git" / "config").read_text() == before and not (repo / ".git" / "hooks" / "post-commit").exists()
+    assert "rc=0" not in text and "hook=0" not in text and "mv=0" not in text, text
+    assert (repo / ".git").is_dir() and not (repo / ".git-old").exists()
+    assert "1\n" in text and not (repo / "PWNED").exists(), text
+    head = subprocess.run(["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True, check=True)
+    assert head.stdout.strip() == "one"
