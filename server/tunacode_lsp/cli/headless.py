@@ -22,6 +22,7 @@ from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
 from tunacode_lsp.cli.output import JsonLinesOutput, Output, PlainOutput, tool_summary
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
+from tunacode_lsp.lsp.sink import RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
     EXIT_ERROR,
@@ -114,8 +115,9 @@ class HeadlessRun:
 
     def _on_request(self, method: str, params: Any) -> Any:
         if method == "window/showMessageRequest":
-            answer = "Allow" if self.opts.approve == "auto" else "Deny"
             message = params.get("message", "") if isinstance(params, dict) else ""
+            # an edit of a file that runs code outside the sandbox is never allowed headless
+            answer = "Allow" if self.opts.approve == "auto" and RUNS_CODE_OUTSIDE_WARNING not in message else "Deny"
             self.output.note(f"{message} -> {answer}")
             return {"title": answer}
         if method == "workspace/configuration":

@@ -49,6 +49,10 @@ MAX_DELTA_CHARS = 8_000  # one text/thinking notification carries at most this m
 
 APPROVE_REQUEST = "tunacode/approve"
 DECISIONS: frozenset[str] = frozenset({"allow", "allow_session", "deny"})
+RUNS_CODE_OUTSIDE_WARNING = (
+    "Warning: your editor or tools run this file by themselves, outside the sandbox "
+    "(e.g. VS Code tasks on folder open, direnv, git hooks, CI)."
+)
 
 
 def approval_message(request: ApprovalRequest) -> str:
@@ -56,6 +60,8 @@ def approval_message(request: ApprovalRequest) -> str:
     bounded where it is made, and a diff says when it was cut)."""
 
     head = f"TunaCode wants to {request.headline or request.summary} ({request.tool_name})"
+    if request.runs_code_outside:
+        head += f"\n\n{RUNS_CODE_OUTSIDE_WARNING}"
     if request.detail_kind == "command":
         return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
     if request.detail_kind == "diff":
@@ -243,6 +249,7 @@ class LspSink:
                 "sessionId": self._session_id, "requestId": self._request_id, "toolCallId": request.tool_call_id,
                 "tool": request.tool_name, "summary": request.summary, "detail": request.detail,
                 "detailKind": request.detail_kind, "truncated": request.truncated,
+                "runsCodeOutside": request.runs_code_outside,
             }
         else:
             method = types.WINDOW_SHOW_MESSAGE_REQUEST

@@ -103,6 +103,44 @@ VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/common
                ".hg/hgrc", ".hg/hgrc.d", ".svn/hooks", ".jj/repo/config.toml")
 
 
+# Workspace files that a tool on the user's machine (or CI) runs or loads by itself, without the
+# user naming them: the editor on opening the folder (.vscode tasks with runOn folderOpen, settings
+# that name executables, launch configurations; .idea run configurations; a dev container's
+# commands; Neovim's exrc), the shell on entering it (direnv), git on commit (.husky, pre-commit),
+# CI on push (.github/workflows), this server on start (.mcp.json, .tunacode/). Folders end in "/".
+# Build files (Makefile, package.json scripts) run only when the user asks for them: not listed.
+# An edit of one is flagged in its approval and never auto-approved (agent/approvals.py); inside
+# the sandbox those that exist are read-only.
+RUNS_CODE_OUTSIDE = (
+    ".vscode/", ".idea/", ".devcontainer/", ".github/workflows/", ".husky/", ".tunacode/",
+    ".envrc", ".pre-commit-config.yaml", ".mcp.json", ".nvim.lua", ".nvimrc", ".exrc", ".lazy.lua",
+)
+RUNS_CODE_OUTSIDE_SUFFIXES = (".code-workspace", ".devcontainer.json")
+
+
+def runs_code_outside(relative: str) -> bool:
+    """A workspace path (relative to the root, `/`-separated) that RUNS_CODE_OUTSIDE covers."""
+
+    path = relative.replace(os.sep, "/").lstrip("/").lower()
+    if path.endswith(RUNS_CODE_OUTSIDE_SUFFIXES):
+        return True
+    return any(path.startswith(entry) if entry.endswith("/") else path == entry for entry in RUNS_CODE_OUTSIDE)
+
+
+def _runs_code_paths(workspace: Path) -> list[Path]:
+    found: list[Path] = []
+    for entry in RUNS_CODE_OUTSIDE:
+        path = workspace / entry.rstrip("/")
+        if os.path.lexists(path) and not os.path.islink(path):
+            found.append(path)
+    try:
+        found += [workspace / name for name in sorted(os.listdir(workspace))
+                  if name.lower().endswith(RUNS_CODE_OUTSIDE_SUFFIXES) and not os.path.islink(workspace / name)]
+    except OSError:
+        pass
+    return found
+
+
 def _masks() -> list[str]:
     argv: list[str] = []
     for pattern in ETC_SECRET_PATTERNS:
@@ -171,7 +209,7 @@ def sandbox_argv(
     git = workspace / ".git"
     if git.is_dir() and not git.is_symlink():
         argv += ["--bind", str(git), str(git)]  # a mount point: cannot be renamed or removed inside
-    for path in vcs_control_paths(workspace):
+    for path in [*vcs_control_paths(workspace), *_runs_code_paths(workspace)]:
         argv += ["--ro-bind", str(path), str(path)]
     argv += ["--chdir", str(cwd)]
     if info_fd is not None:
