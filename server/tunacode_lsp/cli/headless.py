@@ -22,7 +22,6 @@ from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
 from tunacode_lsp.cli.output import JsonLinesOutput, Output, PlainOutput, tool_summary
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
-from tunacode_lsp.lsp.sink import RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
     EXIT_ERROR,
@@ -43,6 +42,7 @@ from tunacode_lsp.contract.protocol import (
     PROTOCOL_VERSION,
     UNKNOWN_SESSION,
 )
+from tunacode_lsp.lsp.sink import RUNS_CODE_OUTSIDE_WARNING
 
 # JSON-RPC errors of requests that never started which are the caller's to fix
 USAGE_ERROR_CODES = frozenset({MODEL_NOT_USABLE, UNKNOWN_SESSION, -32602})

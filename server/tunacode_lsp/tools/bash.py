@@ -290,7 +290,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             try:
                 pasta_pid = await start_network(info_r, {"PATH": env["PATH"], MARKER: marker})
                 os.write(block_w, b"1")  # the network is up: bwrap runs the command
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 kill_group(transport.get_pid())
                 transport.close()
                 raise ToolError(

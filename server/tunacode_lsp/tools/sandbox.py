@@ -302,7 +302,7 @@ async def start_network(info_fd: int, env: dict[str, str]) -> int:
             os.close(netns)
         try:
             _, err = await asyncio.wait_for(proc.communicate(), PASTA_SECONDS)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             raise OSError(f"pasta did not start within {PASTA_SECONDS:g} s") from None
         try:
