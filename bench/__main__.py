@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from . import abort, checkpoints, concurrency, headless, overhead, prefix_reuse, resume, search, startup, storage, turn_stall
+from . import abort, checkpoints, concurrency, headless, overhead, prefix_reuse, resume, sandbox, search, startup, storage, turn_stall
 from .config import BenchConfig
 from .report import load_average, render_markdown, render_text
 from .stats import Row
@@ -27,6 +27,7 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "resume": resume.run,
     "checkpoints": checkpoints.run,
     "turn_stall": turn_stall.run,
+    "sandbox": sandbox.run,
 }
 
 

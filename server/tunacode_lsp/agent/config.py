@@ -42,6 +42,7 @@ class ServerOptions:
     shell_sandbox: str = "auto"  # auto | required | off
     shell_network: bool = True
     shell_env_passthrough: tuple[str, ...] = ()  # variable names the shell gets as they are
+    shell_read_only_paths: tuple[str, ...] = ()  # absolute folders the sandbox shows read-only
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -84,6 +85,12 @@ def _is_env_names(v: Any) -> str | None:
     return None
 
 
+def _is_abs_paths(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(p, str) and p.startswith("/") and "\0" not in p for p in v):
+        return "expected a list of absolute paths"
+    return None
+
+
 def _one_of(*choices: str) -> Check:
     def check(v: Any) -> str | None:
         return None if v in choices else "expected one of " + ", ".join(f'"{c}"' for c in choices)
@@ -115,6 +122,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
     "shellNetwork": ("shell_network", _is_bool),
     "shellEnvPassthrough": ("shell_env_passthrough", _is_env_names),
+    "shellReadOnlyPaths": ("shell_read_only_paths", _is_abs_paths),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

@@ -27,6 +27,7 @@ from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspa
 from tunacode_lsp.tools.process_output import HeadTailBuffer
 from tunacode_lsp.tools.sandbox import (
     bwrap_path,
+    git_identity,
     harden_process,
     network_mode,
     sandbox_argv,
@@ -71,6 +72,8 @@ def shell_environment(
     env["HOME"] = os.path.expanduser("~")
     if sandboxed:
         env["TMPDIR"] = SANDBOX_TMPDIR
+        for name, value in git_identity().items():
+            env.setdefault(name, value)
     elif "TMPDIR" in os.environ:
         env["TMPDIR"] = os.environ["TMPDIR"]
     env.setdefault("PAGER", "cat")
@@ -270,7 +273,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             fds = (info_w, block_r)
         argv = (
             sandbox_argv(bwrap_path() or "bwrap", shell=shell, command=args["command"], cwd=cwd, workspace=real_root,
-                         network=network, home=env["HOME"], info_fd=fds[0] if fds else None,
+                         network=network, home=env["HOME"], read_only=settings.shell_read_only_paths, info_fd=fds[0] if fds else None,
                          block_fd=fds[1] if fds else None)
             if sandboxed
             else [shell, "-c", args["command"]]

@@ -97,8 +97,8 @@ ETC_SECRET_PATTERNS = (
     "/etc/wpa_supplicant", "/etc/docker/key.json", "/etc/krb5.keytab",
 )
 # Workspace files and folders whose change makes code run outside the sandbox later (the editor's
-# own `git status`, a hook at the next commit): read-only inside. The `.git` folder itself is bound
-# onto itself so it cannot be renamed or replaced to get around them.
+# own `git status`, a hook at the next commit): read-only inside. Their top folder (`.git`, `.hg`,
+# `.github`, ...) is bound onto itself so it cannot be renamed or replaced to get around them.
 VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/commondir", ".git/info",
                ".hg/hgrc", ".hg/hgrc.d", ".svn/hooks", ".jj/repo/config.toml")
 
@@ -141,6 +141,26 @@ def _runs_code_paths(workspace: Path) -> list[Path]:
     return found
 
 
+@functools.cache
+def git_identity() -> dict[str, str]:
+    """The user's git name and e-mail (their global config, which the sandbox does not show), as
+    GIT_AUTHOR_*/GIT_COMMITTER_* variables, so `git commit` works inside. Nothing else of it."""
+
+    names = {"user.name": ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"), "user.email": ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL")}
+    git = shutil.which("git")
+    env: dict[str, str] = {}
+    for key, variables in names.items():
+        try:
+            done = subprocess.run([git or "git", "config", "--global", "--get", key], capture_output=True, text=True,
+                                  timeout=PROBE_SECONDS, cwd="/", env={"PATH": os.defpath, "HOME": os.path.expanduser("~")})
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        value = done.stdout.strip()
+        if done.returncode == 0 and value and "\n" not in value:
+            env.update(dict.fromkeys(variables, value))
+    return env
+
+
 def _masks() -> list[str]:
     argv: list[str] = []
     for pattern in ETC_SECRET_PATTERNS:
@@ -178,6 +198,7 @@ def sandbox_argv(
     workspace: Path,
     network: str,
     home: str | None = None,
+    read_only: tuple[str, ...] = (),
     info_fd: int | None = None,
     block_fd: int | None = None,
 ) -> list[str]:
@@ -204,12 +225,17 @@ def sandbox_argv(
              "--symlink", "../run", "/var/run"]
     if home and os.path.isabs(home) and os.path.normpath(home) not in ("/", "/tmp", "/run"):
         argv += ["--tmpfs", os.path.normpath(home)]
+    for extra in read_only:  # shellReadOnlyPaths: the user's own choice (a toolchain in their home)
+        if os.path.isabs(extra):
+            argv += ["--ro-bind-try", os.path.normpath(extra), os.path.normpath(extra)]
     ws = str(workspace)
     argv += ["--bind", ws, ws]
-    git = workspace / ".git"
-    if git.is_dir() and not git.is_symlink():
-        argv += ["--bind", str(git), str(git)]  # a mount point: cannot be renamed or removed inside
-    for path in [*vcs_control_paths(workspace), *_runs_code_paths(workspace)]:
+    protected = [*vcs_control_paths(workspace), *_runs_code_paths(workspace)]
+    tops = sorted({workspace / p.relative_to(workspace).parts[0] for p in protected if len(p.relative_to(workspace).parts) > 1})
+    for top in [workspace / ".git", *tops]:
+        if top.is_dir() and not top.is_symlink():
+            argv += ["--bind", str(top), str(top)]  # a mount point: cannot be renamed away to get around the rest
+    for path in protected:
         argv += ["--ro-bind", str(path), str(path)]
     argv += ["--chdir", str(cwd)]
     if info_fd is not None:

@@ -180,3 +180,73 @@ async def test_git_config_and_hooks_are_read_only_but_commits_work(repo: Path) -
     assert "1\n" in text and not (repo / "PWNED").exists(), text
     head = subprocess.run(["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True, check=True)
     assert head.stdout.strip() == "one"
+
+
+@needs_bwrap
+async def test_read_only_paths_show_a_toolchain_in_home(ws: Path, tmp_path: Path, monkeypatch) -> None:
+    """The escape hatch for toolchains in the hidden home (pyenv, nvm, rustup): shellReadOnlyPaths
+    shows exactly those folders, read-only; the rest of home stays hidden."""
+
+    home = tmp_path / "home"
+    tool = home / ".pyenv" / "bin"
+    tool.mkdir(parents=True)
+    (tool / "tool").write_text("#!/bin/sh\necho tool-ran\n")
+    (tool / "tool").chmod(0o755)
+    (home / ".netrc").write_text("machine x password HOMESECRET\n")
+    monkeypatch.setenv("HOME", str(home))
+    command = f"{tool}/tool; touch {tool}/new 2>&1; cat ~/.netrc 2>&1"
+    text = await run(ws, command, shell_read_only_paths=(str(home / ".pyenv"),))
+    assert "tool-ran" in text and "Read-only file system" in text and "HOMESECRET" not in text, text
+    assert "tool-ran" not in await run(ws, command)
+
+
+@needs_bwrap
+async def test_git_commits_with_the_users_identity_and_nothing_else_of_their_config(
+    ws: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from tunacode_lsp.tools.sandbox import git_identity
+
+    if not shutil.which("git"):
+        pytest.skip("no git")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Ada\n\temail = ada@example.com\n"
+                                     "[http]\n\textraheader = AUTHORIZATION: basic SECRETHEADER\n")
+    monkeypatch.setenv("HOME", str(home))
+    git_identity.cache_clear()
+    try:
+        text = await run(ws, "git init -q && echo x > f && git add f && git commit -qm one && git log --format='%an <%ae>'; "
+                             "git config --get http.extraheader; echo end")
+    finally:
+        git_identity.cache_clear()
+    assert "Ada <ada@example.com>" in text and "SECRETHEADER" not in text, text
+
+
+@needs_bwrap
+async def test_host_shared_memory_is_not_visible(ws: Path) -> None:
+    if not (shutil.which("ipcmk") and shutil.which("ipcrm")):
+        pytest.skip("no util-linux ipc tools")
+    made = subprocess.run(["ipcmk", "-M", "4096"], capture_output=True, text=True, check=True).stdout
+    shmid = made.split()[-1]
+    try:
+        assert shmid in subprocess.run(["ipcs", "-m"], capture_output=True, text=True).stdout
+        text = await run(ws, "ipcs -m")
+        assert shmid not in text.split(), text
+    finally:
+        subprocess.run(["ipcrm", "-m", shmid], check=False)
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "path", [".hg/hgrc", ".git/modules/sub/config", ".vscode/tasks.json", ".github/workflows/ci.yml", ".envrc", "x.code-workspace"]
+)
+async def test_files_that_run_code_outside_are_read_only_inside(ws: Path, path: str) -> None:
+    target = ws / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("original\n")
+    top = path.split("/")[0]
+    text = await run(ws, f"echo evil >> {path}; echo rc=$?; mv {path} moved; echo mv=$?; mv {top} top-moved; echo top=$?; "
+                         "echo ok > other.txt")
+    assert target.read_text() == "original\n" and "rc=0" not in text and "mv=0" not in text, text
+    assert "top=0" not in text and target.exists(), text
+    assert (ws / "other.txt").read_text() == "ok\n"
