@@ -63,3 +63,14 @@ async def test_a_link_to_the_folder_is_flagged_too(lsp, model, workspace):
     lsp.approvals.answer = "Deny"
     await lsp.command("tunacode.request", {"prompt": "write"})
     assert len(lsp.approvals.prompts) == 1 and not (workspace / ".vscode" / "tasks.json").exists()
+
+
+async def test_a_folder_that_is_a_link_is_flagged_at_its_target(lsp, model, workspace):
+    """`.vscode -> cfg`: VS Code reads cfg/tasks.json through the link, so writing cfg/tasks.json is flagged."""
+    (workspace / "cfg").mkdir()
+    (workspace / ".vscode").symlink_to(workspace / "cfg", target_is_directory=True)
+    model.set_script([call("write_file", {"filepath": "cfg/tasks.json", "content": TASKS}), DONE])
+    await lsp.start(init_options=scripted_options(model, approval="auto"))
+    lsp.approvals.answer = "Deny"
+    await lsp.command("tunacode.request", {"prompt": "write"})
+    assert len(lsp.approvals.prompts) == 1 and not (workspace / "cfg" / "tasks.json").exists()

@@ -20,9 +20,9 @@ from tunacode_lsp.tools.bash import command_problem
 from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.previews import preview_edit, preview_write
-from tunacode_lsp.tools.sandbox import runs_code_outside
+from tunacode_lsp.tools.sandbox import runs_code_outside_path
 
 _BLANKS = re.compile(r"[ \t]{8,}")
 MAX_ARGUMENTS_SHOWN = 20_000
@@ -93,7 +93,7 @@ def edits_code_outside(name: str, args: dict[str, Any], root: Path) -> bool:
         real = resolve_in_workspace(real_root, raw)
     except ToolError:
         return False  # the tool refuses it anyway
-    return runs_code_outside(display_path(real_root, real))
+    return runs_code_outside_path(real_root, real)
 
 
 def _prepared_edit_args(args: dict[str, Any]) -> dict[str, Any]:

@@ -127,18 +127,36 @@ def runs_code_outside(relative: str) -> bool:
     return any(path.startswith(entry) if entry.endswith("/") else path == entry for entry in RUNS_CODE_OUTSIDE)
 
 
-def _runs_code_paths(workspace: Path) -> list[Path]:
-    found: list[Path] = []
-    for entry in RUNS_CODE_OUTSIDE:
-        path = workspace / entry.rstrip("/")
-        if os.path.lexists(path) and not os.path.islink(path):
-            found.append(path)
+def runs_code_paths(workspace: Path, *, existing: bool = True) -> list[Path]:
+    """The real paths, inside the workspace, of its RUNS_CODE_OUTSIDE entries (a link in their
+    place is followed: `.vscode -> cfg` makes `cfg` one of them)."""
+
+    names = [entry.rstrip("/") for entry in RUNS_CODE_OUTSIDE]
     try:
-        found += [workspace / name for name in sorted(os.listdir(workspace))
-                  if name.lower().endswith(RUNS_CODE_OUTSIDE_SUFFIXES) and not os.path.islink(workspace / name)]
+        names += [name for name in sorted(os.listdir(workspace)) if name.lower().endswith(RUNS_CODE_OUTSIDE_SUFFIXES)]
     except OSError:
         pass
+    found: list[Path] = []
+    for name in names:
+        path = workspace / name
+        if not os.path.lexists(path):
+            continue
+        real = Path(os.path.realpath(path))
+        if real != workspace and workspace in real.parents and (os.path.exists(real) or not existing):
+            found.append(real)
     return found
+
+
+def runs_code_outside_path(workspace: Path, real: Path) -> bool:
+    """A real path inside the (real) workspace that a tool runs by itself outside the sandbox."""
+
+    try:
+        relative = real.relative_to(workspace).as_posix()
+    except ValueError:
+        return False
+    if runs_code_outside(relative):
+        return True
+    return any(real == entry or entry in real.parents for entry in runs_code_paths(workspace, existing=False))
 
 
 @functools.cache
@@ -169,6 +187,20 @@ def _masks() -> list[str]:
                 continue  # a link into /etc points at a file shown or masked on its own
             argv += ["--tmpfs", found] if os.path.isdir(found) else ["--ro-bind", "/dev/null", found]
     return argv
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _private_home_fits(home: str, workspace: Path) -> bool:
+    """An empty home can go at `home` without hiding the system or part of the workspace."""
+
+    if not os.path.isabs(home) or home in ("/", "/tmp", "/run", "/var", "/dev", "/proc"):
+        return False
+    if any(_within(home, folder) for folder in SYSTEM_DIRS):
+        return False
+    return home == str(workspace) or not _within(home, str(workspace))
 
 
 def vcs_control_paths(workspace: Path) -> list[Path]:
@@ -223,14 +255,14 @@ def sandbox_argv(
     argv += _masks()
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
              "--symlink", "../run", "/var/run"]
-    if home and os.path.isabs(home) and os.path.normpath(home) not in ("/", "/tmp", "/run"):
+    if home and _private_home_fits(os.path.normpath(home), workspace):
         argv += ["--tmpfs", os.path.normpath(home)]
     for extra in read_only:  # shellReadOnlyPaths: the user's own choice (a toolchain in their home)
         if os.path.isabs(extra):
             argv += ["--ro-bind-try", os.path.normpath(extra), os.path.normpath(extra)]
     ws = str(workspace)
     argv += ["--bind", ws, ws]
-    protected = [*vcs_control_paths(workspace), *_runs_code_paths(workspace)]
+    protected = [*vcs_control_paths(workspace), *runs_code_paths(workspace)]
     tops = sorted({workspace / p.relative_to(workspace).parts[0] for p in protected if len(p.relative_to(workspace).parts) > 1})
     for top in [workspace / ".git", *tops]:
         if top.is_dir() and not top.is_symlink():

@@ -250,3 +250,20 @@ async def test_files_that_run_code_outside_are_read_only_inside(ws: Path, path: 
     assert target.read_text() == "original\n" and "rc=0" not in text and "mv=0" not in text, text
     assert "top=0" not in text and target.exists(), text
     assert (ws / "other.txt").read_text() == "ok\n"
+
+
+@needs_bwrap
+async def test_a_home_inside_the_workspace_does_not_hide_it(ws: Path, monkeypatch) -> None:
+    (ws / "home").mkdir()
+    (ws / "home" / "kept.txt").write_text("kept\n")
+    monkeypatch.setenv("HOME", str(ws / "home"))
+    assert "kept" in await run(ws, "cat home/kept.txt")
+
+
+@needs_bwrap
+async def test_a_linked_vscode_folder_is_read_only_at_its_target(ws: Path) -> None:
+    (ws / "cfg").mkdir()
+    (ws / "cfg" / "tasks.json").write_text("{}\n")
+    (ws / ".vscode").symlink_to(ws / "cfg", target_is_directory=True)
+    text = await run(ws, "echo evil >> cfg/tasks.json; echo rc=$?")
+    assert (ws / "cfg" / "tasks.json").read_text() == "{}\n" and "rc=0" not in text, text
