@@ -15,6 +15,7 @@ from typing import Any
 from tinyagent import AgentEvent, AssistantMessage, ToolResultMessage, UserMessage, extract_text
 from tinyagent.agent_types import TextContent, ThinkingContent, ToolCallContent
 
+from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.ports import AgentSink, MessageLog
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.usage import normalize_usage
@@ -27,7 +28,7 @@ from tunacode_lsp.core.history import mark_interrupted
 class RequestState:
     """What one request has seen so far."""
 
-    model_id: str
+    cost: ModelCost | None  # the model's prices (agent/catalog.py), None: unknown (cost 0)
     usage: Usage = field(default_factory=Usage)
     turns: int = 0
     text: str = ""  # the latest assistant text (partial while streaming)
@@ -131,7 +132,7 @@ class EventTable:
 
     async def _store_assistant(self, message: AssistantMessage) -> None:
         state = self.state
-        usage = normalize_usage(message.usage, state.model_id)
+        usage = normalize_usage(message.usage, state.cost)
         state.usage = state.usage + usage
         state.last_stop_reason = message.stop_reason
         state.last_error = message.error_message if message.stop_reason == "error" else None
@@ -156,7 +157,7 @@ class EventTable:
     def _on_turn_end(self, event: Any) -> None:
         self.state.turns += 1
         message = event.message
-        usage = normalize_usage(getattr(message, "usage", None), self.state.model_id)
+        usage = normalize_usage(getattr(message, "usage", None), self.state.cost)
         reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         context_tokens = reported or self.state.context_estimate
         self.sink.emit(TurnEnd(self.state.turns, usage, context_tokens, self.state.context_window))

@@ -20,9 +20,9 @@ from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, 
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
 from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
+from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
-from tunacode_lsp.agent.models import context_window_of
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
@@ -89,8 +89,8 @@ class RequestRun:
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
         self.state = RequestState(
-            model_id=spec.model.model_id,
-            context_window=context_window_of(spec.model.model_id, spec.context_window),
+            cost=spec.model_cost,
+            context_window=spec.context_window or DEFAULT_CONTEXT_WINDOW,
         )
         self.registry = ToolCallRegistry(sink.emit)
         self.table = EventTable(self.state, sink, log_, self.registry)
@@ -169,6 +169,7 @@ class RequestRun:
                 signal=self.abort_signal,
                 max_retries=spec.max_retries,
                 notify=lambda text: self.sink.emit(Notice(text)),
+                cost=spec.model_cost,
             )
         except CompactionAborted:
             return

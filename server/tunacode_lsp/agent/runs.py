@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
-from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
+from tunacode_lsp.agent.models import (
+    ModelNotUsable,
+    ResolvedModel,
+    default_model,
+    provider_settings,
+    resolve_model,
+    split_model_string,
+)
 from tunacode_lsp.agent.sessions import SessionService, StoreMessageLog
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
@@ -185,6 +192,7 @@ class RunService:
                 base_url=options.base_url,
                 read_timeout=options.stream_read_timeout,
                 text_tool_calls=options.text_tool_calls != "off",
+                **provider_settings(options),
             )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
@@ -266,6 +274,7 @@ class RunService:
         `workspace_root` overrides the service's root for this request (ACP: each session has
         its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
+        from tunacode_lsp.agent.catalog import model_facts
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
@@ -282,9 +291,13 @@ class RunService:
             model = self._model(params.model or record.model or None)
         else:
             record, model = None, self._model(params.model)
+        facts = await asyncio.to_thread(  # the catalog is read on first use: off the event loop
+            model_facts, model.provider, model.model_id, context_window=options.context_window,
+            image_input=options.image_input, model_cost=options.model_cost,
+        )
         context = await asyncio.to_thread(
             resolve_context, parse_context(params.context), root,
-            model_id=model.model_id, image_input=options.image_input, text_of=text_of,
+            model_id=model.model_id, image_input=facts.image_input, text_of=text_of,
         ) if params.context else None  # checked before anything is created
         if record is None:
             record = await sessions.create(cwd=str(root), model=model.spec)
@@ -293,6 +306,9 @@ class RunService:
         state = self.session_state(session_id)
 
         notices: list[str] = []
+        if facts.notice and f"catalog:{model.spec}" not in state.notices:
+            state.notices.add(f"catalog:{model.spec}")
+            notices.append(facts.notice)
         if options.shell_sandbox == "auto" and "sandbox" not in state.notices:
             from tunacode_lsp.tools.sandbox import sandbox_state
 
@@ -333,7 +349,8 @@ class RunService:
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
-                context_window=options.context_window,
+                context_window=facts.context_window,
+                model_cost=facts.cost,
                 compact_threshold=options.compact_threshold,
                 session_allowed_tools=state.allowed_tools,
                 session_notices=state.notices,

@@ -475,10 +475,26 @@ class StatusResult:
 
 
 @attrs.define
+class ModelCostInfo:
+    """USD per million tokens (the catalog's, agent/catalog.py)."""
+
+    input: float
+    output: float
+    cache_read: float | None = attrs.field(default=None, metadata={"omit": True})
+    cache_write: float | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
 class ModelInfo:
     id: str
     provider: str
     configured: bool
+    # from the model catalog; absent for a model it does not know
+    context_window: int | None = attrs.field(default=None, metadata={"omit": True})
+    max_output: int | None = attrs.field(default=None, metadata={"omit": True})
+    input: list[str] | None = attrs.field(default=None, metadata={"omit": True})  # "text", "image"
+    reasoning: bool | None = attrs.field(default=None, metadata={"omit": True})
+    cost: ModelCostInfo | None = attrs.field(default=None, metadata={"omit": True})
 
 
 @attrs.define

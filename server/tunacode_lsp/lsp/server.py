@@ -507,7 +507,8 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
 @command(COMMAND_MODELS_LIST)
 async def models_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     parse_params(EmptyParams, params.arguments)
-    return to_wire(ModelsListResult(list_models(), ls.options.model or default_model()))
+    models = await asyncio.to_thread(list_models)  # the catalog is read on first use: off the event loop
+    return to_wire(ModelsListResult(models, ls.options.model or default_model()))
 
 
 @command(COMMAND_SESSION_NEW)
@@ -572,8 +573,9 @@ async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParam
 @command(COMMAND_SESSION_COMPACT)
 async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
+    from tunacode_lsp.agent.catalog import model_facts
     from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact_session
-    from tunacode_lsp.agent.models import ModelNotUsable, context_window_of, resolve_model
+    from tunacode_lsp.agent.models import ModelNotUsable, provider_settings, resolve_model
 
     p = parse_params(SessionIdParams, params.arguments)
     record = await ls.sessions.get(p.session_id)
@@ -583,14 +585,17 @@ async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandPa
         raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request")
     options = ls.options
     try:
-        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout, **provider_settings(options))
     except ModelNotUsable as exc:
         raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
-    window = context_window_of(model.model_id, options.context_window)
+    facts = await asyncio.to_thread(
+        model_facts, model.provider, model.model_id, context_window=options.context_window, model_cost=options.model_cost
+    )  # the catalog is read on first use: off the event loop
     signal = ls.sessions.start_compaction(p.session_id, ls.protocol.msg_id)
     try:
         before, after = await compact_session(
-            ls.sessions, p.session_id, model, context_window=window, max_retries=options.max_retries, signal=signal
+            ls.sessions, p.session_id, model, context_window=facts.context_window, max_retries=options.max_retries,
+            signal=signal, cost=facts.cost,
         )
     except CompactionAborted:
         raise CommandError(REQUEST_CANCELLED, "compaction cancelled; the session is unchanged") from None
