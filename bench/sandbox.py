@@ -11,7 +11,8 @@ from .stats import Goal, Row, Samples, ms
 
 async def run(config: BenchConfig) -> list[Row]:
     from tunacode_lsp.tools import ToolSettings, build_tools
-    from tunacode_lsp.tools.sandbox import pasta_path, sandbox_state
+    from tunacode_lsp.tools.sandbox import sandbox_state
+    from tunacode_lsp.tools.sandbox_network import pasta_path
 
     root = config.folder("sandbox-ws")
     kinds = {

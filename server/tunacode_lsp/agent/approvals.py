@@ -22,7 +22,7 @@ from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.paths import resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.previews import preview_edit, preview_write
-from tunacode_lsp.tools.sandbox import runs_code_outside_path
+from tunacode_lsp.tools.sandbox_protected import runs_code_outside_path
 
 _BLANKS = re.compile(r"[ \t]{8,}")
 MAX_ARGUMENTS_SHOWN = 20_000

@@ -25,16 +25,8 @@ from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
-from tunacode_lsp.tools.sandbox import (
-    bwrap_path,
-    git_identity,
-    harden_process,
-    network_mode,
-    sandbox_argv,
-    sandbox_state,
-    start_network,
-    stop_network,
-)
+from tunacode_lsp.tools.sandbox import bwrap_path, git_identity, harden_process, sandbox_argv, sandbox_state
+from tunacode_lsp.tools.sandbox_network import network_mode, start_network, stop_network
 from tunacode_lsp.tools.settings import ToolSettings
 
 UPDATE_INTERVAL = 0.5

@@ -1,12 +1,17 @@
 """The shell's sandbox: bubblewrap on Linux, and what happens without it.
 
-Inside the sandbox a command sees the whole file system read-only except the workspace
-(writable) and a private `/tmp`; it runs in a new PID namespace (the server's processes,
-its `/proc/<pid>/environ` among them, are invisible; bwrap is PID 1 and was started with the
-cleaned environment, so its own environ holds no keys); `--die-with-parent` and the PID
-namespace end every process the command started (`&`, `nohup`, `setsid`, double forks) when
-the command ends, is killed, or the server dies. The network stays on unless
-`shellNetwork: false` (`--unshare-net`).
+Inside the sandbox a command sees, denied by default: the system folders read-only (with the
+secrets /etc holds masked), the workspace writable (its VCS control files and the files a tool
+runs by itself outside the sandbox read-only), and private empty `/tmp`, `/var/tmp`, `/run` and
+home; nothing else of the host (no home, other projects, host sockets). It runs in new PID, IPC,
+UTS and network namespaces (the server's processes, its `/proc/<pid>/environ` among them, are
+invisible; bwrap is PID 1 and was started with the command's allowlisted environment, so its own
+environ holds no key; no host abstract socket is reachable); `--die-with-parent` and the PID
+namespace end every process the command started (`&`, `nohup`, `setsid`, double forks) when the
+command ends, is killed, or the server dies. The network stays on through pasta (a user-mode
+stack attached to the sandbox's namespace, its port forwarding off, so the host's loopback
+services are not reachable) unless `shellNetwork: false`; without pasta installed the sandbox
+shares the host's network namespace.
 
 `shellSandbox`: `auto` (default) uses the sandbox when bwrap works here and otherwise runs
 unsandboxed (with a notice, and `sandbox.active: false` in `tunacode.status`); `required`
@@ -20,22 +25,19 @@ On macOS there is no sandbox yet: `auto` runs unsandboxed, `required` refuses.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import functools
 import glob
-import json
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tunacode_lsp.core.redact import is_secret_name
+from tunacode_lsp.tools.sandbox_protected import runs_code_paths, vcs_control_paths
 
 log = logging.getLogger(__name__)
 
@@ -96,69 +98,6 @@ ETC_SECRET_PATTERNS = (
     "/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/NetworkManager/system-connections",
     "/etc/wpa_supplicant", "/etc/docker/key.json", "/etc/krb5.keytab",
 )
-# Workspace files and folders whose change makes code run outside the sandbox later (the editor's
-# own `git status`, a hook at the next commit): read-only inside. Their top folder (`.git`, `.hg`,
-# `.github`, ...) is bound onto itself so it cannot be renamed or replaced to get around them.
-VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/commondir", ".git/info",
-               ".hg/hgrc", ".hg/hgrc.d", ".svn/hooks", ".jj/repo/config.toml")
-
-
-# Workspace files that a tool on the user's machine (or CI) runs or loads by itself, without the
-# user naming them: the editor on opening the folder (.vscode tasks with runOn folderOpen, settings
-# that name executables, launch configurations; .idea run configurations; a dev container's
-# commands; Neovim's exrc), the shell on entering it (direnv), git on commit (.husky, pre-commit),
-# CI on push (.github/workflows), this server on start (.mcp.json, .tunacode/). Folders end in "/".
-# Build files (Makefile, package.json scripts) run only when the user asks for them: not listed.
-# An edit of one is flagged in its approval and never auto-approved (agent/approvals.py); inside
-# the sandbox those that exist are read-only.
-RUNS_CODE_OUTSIDE = (
-    ".vscode/", ".idea/", ".devcontainer/", ".github/workflows/", ".husky/", ".tunacode/",
-    ".envrc", ".pre-commit-config.yaml", ".mcp.json", ".nvim.lua", ".nvimrc", ".exrc", ".lazy.lua",
-)
-RUNS_CODE_OUTSIDE_SUFFIXES = (".code-workspace", ".devcontainer.json")
-
-
-def runs_code_outside(relative: str) -> bool:
-    """A workspace path (relative to the root, `/`-separated) that RUNS_CODE_OUTSIDE covers."""
-
-    path = relative.replace(os.sep, "/").lstrip("/").lower()
-    if path.endswith(RUNS_CODE_OUTSIDE_SUFFIXES):
-        return True
-    return any(path.startswith(entry) if entry.endswith("/") else path == entry for entry in RUNS_CODE_OUTSIDE)
-
-
-def runs_code_paths(workspace: Path, *, existing: bool = True) -> list[Path]:
-    """The real paths, inside the workspace, of its RUNS_CODE_OUTSIDE entries (a link in their
-    place is followed: `.vscode -> cfg` makes `cfg` one of them)."""
-
-    names = [entry.rstrip("/") for entry in RUNS_CODE_OUTSIDE]
-    try:
-        names += [name for name in sorted(os.listdir(workspace)) if name.lower().endswith(RUNS_CODE_OUTSIDE_SUFFIXES)]
-    except OSError:
-        pass
-    found: list[Path] = []
-    for name in names:
-        path = workspace / name
-        if not os.path.lexists(path):
-            continue
-        real = Path(os.path.realpath(path))
-        if real != workspace and workspace in real.parents and (os.path.exists(real) or not existing):
-            found.append(real)
-    return found
-
-
-def runs_code_outside_path(workspace: Path, real: Path) -> bool:
-    """A real path inside the (real) workspace that a tool runs by itself outside the sandbox."""
-
-    try:
-        relative = real.relative_to(workspace).as_posix()
-    except ValueError:
-        return False
-    if runs_code_outside(relative):
-        return True
-    return any(real == entry or entry in real.parents for entry in runs_code_paths(workspace, existing=False))
-
-
 @functools.cache
 def git_identity() -> dict[str, str]:
     """The user's git name and e-mail (their global config, which the sandbox does not show), as
@@ -201,24 +140,6 @@ def _private_home_fits(home: str, workspace: Path) -> bool:
     if any(_within(home, folder) for folder in SYSTEM_DIRS):
         return False
     return home == str(workspace) or not _within(home, str(workspace))
-
-
-def vcs_control_paths(workspace: Path) -> list[Path]:
-    """The VCS control files of the workspace (and of git submodules) that exist now."""
-
-    found: list[Path] = []
-    for rel in VCS_CONTROL:
-        path = workspace / rel
-        if os.path.lexists(path) and not os.path.islink(path):
-            found.append(path)
-    modules = workspace / ".git" / "modules"
-    if modules.is_dir() and not modules.is_symlink():
-        for sub in sorted(modules.glob("**/config"))[:200]:
-            if not sub.is_symlink() and sub.is_file():
-                found.append(sub)
-                if (sub.parent / "hooks").is_dir():
-                    found.append(sub.parent / "hooks")
-    return found
 
 
 def sandbox_argv(
@@ -275,112 +196,6 @@ def sandbox_argv(
     if block_fd is not None:
         argv += ["--block-fd", str(block_fd)]
     return [*argv, "--", shell, "-c", command]
-
-
-PASTA_SECONDS = 5.0
-# pasta's defaults forward every port bound on the host's loopback into the namespace and map the
-# gateway address to the host's loopback: both would reach the host's local services. Off.
-PASTA_CLOSED = ["-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw"]
-
-
-def pasta_path() -> str | None:
-    return shutil.which("pasta")
-
-
-def network_mode(sandboxed: bool, network: bool) -> str:
-    """How a command reaches the network: "pasta" (sandboxed, its own namespace through pasta),
-    "none" (shellNetwork false: loopback only), "host" (unsandboxed, or sandboxed without pasta
-    installed: the host's network namespace, its abstract sockets and loopback services included)."""
-
-    if not sandboxed:
-        return "host"
-    if not network:
-        return "none"
-    return "pasta" if pasta_path() else "host"
-
-
-def _loopback_resolver() -> bool:
-    """The host resolves names through a resolver on its loopback (systemd-resolved's 127.0.0.53)."""
-
-    try:
-        with open("/etc/resolv.conf") as handle:
-            lines = handle.read(65536).splitlines()
-    except OSError:
-        return False
-    return any(line.split()[1:2] and (line.split()[1].startswith("127.") or line.split()[1] == "::1")
-               for line in lines if line.startswith("nameserver"))
-
-
-def pasta_argv(pasta: str, netns_fd: int, pidfile: str) -> list[str]:
-    argv = [pasta, "--config-net", "--quiet", "--pid", pidfile, *PASTA_CLOSED]
-    if _loopback_resolver():
-        argv[argv.index("-U") + 1] = "53"  # DNS (only) to the host's loopback resolver
-    if os.geteuid() == 0:
-        argv += ["--runas", "0"]  # pasta would otherwise switch to `nobody` and fail here
-    return [*argv, "--netns-only", "--netns", f"/proc/self/fd/{netns_fd}"]
-
-
-async def _read_child_pid(info_fd: int) -> int:
-    """bwrap's --info-fd JSON, read until the child's pid (EOF when bwrap died first)."""
-
-    def read() -> bytes:
-        data = b""
-        while b"}" not in data:
-            chunk = os.read(info_fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-        return data
-
-    data = await asyncio.to_thread(read)
-    try:
-        return int(json.loads(data)["child-pid"])
-    except (ValueError, KeyError, TypeError):
-        raise OSError(f"bwrap did not report its child ({data[:200]!r})") from None
-
-
-async def start_network(info_fd: int, env: dict[str, str]) -> int:
-    """Attach pasta (a user-mode network stack) to the sandbox's new network namespace; returns
-    pasta's pid (it runs in the background until `stop_network`). Raises OSError when it cannot."""
-
-    pasta = pasta_path()
-    if pasta is None:
-        raise OSError("pasta (Debian package passt) is not installed")
-    child = await asyncio.wait_for(_read_child_pid(info_fd), PASTA_SECONDS)
-    netns = os.open(f"/proc/{child}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-    with tempfile.TemporaryDirectory(prefix="tunacode-pasta-") as folder:
-        pidfile = os.path.join(folder, "pid")
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *pasta_argv(pasta, netns, pidfile), pass_fds=(netns,), env=env,
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
-        finally:
-            os.close(netns)
-        try:
-            _, err = await asyncio.wait_for(proc.communicate(), PASTA_SECONDS)
-        except TimeoutError:
-            proc.kill()
-            raise OSError(f"pasta did not start within {PASTA_SECONDS:g} s") from None
-        try:
-            with open(pidfile) as handle:
-                pid = int(handle.read().strip())
-        except (OSError, ValueError):
-            pid = 0
-    if proc.returncode != 0 or pid <= 0:
-        lines = [line for line in err.decode(errors="replace").splitlines() if not line.startswith("Failed to send")]
-        raise OSError(f"pasta failed (exit {proc.returncode}): {' '.join(lines)[:300]}")
-    return pid
-
-
-def stop_network(pid: int) -> None:
-    """End a pasta started by `start_network` (it was adopted by this subreaper; reap it if done)."""
-
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        return
 
 
 # /proc/<pid>/stat fields 50 and 51 (1-based): the initial environment block's bounds. Counted

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tunacode_lsp.tools import ToolSettings
-from tunacode_lsp.tools.sandbox import pasta_path, sandbox_state
+from tunacode_lsp.tools.sandbox import sandbox_state
+from tunacode_lsp.tools.sandbox_network import pasta_path
 
 from .conftest import call, text_of, tools_for
 
@@ -267,3 +268,18 @@ async def test_a_linked_vscode_folder_is_read_only_at_its_target(ws: Path) -> No
     (ws / ".vscode").symlink_to(ws / "cfg", target_is_directory=True)
     text = await run(ws, "echo evil >> cfg/tasks.json; echo rc=$?")
     assert (ws / "cfg" / "tasks.json").read_text() == "{}\n" and "rc=0" not in text, text
+
+
+@needs_bwrap
+async def test_a_network_stack_that_fails_runs_nothing(ws: Path, tmp_path: Path, monkeypatch) -> None:
+    from tunacode_lsp.tools import ToolError
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "pasta").write_text("#!/bin/sh\necho 'cannot open tun' >&2\nexit 1\n")
+    (fake / "pasta").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    with pytest.raises(ToolError, match="pasta.*cannot open tun.*shellNetwork"):
+        await call(tools_for(ws)["bash"], {"command": "touch ran"})
+    assert not (ws / "ran").exists()
+    assert "ok" in await run(ws, "touch ran; echo ok", shell_network=False)
