@@ -27,6 +27,7 @@ from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspa
 from tunacode_lsp.tools.process_output import HeadTailBuffer
 from tunacode_lsp.tools.sandbox import bwrap_path, git_identity, harden_process, sandbox_argv, sandbox_state
 from tunacode_lsp.tools.sandbox_network import network_mode, start_network, stop_network
+from tunacode_lsp.tools.sandbox_protected import absent_protected, remove_appeared
 from tunacode_lsp.tools.settings import ToolSettings
 
 UPDATE_INTERVAL = 0.5
@@ -257,6 +258,8 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         env[MARKER] = marker
         started = time.monotonic()
         network = network_mode(sandboxed, settings.shell_network)
+        absent = absent_protected(real_root) if sandboxed else None
+        removed: list[str] = []
         fds: tuple[int, ...] = ()
         info_r = block_w = -1
         if network == "pasta":
@@ -337,10 +340,18 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 _to_reap.add(pasta_pid)
             if sys.platform.startswith("linux"):
                 kill_marked(f"{MARKER}={marker}".encode(), skip=pid)  # what escaped the group (setsid, nohup, ...)
+            if absent is not None:  # files that run code outside the sandbox, created by the command
+                removed = remove_appeared(real_root, absent)
         exit_code = transport.get_returncode()
         text = output.render() or "(no output)"
         if not text.endswith("\n"):
             text += "\n"
+        if removed:
+            note += (
+                f"\n[Removed what the command created at {', '.join(removed)}: these files make code run outside the "
+                "sandbox (the editor, git, direnv, CI run them), so they are written only with write_file/edit_file, "
+                "which ask the user.]"
+            )
         return text_result(
             f"{text}[exit code {exit_code}]{note}",
             exit_code=exit_code,

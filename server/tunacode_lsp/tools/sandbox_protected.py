@@ -5,12 +5,14 @@ itself (read-only inside too, and an edit of one is flagged and always asked: ag
 from __future__ import annotations
 
 import os
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 # Workspace files and folders whose change makes code run outside the sandbox later (the editor's
 # own `git status`, a hook at the next commit): read-only inside. Their top folder (`.git`, `.hg`,
 # `.github`, ...) is bound onto itself so it cannot be renamed or replaced to get around them.
-VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/commondir", ".git/info",
+VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/commondir",
                ".hg/hgrc", ".hg/hgrc.d", ".svn/hooks", ".jj/repo/config.toml")
 
 
@@ -86,3 +88,48 @@ def vcs_control_paths(workspace: Path) -> list[Path]:
                 if (sub.parent / "hooks").is_dir():
                     found.append(sub.parent / "hooks")
     return found
+
+
+@dataclass(frozen=True)
+class Absent:
+    """Protected places that did not exist before a sandboxed command (which cannot be made
+    read-only, as there is nothing to bind): the command must not leave them behind."""
+
+    paths: tuple[Path, ...]
+    root_names: frozenset[str]
+
+
+def absent_protected(workspace: Path) -> Absent:
+    """Before a command: the VCS control files of existing repositories (a repository the command
+    creates, `git init`, is its own) and the RUNS_CODE_OUTSIDE places that do not exist."""
+
+    paths = [workspace / rel for rel in VCS_CONTROL if (workspace / rel.split("/")[0]).is_dir()]
+    paths += [workspace / entry.rstrip("/") for entry in RUNS_CODE_OUTSIDE]
+    try:
+        names = frozenset(os.listdir(workspace))
+    except OSError:
+        names = frozenset()
+    return Absent(tuple(p for p in paths if not os.path.lexists(p)), names)
+
+
+def remove_appeared(workspace: Path, absent: Absent) -> list[str]:
+    """After the command (its processes gone): remove what it created in those places (a folder
+    with everything in it, a link as the link); returns their workspace-relative paths."""
+
+    found = [p for p in absent.paths if os.path.lexists(p)]
+    try:
+        found += [workspace / name for name in sorted(os.listdir(workspace))
+                  if name not in absent.root_names and name.lower().endswith(RUNS_CODE_OUTSIDE_SUFFIXES)]
+    except OSError:
+        pass
+    removed: list[str] = []
+    for path in found:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:
+            continue
+        removed.append(path.relative_to(workspace).as_posix())
+    return removed

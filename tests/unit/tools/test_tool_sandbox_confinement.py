@@ -283,3 +283,26 @@ async def test_a_network_stack_that_fails_runs_nothing(ws: Path, tmp_path: Path,
         await call(tools_for(ws)["bash"], {"command": "touch ran"})
     assert not (ws / "ran").exists()
     assert "ok" in await run(ws, "touch ran; echo ok", shell_network=False)
+
+
+@needs_bwrap
+async def test_what_a_command_creates_where_code_runs_outside_is_removed(repo: Path) -> None:
+    """Nothing to bind where such a file does not exist yet: a new `.git/commondir` (git then reads
+    the config of the folder it names: core.fsmonitor runs at the editor's next `git status`) or a
+    first `.vscode/tasks.json` is removed when the command ends, and the result says so."""
+
+    (repo / "evil").mkdir()
+    result = await call(tools_for(repo)["bash"], {"command": (
+        "printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > evil/config; echo ../evil > .git/commondir; "
+        "mkdir -p .vscode && echo '{}' > .vscode/tasks.json; echo '{}' > x.code-workspace; echo kept > kept.txt")})
+    assert not (repo / ".git" / "commondir").exists() and not (repo / ".vscode").exists()
+    assert not (repo / "x.code-workspace").exists() and (repo / "kept.txt").exists()
+    assert "Removed what the command created at .git/commondir, .vscode, x.code-workspace" in text_of(result)
+    subprocess.run(["git", "status"], cwd=repo, capture_output=True, timeout=10)
+    assert not (repo / "PWNED").exists()
+
+
+@needs_bwrap
+async def test_a_repository_the_command_creates_is_its_own(ws: Path) -> None:
+    text = await run(ws, "git init -q && git config user.name Me && git config user.name")
+    assert "Me" in text and (ws / ".git" / "config").exists()
