@@ -306,3 +306,30 @@ async def test_what_a_command_creates_where_code_runs_outside_is_removed(repo: P
 async def test_a_repository_the_command_creates_is_its_own(ws: Path) -> None:
     text = await run(ws, "git init -q && git config user.name Me && git config user.name")
     assert "Me" in text and (ws / ".git" / "config").exists()
+
+
+def _live_pastas() -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    name, state = handle.read().split(") ", 1)
+                if name.endswith("(pasta") and state[0] not in "ZX":
+                    found.add(int(entry))
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+@needs_pasta
+async def test_pasta_ends_with_the_command(ws: Path) -> None:
+    before = _live_pastas()
+    await run(ws, "true")
+    with pytest.raises(Exception, match="timed out"):
+        await call(tools_for(ws)["bash"], {"command": "sleep 30", "timeout": 0.5})
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 3
+    while _live_pastas() - before and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    assert _live_pastas() - before == set()
