@@ -427,6 +427,8 @@ class RunService:
                     shell_inherit_secrets=options.shell_inherit_secrets,
                     shell_sandbox=options.shell_sandbox,
                     shell_network=options.shell_network,
+                    shell_env_passthrough=tuple(options.shell_env_passthrough),
+                    shell_read_only_paths=tuple(options.shell_read_only_paths),
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
