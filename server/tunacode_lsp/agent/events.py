@@ -19,7 +19,7 @@ from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.ports import AgentSink, MessageLog
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.usage import normalize_usage
-from tunacode_lsp.contract.protocol import TextDelta, ThinkingDelta, TurnEnd, Usage
+from tunacode_lsp.contract.protocol import TextDelta, ThinkingDelta, TurnEnd, Usage, UserMessageEvent
 from tunacode_lsp.core.codec import dump_message
 from tunacode_lsp.core.history import mark_interrupted
 
@@ -36,6 +36,7 @@ class RequestState:
     last_error: str | None = None
     stored: list[dict[str, Any]] = field(default_factory=list)
     skip_store: set[int] = field(default_factory=set)  # id() of messages not to store (the nudge)
+    steers: dict[int, Any] = field(default_factory=dict)  # id() -> steer messages not emitted by the loop yet
     context_estimate: int = 0  # estimated input tokens of the latest model call
     context_window: int = 0  # the model's context window (0: unknown)
 
@@ -128,7 +129,10 @@ class EventTable:
             dump = dump_message(message)
             if isinstance(message, ToolResultMessage):
                 dump["timestamp"] = int(time.time() * 1000)  # tinyagent stamps loop time, not wall time
+            steer = self.state.steers.pop(id(message), None)
             await self._store(dump, usage=None, thoughts=None)
+            if steer is not None:  # a steer, stored where the model sees it
+                self.sink.emit(UserMessageEvent(extract_text(message)))
 
     async def _store_assistant(self, message: AssistantMessage) -> None:
         state = self.state

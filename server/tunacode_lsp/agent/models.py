@@ -24,13 +24,20 @@ DEFAULT_MODEL = "openai:gpt-4.1"
 OPENROUTER_DEFAULT_MODEL = "openrouter:moonshotai/kimi-k2.5"
 
 
+# (key variable, model) in order of preference: the default is the first whose key is set
+DEFAULT_BY_KEY = (
+    ("OPENAI_API_KEY", DEFAULT_MODEL),
+    ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-6"),
+    ("GEMINI_API_KEY", "gemini:gemini-2.5-pro"),
+    ("OPENROUTER_API_KEY", OPENROUTER_DEFAULT_MODEL),
+)
+
+
 def default_model(env: Mapping[str, str] | None = None) -> str:
     """The model used when none is configured: the one whose key the user has."""
 
     env = os.environ if env is None else env
-    if not env.get("OPENAI_API_KEY") and env.get("OPENROUTER_API_KEY"):
-        return OPENROUTER_DEFAULT_MODEL
-    return DEFAULT_MODEL
+    return next((model for key, model in DEFAULT_BY_KEY if env.get(key)), DEFAULT_MODEL)
 LOCAL_PLACEHOLDER_KEY = "sk-local-placeholder"
 
 @dataclass(frozen=True)
