@@ -72,6 +72,10 @@ CREDENTIAL_SHAPES: dict[str, str] = {
 }
 PATTERN = re.compile("|".join(f"(?:{p})" for p in TOKEN_SHAPES.values()))
 CREDENTIAL_PATTERNS = [re.compile(p) for p in CREDENTIAL_SHAPES.values()]
+_AUTHORIZATION, _URL_PASSWORD = CREDENTIAL_PATTERNS
+# a token shape can only match where one of these stands (checked before any regex runs)
+TOKEN_HINTS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "npm_", "xox", "glpat-", "AIza",
+               "sk-", "eyJ", "PRIVATE KEY-----")
 
 # What the stream redactor holds back at the end of what it has seen so far: from where a token
 # may start in the word being written (it may still grow), or a header whose value may still come.
@@ -145,17 +149,38 @@ class Redactor:
         # longest first, so a key that contains another is replaced whole
         self._secrets = sorted(forms, key=len, reverse=True)
         self._literal = re.compile("|".join(re.escape(s) for s in self._secrets)) if self._secrets else None
+        self._by_first: dict[str, list[str]] = {}
+        for secret in self._secrets:
+            self._by_first.setdefault(secret[0], []).append(secret)
+        self._longest = len(self._secrets[0]) if self._secrets else 0
 
     @property
     def secrets(self) -> list[str]:
         return list(self._secrets)
 
     def text(self, value: str) -> str:
-        for pattern in CREDENTIAL_PATTERNS:  # first: a header's whole value goes, not the part a literal covers
-            value = pattern.sub(_keep_all_but_secret, value)
-        if self._literal is not None:
-            value = self._literal.sub(REDACTED, value)
-        return PATTERN.sub(REDACTED, value)
+        for pattern in self._patterns_for(value):
+            if pattern is PATTERN or pattern is self._literal:
+                value = pattern.sub(REDACTED, value)
+            else:  # a credential's value goes, its header or user stays
+                value = pattern.sub(_keep_all_but_secret, value)
+        return value
+
+    def _patterns_for(self, value: str) -> list[re.Pattern[str]]:
+        """The patterns that can match in `value`, in the order they are applied (credentials
+        first: a header's whole value goes, not the part a literal covers). Cheap substring
+        checks first: most text holds nothing to redact and then costs no regex at all."""
+
+        found: list[re.Pattern[str]] = []
+        if "://" in value:
+            found.append(_URL_PASSWORD)
+        if "uthori" in value or "UTHORI" in value or "uthori" in value.lower():
+            found.append(_AUTHORIZATION)
+        if self._literal is not None and any(secret in value for secret in self._secrets):
+            found.append(self._literal)
+        if any(hint in value for hint in TOKEN_HINTS):
+            found.append(PATTERN)
+        return found
 
     def value(self, obj: Any) -> Any:
         """Strings in JSON-like data and attrs instances, redacted (a new object only where changed)."""
@@ -190,23 +215,20 @@ class Redactor:
         pem = text.rfind(_PEM_BEGIN, max(0, len(text) - MAX_HOLD_CHARS))
         if pem >= 0 and _PEM_END.search(text, pem) is None:  # a private key still being written
             start = min(start, pem)
-        for secret in self._secrets:  # a secret with blanks in it: hold back any prefix of it
-            for size in range(min(len(secret) - 1, len(text)), 0, -1):
-                if text.endswith(secret[:size]):
-                    start = min(start, len(text) - size)
-                    break
+        for at in range(max(0, len(text) - self._longest + 1), start):  # the start of a known value
+            if any(secret.startswith(text[at:]) for secret in self._by_first.get(text[at], ())):
+                start = at
+                break
         start = max(start, len(text) - MAX_HOLD_CHARS)
+        patterns = self._patterns_for(text)
         moved = True
         while moved:  # a whole match that the cut would split is held back whole
             moved = False
-            for pattern in self._all_patterns():
+            for pattern in patterns:
                 for match in pattern.finditer(text):
                     if match.start() < start < match.end():
                         start, moved = match.start(), True
         return start
-
-    def _all_patterns(self) -> list[re.Pattern[str]]:
-        return ([self._literal] if self._literal is not None else []) + [PATTERN, *CREDENTIAL_PATTERNS]
 
 
 def _token_start_in(word: str) -> int:
