@@ -328,6 +328,7 @@ class RunService:
                     shell_inherit_secrets=options.shell_inherit_secrets,
                     shell_sandbox=options.shell_sandbox,
                     shell_network=options.shell_network,
+                    tool_timeouts=dict(options.tool_timeouts or {}),
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,

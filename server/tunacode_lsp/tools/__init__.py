@@ -66,10 +66,10 @@ def build_tools(
         create_bash_tool(root, settings),
         create_grep_tool(root, settings, documents=documents),
         create_list_files_tool(root, settings),
-        create_todo_write_tool(root),
+        create_todo_write_tool(root, settings.tool_timeouts),
     ]
     if diagnostics is not None:  # only when the editor can answer
-        tools.append(create_diagnostics_tool(root, diagnostics))
+        tools.append(create_diagnostics_tool(root, diagnostics, settings.tool_timeouts))
     return tools
 
 

@@ -23,10 +23,11 @@ from tunacode_lsp.core.redact import is_secret_name
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
 from tunacode_lsp.tools.sandbox import bwrap_path, harden_process, sandbox_argv, sandbox_state
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.timeouts import BASH_GRACE, with_bash_default
 
 UPDATE_INTERVAL = 0.5
 UPDATE_TAIL_BYTES = 1000
@@ -206,7 +207,7 @@ def command_problem(command: str) -> str | None:
 
 
 def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
-    settings = settings or ToolSettings()
+    settings = with_bash_default(settings or ToolSettings())
     real_root = workspace_real_root(root)
     shell = shutil.which("bash") or "/bin/sh"
     harden_process()
@@ -216,6 +217,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         if problem:
             raise ToolError(problem)
         cwd = resolve_in_workspace(real_root, args.get("cwd", "."), field="cwd")
+        refuse_special(cwd, display_path(real_root, cwd))
         if not cwd.is_dir():
             raise ToolError(f"cwd '{args.get('cwd')}' is not a folder of the workspace.")
         timeout = float(args.get("timeout", settings.shell_default_timeout))
@@ -294,4 +296,6 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         description=_description(settings),
         parameters=_parameters(settings),
         run=run,
+        seconds=lambda args: float(args.get("timeout", settings.shell_default_timeout)) + BASH_GRACE,
+        changes_files=True,
     )

@@ -23,6 +23,7 @@ from tunacode_lsp.tools.previews import digest_of
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.snapshot import Snapshot
 from tunacode_lsp.tools.textfile import cut_middle, encode, line_body, read_text_file, split_lines
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 EDIT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -205,4 +206,6 @@ def create_edit_file_tool(
         parameters=PARAMETERS,
         run=run,
         prepare=_prepare,
+        seconds=tool_seconds(settings.tool_timeouts, "edit_file"),
+        changes_files=True,
     )

@@ -17,9 +17,10 @@ from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS, MAX_PATTERN_CHARS
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.ripgrep import SKIPPED_FOLDERS, glob_matcher, run_rg
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 MAX_MATCHES = 200
 MAX_LINE_CHARS = 300
@@ -105,6 +106,7 @@ def create_grep_tool(
         shown = display_path(real_root, start)
         if not start.exists():
             raise ToolError(f"Path '{clip(str(args.get('path')), 200)}' does not exist. Use list_files to find it.")
+        refuse_special(start, shown)  # rg opens a path it is given whatever it is: a FIFO would block it
         rg_args = ["--no-heading", "--with-filename", "--line-number", "--max-filesize", "10M",
                    "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview"]
         wanted = glob_matcher(args.get("glob"))
@@ -145,4 +147,7 @@ def create_grep_tool(
                 )
         return text_result(text, matches=len(results), truncated=found.stopped, path=shown)
 
-    return make_tool(name="grep", label="Search", description=DESCRIPTION, parameters=PARAMETERS, run=run)
+    return make_tool(
+        name="grep", label="Search", description=DESCRIPTION, parameters=PARAMETERS, run=run,
+        seconds=tool_seconds(settings.tool_timeouts, "grep"),
+    )

@@ -17,6 +17,7 @@ from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspa
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.snapshot import Snapshot
 from tunacode_lsp.tools.textfile import HASH_CHARS, encode, line_body, printable
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 MAX_LINE_CHARS = 2000
 MAX_OUTPUT_CHARS = 100_000
@@ -139,4 +140,5 @@ def create_read_file_tool(
         description=_description(settings.read_default_limit),
         parameters=_parameters(settings.read_default_limit),
         run=run,
+        seconds=tool_seconds(settings.tool_timeouts, "read_file"),
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 
 @dataclass(frozen=True)
@@ -14,3 +16,5 @@ class ToolSettings:
     max_output_chars: int = 30_000
     shell_sandbox: str = "auto"  # auto | required | off (tools/sandbox.py)
     shell_network: bool = True
+    # tool name -> seconds one call may take (tools/timeouts.py has the defaults)
+    tool_timeouts: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
