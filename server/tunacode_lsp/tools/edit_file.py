@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.beneath import replace_beneath
 from tunacode_lsp.tools.documents import DocumentOverlay, StaleDocument, overlay_text
+from tunacode_lsp.tools.edit_match import MATCHERS, Matcher
 from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
@@ -34,7 +36,10 @@ EDIT_SCHEMA: dict[str, Any] = {
     "properties": {
         "old_text": {
             "type": "string",
-            "description": "Exact current text to replace (indentation and line breaks included); must occur exactly once in the file.",
+            "description": (
+                "Current text to replace, copied exactly (indentation and line breaks included); must occur "
+                "exactly once in the file."
+            ),
         },
         "new_text": {
             "type": "string",
@@ -131,7 +136,10 @@ def create_edit_file_tool(
     ledger: LineRefLedger | None = None,
     approved: dict[str, str] | None = None,
     documents: DocumentOverlay | None = None,
+    matchers: Sequence[Matcher] = MATCHERS,
 ) -> AgentTool:
+    """`matchers`: the tolerant matchers tried when an old_text is not found as it is
+    (tools/edit_match.py; the edit benchmark turns them off one by one)."""
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
     refs = ledger if ledger is not None else LineRefLedger()
@@ -159,7 +167,8 @@ def create_edit_file_tool(
         async with lock:
             for attempt in range(2):  # a document the user typed in meanwhile: read and plan again, once
                 snapshot = await asyncio.to_thread(_load, real, shown)
-                replacements = EditPlanner(snapshot, shown, refs).plan(edits)
+                planner = EditPlanner(snapshot, shown, refs, matchers)
+                replacements = planner.plan(edits)
                 new_text, spans = apply_replacements(snapshot.lines, replacements)
                 if new_text == snapshot.text:
                     raise ToolError(f"The edits leave '{shown}' unchanged: nothing was written.")
@@ -189,6 +198,8 @@ def create_edit_file_tool(
         removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
         count = len(edits)
         summary = f"Edited {shown}: {count} edit{'s' if count != 1 else ''} applied (+{added} -{removed}).{note}"
+        if planner.notes:  # say what a tolerant match took, so the model can check the diff
+            summary += "\nNot an exact match: " + "; ".join(planner.notes) + "."
         return text_result(
             f"{summary}\n{shown_diff}",
             path=shown,
@@ -197,6 +208,7 @@ def create_edit_file_tool(
             added=added,
             removed=removed,
             truncated=cut > 0,
+            matched=planner.notes,
         )
 
     return make_tool(
