@@ -39,6 +39,7 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import UnreadableMessageError
 from tunacode_lsp.store.leases import new_owner
+from tunacode_lsp.store.locations import data_dir
 from tunacode_lsp.store.records import iso_from_us
 
 if TYPE_CHECKING:  # the agent loop and the tools load with the first request, not at start-up
@@ -270,6 +271,7 @@ class RunService:
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
         from tunacode_lsp.tools import ToolSettings
+        from tunacode_lsp.tools.kept_outputs import session_outputs_dir
 
         options = self._options()
         sessions = self._sessions()
@@ -329,6 +331,7 @@ class RunService:
                     shell_sandbox=options.shell_sandbox,
                     shell_network=options.shell_network,
                     tool_timeouts=dict(options.tool_timeouts or {}),
+                    outputs_dir=session_outputs_dir(data_dir(), session_id),  # cut results kept whole
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,

@@ -22,6 +22,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 from tunacode_lsp.core.redact import is_secret_name
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.kept_outputs import KeepingBuffer
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
@@ -242,7 +243,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         except OSError as exc:
             raise ToolError(f"Cannot start the shell: {exc}.") from None
         pid = transport.get_pid()
-        output = HeadTailBuffer(settings.max_output_chars)
+        output = KeepingBuffer(settings.max_output_chars, settings.outputs_dir)
         assert protocol.stdout is not None
         reader = asyncio.create_task(_pump(protocol.stdout, output, call))
         aborter = asyncio.ensure_future(call.signal.wait()) if call.signal is not None else None
@@ -259,6 +260,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 raise ToolError(
                     f"The command timed out after {timeout:g} s and was killed (with its process group). "
                     "Use a longer timeout, or run less at once. Output so far:\n" + output.render()
+                    + await asyncio.to_thread(output.kept)
                 )
             finished, _ = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
             if reader not in finished:
@@ -280,6 +282,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         text = output.render() or "(no output)"
         if not text.endswith("\n"):
             text += "\n"
+        note += await asyncio.to_thread(output.kept)
         return text_result(
             f"{text}[exit code {exit_code}]{note}",
             exit_code=exit_code,

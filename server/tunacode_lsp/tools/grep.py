@@ -16,6 +16,7 @@ from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.kept_outputs import MAX_KEPT_BYTES, keep_output, kept_note
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS, MAX_PATTERN_CHARS
 from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.ripgrep import SKIPPED_FOLDERS, glob_matcher, run_rg
@@ -115,6 +116,7 @@ def create_grep_tool(
         found = await run_rg(
             [*rg_args, "-e", args["pattern"], "--", shown], real_root, call,
             max_lines=MAX_MATCHES, max_chars=settings.max_output_chars,
+            rest_bytes=MAX_KEPT_BYTES if settings.outputs_dir is not None else 0,
             keep=(lambda line: wanted(path := line.partition(":")[0]) and path not in unsaved)
             if args.get("glob") or unsaved else None,
         )
@@ -145,6 +147,11 @@ def create_grep_tool(
                     f"\n[Stopped after {len(results)} matches; there are more. Narrow the pattern, "
                     "path or glob.]"
                 )
+                if found.rest:
+                    whole = "\n".join(sorted(results + found.rest, key=_order)) + "\n"
+                    data = whole.encode("utf-8", "surrogateescape")
+                    kept = await asyncio.to_thread(keep_output, settings.outputs_dir, "grep", data)
+                    text += kept_note(kept, len(data), complete=not found.rest_full)
         return text_result(text, matches=len(results), truncated=found.stopped, path=shown)
 
     return make_tool(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 
@@ -18,3 +19,4 @@ class ToolSettings:
     shell_network: bool = True
     # tool name -> seconds one call may take (tools/timeouts.py has the defaults)
     tool_timeouts: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    outputs_dir: Path | None = None  # the session's folder of whole outputs (tools/kept_outputs.py)
