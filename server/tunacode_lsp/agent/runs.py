@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
     from tunacode_lsp.agent.ports import AgentSink
     from tunacode_lsp.agent.runner import RequestRun
     from tunacode_lsp.tools import LineRefLedger
+    from tunacode_lsp.tools.background import BackgroundProcesses
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
     from tunacode_lsp.tools.documents import DocumentOverlay
 
@@ -128,6 +129,7 @@ class RunService:
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
         self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
+        self._background: BackgroundProcesses | None = None
 
     # ------------------------------------------------------------ lookups
 
@@ -144,8 +146,20 @@ class RunService:
     def session_state(self, session_id: str) -> SessionState:
         return self._states.setdefault(session_id, SessionState())
 
+    @property
+    def background_processes(self) -> BackgroundProcesses:
+        """The background commands of this server's sessions (tools/background.py)."""
+        if self._background is None:
+            from tunacode_lsp.tools.background import BackgroundProcesses
+
+            self._background = BackgroundProcesses()
+        return self._background
+
     def forget_session(self, session_id: str) -> None:
         """Drop what this process remembers of a deleted session."""
+
+        if self._background is not None:
+            self._background.kill_session(session_id)  # its background commands end with it
 
         state = self._states.get(session_id)
         if state is not None and state.running is None:
@@ -332,6 +346,7 @@ class RunService:
                     shell_network=options.shell_network,
                     tool_timeouts=dict(options.tool_timeouts or {}),
                     outputs_dir=session_outputs_dir(data_dir(), session_id),  # cut results kept whole
+                    background=self.background_processes.for_session(session_id),
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,

@@ -18,6 +18,7 @@ from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.grep import create_grep_tool
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.list_files import create_list_files_tool
+from tunacode_lsp.tools.process_tools import create_process_tools
 from tunacode_lsp.tools.read_file import create_read_file_tool
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.todo_write import create_todo_write_tool
@@ -68,6 +69,8 @@ def build_tools(
         create_list_files_tool(root, settings),
         create_todo_write_tool(root, settings.tool_timeouts),
     ]
+    if settings.background is not None:  # a session that can keep background processes
+        tools += create_process_tools(settings.background, settings.max_output_chars, settings.tool_timeouts)
     if diagnostics is not None:  # only when the editor can answer
         tools.append(create_diagnostics_tool(root, diagnostics, settings.tool_timeouts))
     return tools

@@ -20,6 +20,7 @@ from typing import Any
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.core.redact import is_secret_name
+from tunacode_lsp.tools.background_bash import background_description, start_background, with_background_field
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.kept_outputs import KeepingBuffer
@@ -85,7 +86,7 @@ def _description(settings: ToolSettings) -> str:
         f"group after the timeout (default {settings.shell_default_timeout:g} s, at most "
         f"{settings.shell_max_timeout:g} s) or when the user aborts. Prefer read_file, grep and "
         "list_files to read and search, and edit_file/write_file to change files."
-    )
+    ) + background_description(settings)
 
 
 async def _pump(stream: asyncio.StreamReader, output: HeadTailBuffer, call: ToolCall) -> None:
@@ -237,6 +238,8 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             if sandbox.active and bwrap
             else [shell, "-c", args["command"]]
         )
+        if args.get("background"):  # returns at once; process_output / process_kill follow it
+            return await start_background(settings, argv, cwd, env, marker, args["command"])
         started = time.monotonic()
         try:
             transport, protocol = await _start_shell(argv, cwd, env)
@@ -297,8 +300,8 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         name="bash",
         label="Run command",
         description=_description(settings),
-        parameters=_parameters(settings),
+        parameters=with_background_field(settings, _parameters(settings)),
         run=run,
-        seconds=lambda args: float(args.get("timeout", settings.shell_default_timeout)) + BASH_GRACE,
+        seconds=lambda args: BASH_GRACE if args.get("background") else float(args.get("timeout", settings.shell_default_timeout)) + BASH_GRACE,
         changes_files=True,
     )

@@ -6,6 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tunacode_lsp.tools.background import SessionProcesses
 
 
 @dataclass(frozen=True)
@@ -20,3 +24,4 @@ class ToolSettings:
     # tool name -> seconds one call may take (tools/timeouts.py has the defaults)
     tool_timeouts: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     outputs_dir: Path | None = None  # the session's folder of whole outputs (tools/kept_outputs.py)
+    background: SessionProcesses | None = None  # the session's background processes (tools/background.py)

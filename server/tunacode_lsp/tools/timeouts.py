@@ -19,6 +19,9 @@ DEFAULT_TOOL_SECONDS: Mapping[str, float] = {
     "list_files": 60.0,
     "todo_write": 10.0,
     "diagnostics": 30.0,
+    "process_output": 10.0,  # on top of the call's `wait`
+    "process_kill": 10.0,
+    "web_fetch": 30.0,
 }
 FALLBACK_SECONDS = 60.0  # a tool without its own default
 BASH_GRACE = 15.0  # on top of a command's timeout: killing the group and reading what is left
