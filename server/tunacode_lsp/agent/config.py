@@ -42,6 +42,7 @@ class ServerOptions:
     shell_sandbox: str = "auto"  # auto | required | off
     shell_network: bool = True
     tool_timeouts: Any = None  # {tool name: seconds}, checked by _is_timeouts
+    web_fetch_private_addresses: bool = False
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -118,6 +119,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
     "shellNetwork": ("shell_network", _is_bool),
     "toolTimeouts": ("tool_timeouts", _is_timeouts),
+    "webFetchPrivateAddresses": ("web_fetch_private_addresses", _is_bool),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

@@ -347,6 +347,7 @@ class RunService:
                     tool_timeouts=dict(options.tool_timeouts or {}),
                     outputs_dir=session_outputs_dir(data_dir(), session_id),  # cut results kept whole
                     background=self.background_processes.for_session(session_id),
+                    web_private_addresses=options.web_fetch_private_addresses,
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,

@@ -22,9 +22,11 @@ from tunacode_lsp.tools.process_tools import create_process_tools
 from tunacode_lsp.tools.read_file import create_read_file_tool
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.todo_write import create_todo_write_tool
+from tunacode_lsp.tools.web_fetch import create_web_fetch_tool
 from tunacode_lsp.tools.write_file import create_write_file_tool
 
 __all__ = [
+    "ASKED_TOOLS",
     "CHANGING_TOOLS",
     "LineRefLedger",
     "ToolCancelled",
@@ -42,6 +44,8 @@ __all__ = [
 ]
 
 CHANGING_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file", "bash"})
+# asked before they run (approval "ask"), refused under "read-only": the changing ones and web_fetch
+ASKED_TOOLS: frozenset[str] = CHANGING_TOOLS | {"web_fetch"}
 
 SUMMARY_CHARS = 80
 
@@ -68,6 +72,7 @@ def build_tools(
         create_grep_tool(root, settings, documents=documents),
         create_list_files_tool(root, settings),
         create_todo_write_tool(root, settings.tool_timeouts),
+        create_web_fetch_tool(settings),
     ]
     if settings.background is not None:  # a session that can keep background processes
         tools += create_process_tools(settings.background, settings.max_output_chars, settings.tool_timeouts)
@@ -104,6 +109,10 @@ def summarize_args(name: str, args: dict[str, Any]) -> str:
     if name == "grep":
         where = " ".join(part for part in (text("path"), text("glob")) if part)
         return _short(f"/{text('pattern')}/" + (f" in {where}" if where else ""))
+    if name == "web_fetch":
+        return _short(text("url"))
+    if name in ("process_output", "process_kill"):
+        return _short(text("processId"))
     if name == "list_files":
         return _short(" ".join(part for part in (text("path") or ".", text("glob")) if part))
     if name == "todo_write" and isinstance(args.get("todos"), list):

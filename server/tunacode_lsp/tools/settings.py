@@ -24,4 +24,5 @@ class ToolSettings:
     # tool name -> seconds one call may take (tools/timeouts.py has the defaults)
     tool_timeouts: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     outputs_dir: Path | None = None  # the session's folder of whole outputs (tools/kept_outputs.py)
+    web_private_addresses: bool = False  # web_fetch may reach loopback/private/link-local addresses
     background: SessionProcesses | None = None  # the session's background processes (tools/background.py)

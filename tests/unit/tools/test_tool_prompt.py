@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tunacode_lsp.agent.system_prompt import build_system_prompt
-from tunacode_lsp.tools import build_tools
+from tunacode_lsp.tools import ToolSettings, build_tools
+from tunacode_lsp.tools.background import BackgroundProcesses
 
 NAMED = re.compile(r"^- `([a-z_]+) \{", re.MULTILINE)
 
@@ -33,7 +34,8 @@ def _fields(schema: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any
 def test_every_tool_named_exists_and_every_tool_is_named_and_described(tmp_path: Path) -> None:
     prompt = build_system_prompt(tmp_path)
     named = set(NAMED.findall(prompt))
-    tools = {tool.name: tool for tool in build_tools(tmp_path, diagnostics=_source)}
+    settings = ToolSettings(background=BackgroundProcesses().for_session("s"))  # as the server builds them
+    tools = {tool.name: tool for tool in build_tools(tmp_path, settings, diagnostics=_source)}
     assert named == set(tools), (named ^ set(tools))
     for name, tool in tools.items():
         assert len(tool.description) > 40, name
