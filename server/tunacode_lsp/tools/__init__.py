@@ -67,7 +67,9 @@ def build_tools(
     tools = [
         create_read_file_tool(root, settings, ledger=ledger, documents=documents),
         create_write_file_tool(root, settings, approved=approved),
-        create_edit_file_tool(root, settings, ledger=ledger, approved=approved, documents=documents),
+        create_edit_file_tool(
+            root, settings, ledger=ledger, approved=approved, documents=documents, diagnostics=diagnostics
+        ),
         create_bash_tool(root, settings),
         create_grep_tool(root, settings, documents=documents),
         create_list_files_tool(root, settings),

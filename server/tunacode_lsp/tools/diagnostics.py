@@ -7,6 +7,7 @@ Offered only when the front end can ask its editor (the LSP client advertised
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,23 @@ def format_diagnostics(shown: str, diagnostics: list[dict[str, Any]]) -> str:
     if len(ordered) > MAX_PER_FILE:
         lines.append(f"  [{len(ordered) - MAX_PER_FILE} more not shown]")
     return "\n".join(lines)
+
+
+AFTER_EDIT_SECONDS = 3.0  # an edit's result waits at most this long for the editor's diagnostics
+
+
+async def diagnostics_after_edit(source: DiagnosticsSource, real: Path, shown: str) -> str:
+    """A note for an edit's result: the diagnostics the editor reports for the edited open
+    document within AFTER_EDIT_SECONDS ('' when it cannot say in time)."""
+
+    try:
+        found = await asyncio.wait_for(source([real]), AFTER_EDIT_SECONDS)
+    except (ToolError, TimeoutError):
+        return f"\n[The editor reported no diagnostics for {shown} within {AFTER_EDIT_SECONDS:g} s.]"
+    return (
+        "\nDiagnostics the editor reports now (it may still be re-checking; call diagnostics again later):\n"
+        + format_diagnostics(shown, found.get(real, []))
+    )
 
 
 def create_diagnostics_tool(

@@ -14,6 +14,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.beneath import replace_beneath
+from tunacode_lsp.tools.diagnostics import DiagnosticsSource, diagnostics_after_edit
 from tunacode_lsp.tools.documents import DocumentOverlay, StaleDocument, overlay_text
 from tunacode_lsp.tools.edit_match import MATCHERS, Matcher
 from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
@@ -137,6 +138,7 @@ def create_edit_file_tool(
     approved: dict[str, str] | None = None,
     documents: DocumentOverlay | None = None,
     matchers: Sequence[Matcher] = MATCHERS,
+    diagnostics: DiagnosticsSource | None = None,
 ) -> AgentTool:
     """`matchers`: the tolerant matchers tried when an old_text is not found as it is
     (tools/edit_match.py; the edit benchmark turns them off one by one)."""
@@ -163,6 +165,7 @@ def create_edit_file_tool(
         edits = edit_list(args)
         lock = locks.setdefault(str(real), asyncio.Lock())
         note = ""
+        in_editor = False
         expected = (approved or {}).pop(call.tool_call_id, None)
         async with lock:
             for attempt in range(2):  # a document the user typed in meanwhile: read and plan again, once
@@ -181,6 +184,7 @@ def create_edit_file_tool(
                 if documents is not None and await overlay_text(documents, real) is not None:
                     try:  # open in the editor: the change goes through it (one undo step)
                         note = await documents.apply(real, snapshot.text, new_text)
+                        in_editor = True
                         break
                     except StaleDocument:
                         if attempt == 1:
@@ -200,6 +204,8 @@ def create_edit_file_tool(
         summary = f"Edited {shown}: {count} edit{'s' if count != 1 else ''} applied (+{added} -{removed}).{note}"
         if planner.notes:  # say what a tolerant match took, so the model can check the diff
             summary += "\nNot an exact match: " + "; ".join(planner.notes) + "."
+        if in_editor and diagnostics is not None:  # an open document: what the editor says of it now
+            summary += await diagnostics_after_edit(diagnostics, real, shown)
         return text_result(
             f"{summary}\n{shown_diff}",
             path=shown,
