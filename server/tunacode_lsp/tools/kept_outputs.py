@@ -15,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.tools.process_output import HeadTailBuffer
 
 MAX_KEPT_BYTES = 5 * 1024 * 1024  # one kept output
@@ -62,7 +63,9 @@ def keep_output(folder: Path | None, tool: str, data: bytes) -> Path | None:
 
     if folder is None:
         return None
-    data = data[:MAX_KEPT_BYTES]
+    # no key of the server's on disk either (results are redacted as they are sent; this file is not)
+    text = data[:MAX_KEPT_BYTES].decode("utf-8", "surrogateescape")
+    data = process_redactor().text(text).encode("utf-8", "surrogateescape")
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         _make_room(folder, len(data))

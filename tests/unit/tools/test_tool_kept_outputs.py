@@ -39,3 +39,16 @@ async def test_bash_keeps_a_cut_output_only(ws: Path, tmp_path: Path) -> None:
     assert only.read_text() == "".join(f"{n}\n" for n in range(1, 5001))
     again = await call(tools["read_file"], {"filepath": str(only), "offset": 4998})
     assert "4999:" in again.content[0].text and "|5000" in again.content[0].text
+
+
+def test_the_servers_keys_are_not_written_to_a_kept_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tunacode_lsp.core.redact import process_redactor
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-kept-0123456789abcdef")
+    process_redactor.cache_clear()
+    try:
+        path = kept.keep_output(tmp_path / "s", "bash", b"x" * 100 + b" sk-kept-0123456789abcdef\n")
+    finally:
+        monkeypatch.delenv("OPENAI_API_KEY")
+        process_redactor.cache_clear()
+    assert path is not None and b"sk-kept" not in path.read_bytes() and b"[redacted]" in path.read_bytes()
