@@ -171,7 +171,7 @@ def create_edit_file_tool(
             for attempt in range(2):  # a document the user typed in meanwhile: read and plan again, once
                 snapshot = await asyncio.to_thread(_load, real, shown)
                 planner = EditPlanner(snapshot, shown, refs, matchers)
-                replacements = planner.plan(edits)
+                replacements = await asyncio.to_thread(planner.plan, edits)  # a tolerant search may take a while
                 new_text, spans = apply_replacements(snapshot.lines, replacements)
                 if new_text == snapshot.text:
                     raise ToolError(f"The edits leave '{shown}' unchanged: nothing was written.")

@@ -48,6 +48,7 @@ MATCHERS: tuple[Matcher, ...] = (
     Matcher("escaped_quotes", 'reading \\" as " (and ignoring indentation and blank lines)', _strip, True, True),
 )
 MATCHER_NAMES = tuple(m.name for m in MATCHERS)
+MAX_TOLERANT_LINES = 2_000  # old_text or new_text longer than this: exact matching only
 
 _ESCAPED = re.compile(r"\\([\"'\\])")
 
@@ -85,18 +86,27 @@ class Ambiguous(Exception):
         self.places = places
 
 
+def _code(ids: dict[str, int], key: str) -> str:
+    """One character standing for one distinct line key (never a surrogate)."""
+    number = ids.setdefault(key, len(ids)) + 0x100
+    return chr(number + 0x800 if number >= 0xD800 else number)
+
+
 def _find(file_keys: list[tuple[int, str]], old_keys: list[tuple[int, str]], limit: int = 10) -> list[Found]:
+    """Where the old lines' keys occur in a row among the file's: each key is one character, so
+    the search is str.find's, linear even for a file of blank lines (no quadratic scan)."""
+    ids: dict[str, int] = {}
+    haystack = "".join(_code(ids, key) for _, key in file_keys)
+    if any(key not in ids for _, key in old_keys):
+        return []
+    needle = "".join(_code(ids, key) for _, key in old_keys)
     found: list[Found] = []
     n = len(old_keys)
-    first = old_keys[0][1]
-    for p in range(len(file_keys) - n + 1):
-        if file_keys[p][1] != first:
-            continue
-        if all(file_keys[p + k][1] == old_keys[k][1] for k in range(1, n)):
-            pairs = {old_keys[k][0]: file_keys[p + k][0] for k in range(n)}
-            found.append(Found(file_keys[p][0], file_keys[p + n - 1][0] + 1, pairs))
-            if len(found) >= limit:
-                break
+    p = haystack.find(needle)
+    while p != -1 and len(found) < limit:
+        pairs = {old_keys[k][0]: file_keys[p + k][0] for k in range(n)}
+        found.append(Found(file_keys[p][0], file_keys[p + n - 1][0] + 1, pairs))
+        p = haystack.find(needle, p + 1)
     return found
 
 
@@ -183,6 +193,8 @@ def tolerant_match(
 ) -> TolerantMatch | None:
     """The first matcher's unique match; raises Ambiguous when it matches several places."""
 
+    if old_text.count("\n") >= MAX_TOLERANT_LINES or new_text.count("\n") >= MAX_TOLERANT_LINES:
+        return None  # a diff of so many lines is no slip of copying: exact matching only
     bodies = [line_body(line) for line in file_lines]
     for matcher in matchers:
         old = _model_lines(unescape(old_text) if matcher.unescape else old_text)
@@ -205,14 +217,15 @@ def tolerant_match(
 
 
 MAX_NEAREST_LINES = 12
-MAX_SCAN_LINES = 20_000
+MAX_SCAN_LINES = 5_000  # nearest() looks in files this long at most
+MAX_NEAREST_OLD_LINES = 100  # ... for an old_text this long at most
 
 
 def nearest(file_lines: list[str], old_text: str) -> tuple[int, int, float] | None:
     """The file lines most like old_text: (start, end, similarity 0-1), or None."""
 
     old = [line.strip() for line in _model_lines(old_text)]
-    if not file_lines or len(file_lines) > MAX_SCAN_LINES or not any(old):
+    if not file_lines or len(file_lines) > MAX_SCAN_LINES or len(old) > MAX_NEAREST_OLD_LINES or not any(old):
         return None
     bodies = [line_body(line).strip() for line in file_lines]
     size = min(len(old), len(bodies))

@@ -99,3 +99,17 @@ async def test_the_corpus_never_applies_wrongly(tmp_path: Path) -> None:
     assert tally.wrong == 0, tally.wrong_kinds
     assert tally.refused_rightly == tally.should_refuse
     assert tally.intended >= 0.9 * tally.should_apply
+
+
+def test_a_hostile_file_of_repeated_lines_is_searched_in_linear_time() -> None:
+    """Bug (found in review): the line-by-line scan was quadratic, 55 s for 50,000 blank lines
+    and an old_text of 2,000 blank lines, on the event loop. Now one str.find."""
+    import time
+
+    from tunacode_lsp.tools.edit_match import tolerant_match
+    from tunacode_lsp.tools.textfile import split_lines
+
+    lines = split_lines("\n" * 200_000 + "a\n")
+    started = time.monotonic()
+    assert tolerant_match(lines, "\n", "\n" * 1_990 + "x", "y") is None
+    assert time.monotonic() - started < 5
