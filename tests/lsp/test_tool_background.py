@@ -83,6 +83,7 @@ async def test_denied_background_command_starts_nothing(lsp, model, workspace):
     result = await lsp.command("tunacode.request", {"prompt": "serve"})
     assert result["toolCalls"][0]["status"] == "failed" and len(lsp.approvals.prompts) == 1
     assert "touch ran" in lsp.approvals.prompts[0].message
+    assert "in the background, until stopped" in lsp.approvals.prompts[0].message
     assert not (workspace / "ran").exists()
     assert (await lsp.command("tunacode.status"))["backgroundProcesses"] == []
 

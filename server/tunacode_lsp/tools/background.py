@@ -25,6 +25,7 @@ from tunacode_lsp.tools.errors import ToolError
 
 MAX_BUFFER_BYTES = 1024 * 1024  # the newest output kept per process
 MAX_PER_SESSION = 8  # running at once
+MAX_PER_SERVER = 32  # running at once, all sessions together
 KILL_WAIT_SECONDS = 3.0
 
 
@@ -91,6 +92,10 @@ class BackgroundProcesses:
         return [p.describe() for p in self.processes.values()]
 
     async def start(self, session_id: str, argv: list[str], cwd: Path, env: dict[str, str], marker: str, command: str) -> BackgroundProcess:
+        if sum(p.running for p in self.processes.values()) >= MAX_PER_SERVER:
+            raise ToolError(
+                f"{MAX_PER_SERVER} background processes already run in this server: end some with process_kill first."
+            )
         running = [p for p in self.processes.values() if p.session_id == session_id and p.running]
         if len(running) >= MAX_PER_SESSION:
             raise ToolError(
