@@ -78,3 +78,19 @@ async def test_bounds_size_redirects_type_and_time(lsp, model):
     assert "image/png" in binary and "not a page" in binary
     assert "web_fetch did not finish within 2 s" in silent
     assert [c["status"] for c in result["toolCalls"]] == ["completed", "failed", "failed", "failed"]
+
+
+async def test_a_fetch_waiting_on_a_silent_server_is_aborted_at_once(lsp, model):
+    import asyncio
+
+    with web_server() as (base, hits):
+        model.set_script([fetch(f"{base}/silent"), DONE])
+        await lsp.start(init_options=scripted_options(model, webFetchPrivateAddresses=True))
+        pending = lsp.send_command("tunacode.request", {"prompt": "fetch"})
+        event = await lsp.wait_for_event(lambda e: e.get("name") == "web_fetch" and e.get("status") == "in_progress")
+        assert await asyncio.to_thread(hits.silent_reached.wait, 10)  # the server holds the request
+        started = asyncio.get_running_loop().time()
+        await lsp.command("tunacode.abort", {"requestId": event["requestId"]})
+        result = await asyncio.wait_for(pending, 10)
+    assert result["stopReason"] == "cancelled"
+    assert asyncio.get_running_loop().time() - started < 3

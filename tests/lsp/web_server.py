@@ -14,8 +14,16 @@ PAGE = (
 )
 
 
+class Hits(list[str]):
+    """The paths asked for; `silent_reached` is set once the silent route holds a request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.silent_reached = threading.Event()
+
+
 class Handler(BaseHTTPRequestHandler):
-    hits: list[str]
+    hits: Hits
     silent: threading.Event
 
     def log_message(self, *args: object) -> None:
@@ -44,14 +52,15 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/to-other-loopback":
             self._send(302, b"", "text/plain", {"Location": f"http://127.0.0.2:{port}/page"})
         elif self.path == "/silent":
+            self.hits.silent_reached.set()
             self.silent.wait(30)
         else:
             self._send(404, b"not here", "text/plain")
 
 
 @contextmanager
-def web_server() -> Iterator[tuple[str, list[str]]]:
-    hits: list[str] = []
+def web_server() -> Iterator[tuple[str, Hits]]:
+    hits = Hits()
     silent = threading.Event()
     handler = type("H", (Handler,), {"hits": hits, "silent": silent})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)

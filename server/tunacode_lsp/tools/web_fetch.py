@@ -20,9 +20,10 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
+from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
-from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.kept_outputs import keep_output, kept_note
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.textfile import cut_middle
@@ -148,6 +149,12 @@ def create_web_fetch_tool(settings: ToolSettings | None = None) -> AgentTool:
     settings = settings or ToolSettings()
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
+        raced = await race_abort(fetch(args, call), call.signal)  # an abort ends a wait on a silent server too
+        if raced.aborted:
+            raise ToolCancelled()
+        return raced.task.result()
+
+    async def fetch(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
         if not settings.shell_network:
             raise ToolError("The network is off for tools here (tunacode.shellNetwork is false): web_fetch is refused.")
         url = args["url"].strip()

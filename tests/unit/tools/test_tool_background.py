@@ -38,3 +38,23 @@ async def test_per_session_cap_and_sessions_apart(ws: Path, monkeypatch: pytest.
     finally:
         assert registry.kill_session("s1") == 2
     assert registry.listing() == []
+
+
+async def test_a_background_command_runs_in_the_same_sandbox(ws: Path, tmp_path: Path) -> None:
+    from tunacode_lsp.tools.sandbox import sandbox_state
+
+    if not sandbox_state("auto").active:
+        pytest.skip("bwrap cannot run here")
+    outside = tmp_path / "outside.txt"
+    registry = bg.BackgroundProcesses()
+    tools = tools_for(ws, ToolSettings(background=registry.for_session("s1")))
+    try:
+        await call(tools["bash"], {"command": f"echo ok > inside.txt; echo bad > {outside}; echo done", "background": True})
+        seen = ""
+        while "exited" not in seen:  # each read returns what came since the last one
+            seen += (await call(tools["process_output"], {"processId": "p1", "wait": 10})).content[0].text
+    finally:
+        registry.kill_session("s1")
+    assert (ws / "inside.txt").read_text() == "ok\n"
+    assert not outside.exists()
+    assert "done" in seen  # it ran; its write outside the workspace landed nowhere outside
