@@ -191,12 +191,12 @@ class LspSink:
     DELTA_INTERVAL = 0.016
 
     def __init__(
-        self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any
+        self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any, seq: int = 0
     ) -> None:
         self._ls = ls
         self._session_id = session_id
         self._request_id = request_id
-        self._seq = 0
+        self._seq = seq  # events already sent for this request (a queued one's request_queued)
         self._pending: TextDelta | ThinkingDelta | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self.progress = ProgressReporter(ls, request_id, prompt, client_token)
