@@ -46,14 +46,23 @@ def _catalog_notices(lsp) -> list[str]:
     return [e["message"] for e in lsp.events if e["type"] == "notice" and "not in the model catalog" in e["message"]]
 
 
-async def test_an_unknown_model_says_what_was_assumed_once_per_session(lsp, model):
+async def test_an_uncatalogued_model_of_a_catalogued_provider_says_what_was_assumed_once_per_session(lsp, model):
     model.set_script([MILLION_EACH, MILLION_EACH])
-    await lsp.start(init_options={"model": "openai-compatible:scripted", "baseUrl": model.chat_url})
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.base_url}
+    await lsp.start(init_options={"model": "openai:gpt-9-not-yet"}, env=env)
     first = await lsp.command("tunacode.request", {"prompt": "hi"})
     await lsp.command("tunacode.request", {"prompt": "again", "sessionId": first["sessionId"]})
     notices = _catalog_notices(lsp)
     assert len(notices) == 1 and "contextWindow" in notices[0] and "modelCost" in notices[0]
     assert first["usage"]["cost"] == 0.0
+
+
+async def test_a_local_servers_model_gets_the_defaults_without_a_notice(lsp, model):
+    model.set_script([MILLION_EACH])
+    await lsp.start(init_options={"model": "openai-compatible:scripted", "baseUrl": model.chat_url})
+    result = await lsp.command("tunacode.request", {"prompt": "hi"})
+    assert result["usage"]["cost"] == 0.0 and _catalog_notices(lsp) == []
+    assert [e for e in lsp.events if e["type"] == "turn_end"][-1]["contextWindow"] == 128_000
 
 
 async def test_model_cost_and_context_window_settings_price_an_unknown_model(lsp, model):

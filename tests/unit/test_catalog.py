@@ -41,12 +41,14 @@ def test_settings_win_over_the_catalog_and_unknown_models_get_a_notice():
     mine = catalog.model_facts("openai", "gpt-4.1", context_window=5_000, image_input="off",
                                model_cost={"input": 1, "output": 2})
     assert (mine.context_window, mine.image_input, mine.cost) == (5_000, "off", catalog.ModelCost(1.0, 2.0))
-    unknown = catalog.model_facts("openai-compatible", "qwen2.5-coder")
+    unknown = catalog.model_facts("openai", "gpt-9-not-yet")
     assert unknown.context_window == catalog.DEFAULT_CONTEXT_WINDOW and unknown.cost is None
     assert unknown.image_input == "auto" and unknown.notice and "contextWindow" in unknown.notice
     assert "modelCost" in unknown.notice
-    told = catalog.model_facts("openai-compatible", "qwen2.5-coder", context_window=32_768, model_cost={"input": 0, "output": 0})
+    told = catalog.model_facts("openai", "gpt-9-not-yet", context_window=32_768, model_cost={"input": 0, "output": 0})
     assert told.notice is None
+    local = catalog.model_facts("openai-compatible", "qwen2.5-coder")  # a local server: defaults, no notice
+    assert local.context_window == catalog.DEFAULT_CONTEXT_WINDOW and local.notice is None
 
 
 def test_models_list_gives_catalog_facts_for_configured_providers():

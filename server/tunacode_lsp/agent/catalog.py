@@ -183,7 +183,9 @@ def model_facts(provider: str, model_id: str, *, context_window: int = 0, image_
     cost = cost_setting(model_cost) or (card.cost if card else None)
     window = context_window or (card.context_window if card and card.context_window else 0) or DEFAULT_CONTEXT_WINDOW
     notice = None
-    if card is None and not (context_window and model_cost is not None):
+    # a local server's models (openai-compatible:) are never catalogued: its defaults are the
+    # documented behaviour; a catalogued provider's unknown model (new, or a typo) is worth a word
+    if card is None and provider in CATALOG_PROVIDERS and not (context_window and model_cost is not None):
         assumed = []
         if not context_window:
             assumed.append(f"a context window of {DEFAULT_CONTEXT_WINDOW:,} tokens (setting contextWindow)")

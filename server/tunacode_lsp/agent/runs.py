@@ -447,6 +447,8 @@ class RunService:
                     outputs_dir=session_outputs_dir(data_dir(), session_id),  # cut results kept whole
                     background=self.background_processes.for_session(session_id),
                     web_private_addresses=options.web_fetch_private_addresses,
+                    shell_env_passthrough=tuple(options.shell_env_passthrough),
+                    shell_read_only_paths=tuple(options.shell_read_only_paths),
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,7 @@ class BackgroundProcess:
     exit_code: int | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    on_exit: Callable[[], object] | None = None  # run once it has ended (off the event loop)
 
     @property
     def running(self) -> bool:
@@ -91,7 +94,10 @@ class BackgroundProcesses:
     def listing(self) -> list[dict[str, Any]]:
         return [p.describe() for p in self.processes.values()]
 
-    async def start(self, session_id: str, argv: list[str], cwd: Path, env: dict[str, str], marker: str, command: str) -> BackgroundProcess:
+    async def start(
+        self, session_id: str, argv: list[str], cwd: Path, env: dict[str, str], marker: str, command: str,
+        on_exit: Callable[[], object] | None = None,
+    ) -> BackgroundProcess:
         if sum(p.running for p in self.processes.values()) >= MAX_PER_SERVER:
             raise ToolError(
                 f"{MAX_PER_SERVER} background processes already run in this server: end some with process_kill first."
@@ -109,7 +115,7 @@ class BackgroundProcesses:
             )
         except OSError as exc:
             raise ToolError(f"Cannot start the shell: {exc}.") from None
-        process = BackgroundProcess(f"p{next(self._ids)}", session_id, command, proc.pid, marker, proc)
+        process = BackgroundProcess(f"p{next(self._ids)}", session_id, command, proc.pid, marker, proc, on_exit=on_exit)
         self.processes[process.process_id] = process
         process.tasks = [asyncio.create_task(_pump(process)), asyncio.create_task(_watch(process))]
         return process
@@ -150,9 +156,17 @@ async def _pump(process: BackgroundProcess) -> None:
 
 
 async def _watch(process: BackgroundProcess) -> None:
-    process.exit_code = await process.proc.wait()
+    code = await process.proc.wait()
+    if process.exit_code is None:
+        process.exit_code = code
     with contextlib.suppress(TimeoutError):  # the last output, unless a child still holds the pipe
         await asyncio.wait_for(asyncio.shield(process.tasks[0]), 1.0)
+    if process.on_exit is not None:
+        _kill(process)  # nothing of its group may still write when the clean-up looks
+        try:
+            await asyncio.to_thread(process.on_exit)
+        except Exception:  # noqa: BLE001 - a clean-up must not break the watcher
+            logging.getLogger(__name__).exception("clean-up after background process %s failed", process.process_id)
     process.changed.set()
 
 
@@ -173,5 +187,8 @@ class SessionProcesses:
             )
         return process
 
-    async def start(self, argv: list[str], cwd: Path, env: dict[str, str], marker: str, command: str) -> BackgroundProcess:
-        return await self.registry.start(self.session_id, argv, cwd, env, marker, command)
+    async def start(
+        self, argv: list[str], cwd: Path, env: dict[str, str], marker: str, command: str,
+        on_exit: Callable[[], object] | None = None,
+    ) -> BackgroundProcess:
+        return await self.registry.start(self.session_id, argv, cwd, env, marker, command, on_exit)

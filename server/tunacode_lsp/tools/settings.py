@@ -26,3 +26,5 @@ class ToolSettings:
     outputs_dir: Path | None = None  # the session's folder of whole outputs (tools/kept_outputs.py)
     web_private_addresses: bool = False  # web_fetch may reach loopback/private/link-local addresses
     background: SessionProcesses | None = None  # the session's background processes (tools/background.py)
+    shell_env_passthrough: tuple[str, ...] = ()  # variable names handed to the shell as they are
+    shell_read_only_paths: tuple[str, ...] = ()  # absolute folders the sandbox shows read-only
