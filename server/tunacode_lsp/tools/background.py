@@ -122,10 +122,8 @@ class BackgroundProcesses:
 
     async def kill(self, process: BackgroundProcess) -> None:
         _kill(process)
-        with contextlib.suppress(TimeoutError):
-            code = await asyncio.wait_for(asyncio.shield(process.proc.wait()), KILL_WAIT_SECONDS)
-            if process.exit_code is None:
-                process.exit_code = code
+        with contextlib.suppress(TimeoutError):  # its watcher records the end after the clean-up
+            await asyncio.wait_for(asyncio.shield(process.tasks[1]), KILL_WAIT_SECONDS + 2.0)
 
     def kill_session(self, session_id: str) -> int:
         """End a deleted session's processes at once (SIGKILL) and forget them; their exit is
@@ -157,8 +155,6 @@ async def _pump(process: BackgroundProcess) -> None:
 
 async def _watch(process: BackgroundProcess) -> None:
     code = await process.proc.wait()
-    if process.exit_code is None:
-        process.exit_code = code
     with contextlib.suppress(TimeoutError):  # the last output, unless a child still holds the pipe
         await asyncio.wait_for(asyncio.shield(process.tasks[0]), 1.0)
     if process.on_exit is not None:
@@ -167,6 +163,7 @@ async def _watch(process: BackgroundProcess) -> None:
             await asyncio.to_thread(process.on_exit)
         except Exception:  # noqa: BLE001 - a clean-up must not break the watcher
             logging.getLogger(__name__).exception("clean-up after background process %s failed", process.process_id)
+    process.exit_code = code  # "exited" only once the clean-up is done
     process.changed.set()
 
 

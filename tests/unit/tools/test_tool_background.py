@@ -58,3 +58,24 @@ async def test_a_background_command_runs_in_the_same_sandbox(ws: Path, tmp_path:
     assert (ws / "inside.txt").read_text() == "ok\n"
     assert not outside.exists()
     assert "done" in seen  # it ran; its write outside the workspace landed nowhere outside
+
+
+async def test_what_runs_code_outside_is_removed_when_it_ends(ws: Path) -> None:
+    """As after a foreground command: a background one may not leave an .envrc or a
+    .vscode/tasks.json behind (they run code outside the sandbox later)."""
+    from tunacode_lsp.tools.sandbox import sandbox_state
+
+    if not sandbox_state("auto").active:
+        pytest.skip("bwrap cannot run here")
+    registry = bg.BackgroundProcesses()
+    tools = tools_for(ws, ToolSettings(background=registry.for_session("s1")))
+    try:
+        await call(tools["bash"], {"command": "mkdir -p .vscode; echo x > .vscode/tasks.json; echo y > .envrc; echo made",
+                                   "background": True})
+        seen = ""
+        while "exited" not in seen:
+            seen += (await call(tools["process_output"], {"processId": "p1", "wait": 10})).content[0].text
+    finally:
+        registry.kill_session("s1")
+    assert "made" in seen
+    assert not (ws / ".vscode").exists() and not (ws / ".envrc").exists()
