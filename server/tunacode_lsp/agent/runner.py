@@ -53,7 +53,7 @@ from tunacode_lsp.core.history import (
 )
 from tunacode_lsp.core.redact import Redactor, StreamRedactor, process_redactor
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import CHANGING_TOOLS, build_tools, summarize_args
+from tunacode_lsp.tools import ASKED_TOOLS, CHANGING_TOOLS, build_tools, summarize_args
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
@@ -493,7 +493,7 @@ class RequestRun:
                 f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
                 "send them as one JSON object",
             ))
-        if name not in CHANGING_TOOLS and name not in self.spec.extra_changing_tools:
+        if name not in ASKED_TOOLS and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
