@@ -238,6 +238,8 @@ export type TunaEvent = EventBase &
         denied?: boolean;
         /** bash's exit code */
         exitCode?: number;
+        /** v3: why it failed or was cancelled (`policy`: a mode, a rule or a hook refused it) */
+        reason?: string;
       }
     | { type: "turn_end"; turn: number; usage?: Partial<Usage>; contextTokens?: number; contextWindow?: number }
     | { type: "plan"; items: PlanItem[] }

@@ -251,3 +251,31 @@ def parse_rules(raw: Any, source: str) -> tuple[PermissionRules, list[str]]:
         if len(value) > MAX_RULES:
             problems.append(f"permissions.{key}: more than {MAX_RULES} rules; the rest are ignored")
     return PermissionRules(tuple(found["allow"]), tuple(found["ask"]), tuple(found["deny"])), problems
+
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\!# ])")
+MAX_SUGGESTED = 5
+
+
+def suggested_rules(tool: str, args: Mapping[str, Any], root: Path) -> tuple[str, ...]:
+    """The allow rules "Always allow" would save for this call, each matching exactly what
+    it shows: one `bash(command)` per simple command (no wildcard), `tool(/path)` anchored
+    at the root, the MCP tool's name. Empty when no rule could allow it (a command the
+    parse cannot see through)."""
+
+    if tool == "bash":
+        parse = parse_command(str(args.get("command", "")))
+        if not parse.literal or not parse.commands:
+            return ()
+        texts = list(dict.fromkeys(c.text for c in parse.commands))
+        if len(texts) > MAX_SUGGESTED or any("*" in t or t.endswith(":") for t in texts):
+            return ()  # a `*` would be a wildcard: the rule would match more than this
+        return tuple(f"bash({t})" for t in texts)
+    key = FILE_TOOLS.get(tool)
+    if key is not None:
+        relative = relative_path(args.get(key) or ".", root)
+        if relative is None or relative == ".":
+            return ()
+        escaped = _GLOB_SPECIAL.sub(lambda m: "\\" + m.group(1), relative)
+        return (f"{tool}(/{escaped})",)
+    return (tool,)

@@ -34,6 +34,9 @@ from tunacode_lsp.contract.protocol import (
     ParamsError,
     RequestParams,
     RequestResult,
+    SettingsFileInfo,
+    SettingsInfo,
+    SettingValue,
     parse_context,
 )
 from tunacode_lsp.core.text import shown
@@ -177,8 +180,8 @@ class RunService:
             raise ParamsError(f"params.model: {exc}") from None
         return spec
 
-    def _model(self, spec: str | None) -> ResolvedModel:
-        options = self._options()
+    def _model(self, spec: str | None, options: ServerOptions | None = None) -> ResolvedModel:
+        options = options or self._options()
         try:
             return resolve_model(
                 spec or options.model,
@@ -188,6 +191,39 @@ class RunService:
             )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
+
+    # ------------------------------------------------------------ settings files
+
+    async def settings_info(self, root: Path | None = None) -> SettingsInfo:
+        """The effective settings and where each came from (`tunacode.status`)."""
+
+        from tunacode_lsp.agent.settings_files import effective_settings
+
+        effective = await effective_settings(self._options(), root or self._workspace_root())
+        return SettingsInfo(
+            {key: SettingValue(value, source) for key, (value, source) in effective.values.items()},
+            [
+                SettingsFileInfo(f.source, f.path, f.exists, f.fingerprint, f.consented, list(f.held_back), list(f.problems))
+                for f in effective.files
+            ],
+        )
+
+    async def consent_project_settings(self, fingerprint: str, persist: bool, root: Path | None = None) -> str:
+        """Consent to the project settings file as it is now; ParamsError when `fingerprint` is
+        not its current content's (it changed since the user looked)."""
+
+        from tunacode_lsp.agent.settings_consent import record_consent
+        from tunacode_lsp.agent.settings_files import load_settings_files
+
+        root = root or self._workspace_root()
+        _user, project = await asyncio.to_thread(load_settings_files, root)
+        if project.fingerprint is None or project.fingerprint != fingerprint:
+            raise ParamsError(
+                f"params.fingerprint is not that of {project.path} as it is now (it changed, or it cannot be read); "
+                "look at the file again (tunacode.status) and consent to what you see"
+            )
+        await asyncio.to_thread(record_consent, root, fingerprint, persist=persist)
+        return project.path
 
     # ------------------------------------------------------------ a request
 
@@ -269,19 +305,22 @@ class RunService:
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
+        from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
         from tunacode_lsp.tools import ToolSettings
 
         options = self._options()
         sessions = self._sessions()
         root = workspace_root if workspace_root is not None else self._workspace_root()
+        settings = await effective_settings(options, root)  # the settings files, under the editor's settings
+        options = settings.options
 
         if params.session_id is not None:
             record = await sessions.get(params.session_id)
             if record is None:
                 raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
-            model = self._model(params.model or record.model or None)
+            model = self._model(params.model or record.model or None, options)
         else:
-            record, model = None, self._model(params.model)
+            record, model = None, self._model(params.model, options)
         context = await asyncio.to_thread(
             resolve_context, parse_context(params.context), root,
             model_id=model.model_id, image_input=options.image_input, text_of=text_of,
@@ -293,6 +332,10 @@ class RunService:
         state = self.session_state(session_id)
 
         notices: list[str] = []
+        for notice in settings.notices():  # once per session: a held-back project file, a bad rule
+            if f"settings:{notice}" not in state.notices:
+                state.notices.add(f"settings:{notice}")
+                notices.append(notice)
         if options.shell_sandbox == "auto" and "sandbox" not in state.notices:
             from tunacode_lsp.tools.sandbox import sandbox_state
 
@@ -343,6 +386,10 @@ class RunService:
                 start_notices=notices,
                 documents=documents,
                 checkpoint=checkpoint.step,
+                rules=settings.rules,
+                hooks=settings.hooks,
+                mode=params.mode or "agent",
+                save_rules=lambda scope, rules: asyncio.to_thread(save_allow_rules, scope, rules, root),
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink

@@ -18,6 +18,7 @@ are read through the confined reader (a link out, a FIFO, a huge file are skippe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -187,7 +188,9 @@ def resolve_settings(
                 value, source = candidate, "project"
         if key in options.from_env:
             value, source = getattr(options, field_name), "environment"
-        if key in options.explicit:
+        if key in options.explicit or (
+            key not in options.from_env and getattr(options, field_name) != getattr(defaults, field_name)
+        ):  # set by the editor or the CLI (options made in code carry no `explicit`)
             value, source = getattr(options, field_name), "editor"
         chosen[field_name] = value
         values[key] = (value, source)
@@ -246,3 +249,72 @@ async def effective_settings(
         return resolve_settings(options, user, project, project_consented=consented)
 
     return await asyncio.to_thread(load)
+
+
+def save_allow_rules(scope: str, rules: tuple[str, ...], root: Path, env: Mapping[str, str] = os.environ) -> str:
+    """"Always allow": add `rules` to `permissions.allow` of the user or project file.
+    Blocking: call from a thread. Returns what to tell the user.
+
+    The project file is written only through a real folder inside the root (no link out), and
+    read back through the confined reader first. If its old content was consented to (or held
+    nothing that waits for consent), the new content is consented too: the user just chose
+    these rules; otherwise the new rules wait for consent with the rest.
+    """
+
+    from tunacode_lsp.agent.settings_consent import record_consent
+
+    if scope == "user":
+        folder = user_config_dir(env)
+        folder.mkdir(parents=True, exist_ok=True)
+        current = read_settings_file("user", folder, USER_FILE)
+    else:
+        folder = root / ".tunacode"
+        current = read_settings_file("project", root, PROJECT_FILE)
+        real_root = os.path.realpath(root)
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            return f"Not saved: {PROJECT_FILE} is not in a plain folder of the workspace."
+        folder.mkdir(exist_ok=True)
+        if not os.path.realpath(folder).startswith(real_root.rstrip("/") + "/"):
+            return f"Not saved: {PROJECT_FILE} leads out of the workspace."
+    if (current.content is not None and current.raw is None) or (current.problems and current.content is None):
+        return f"Not saved: {current.path} cannot be read as settings ({'; '.join(current.problems)})."
+    data: dict[str, Any] = dict(current.raw or {})
+    permissions = data.get("permissions")
+    permissions = dict(permissions) if isinstance(permissions, Mapping) else {}
+    allow = permissions.get("allow")
+    allow = list(allow) if isinstance(allow, list) else []
+    allow += [r for r in rules if r not in allow]
+    permissions["allow"] = allow
+    data["permissions"] = permissions
+    content = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+    was_consented = False
+    if scope == "project":
+        fingerprint = current.fingerprint
+        was_consented = current.content is None or (fingerprint is not None and is_consented(root, fingerprint))
+        if not was_consented:
+            options = ServerOptions()
+            held = resolve_settings(options, SettingsFile("user", ""), current, project_consented=False).files[1].held_back
+            was_consented = not held
+    target = folder / (USER_FILE if scope == "user" else "settings.json")
+    fd, temp = _temp_in(folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    saved = ", ".join(f"`{r}`" for r in rules)
+    if scope == "project":
+        if was_consented:
+            record_consent(root, settings_fingerprint(PROJECT_FILE, content))
+            return f"Saved {saved} to {PROJECT_FILE}."
+        return f"Saved {saved} to {PROJECT_FILE}; the file waits for your consent before its allow rules apply."
+    return f"Saved {saved} to {target}."
+
+
+def _temp_in(folder: Path) -> tuple[int, str]:
+    import tempfile
+
+    return tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=folder)

@@ -47,6 +47,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_LIST,
     COMMAND_SESSION_NEW,
     COMMAND_SESSION_REWIND,
+    COMMAND_SETTINGS_CONSENT,
     COMMAND_STATUS,
     COMPACTION_FAILED,
     MODEL_NOT_USABLE,
@@ -73,6 +74,8 @@ from tunacode_lsp.contract.protocol import (
     SessionListParams,
     SessionListResult,
     SessionNewParams,
+    SettingsConsentParams,
+    SettingsConsentResult,
     StatusResult,
     parse_params,
     to_wire,
@@ -501,7 +504,16 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
     shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
-    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox))
+    settings = await ls.runs.settings_info()  # the settings files under the editor's, with sources
+    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, settings))
+
+
+@command(COMMAND_SETTINGS_CONSENT)
+async def settings_consent(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: consent to the project settings file as it is now (agent/runs.py)."""
+    p = parse_params(SettingsConsentParams, params.arguments)
+    path = await ls.runs.consent_project_settings(p.fingerprint, p.persist)
+    return to_wire(SettingsConsentResult(True, path))
 
 
 @command(COMMAND_MODELS_LIST)
