@@ -134,3 +134,17 @@ async def _request_error(lsp, params: dict) -> str:
     except Exception as exc:
         return str(exc)
     raise AssertionError("accepted")
+
+
+async def test_a_nested_instruction_file_joins_the_first_read_below_it_once(lsp, model, workspace):
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "AGENTS.md").write_text("PKG-RULE: tabs, not spaces\n@../outside.md")
+    (workspace / "pkg" / "a.py").write_text("a = 1\n")
+    read = {"steps": [{"tool_call": {"name": "read_file", "arguments": {"filepath": "pkg/a.py"}}}]}
+    model.set_script([read, read, DONE])
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "read twice"})
+    assert result["stopReason"] == "end_turn"
+    results = tool_messages(model)
+    assert len(results) == 2 and "PKG-RULE" in results[0] and "PKG-RULE" not in results[1]
+    assert "PKG-RULE" not in model.requests[0]["messages"][0]["content"]  # not in the system prompt

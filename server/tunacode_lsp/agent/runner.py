@@ -23,6 +23,7 @@ from tunacode_lsp.agent.approvals import approval_view
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.hooks import HookRunner
+from tunacode_lsp.agent.instructions import NestedInstructions
 from tunacode_lsp.agent.models import context_window_of
 from tunacode_lsp.agent.permissions import RuleDecision, suggested_rules
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
@@ -118,6 +119,7 @@ class RequestRun:
         )
         self._hook_context: dict[str, list[str]] = {}  # tool call id -> preToolUse hooks' context
         self._prompt_context: list[str] = []  # userPromptSubmit hooks' context
+        self._nested = NestedInstructions(spec.workspace_root)  # sub-folder instruction files joined so far
 
     # ------------------------------------------------------------ control
 
@@ -427,6 +429,7 @@ class RequestRun:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
                     self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
                     raise
+                result = await self._with_nested_instructions(tool.name, args, result)
                 result = await self._post_tool_hooks(tool_call_id, tool.name, args, result)
                 result = _redacted_result(result)  # the model never sees a key a tool printed
                 details = result.details if isinstance(result.details, dict) else {}
@@ -583,6 +586,19 @@ class RequestRun:
             return result
         extra = "\n\n".join(f"[hook context]\n{text}" for text in added)
         return AgentToolResult(content=[*result.content, TextContent(text=extra)], details=result.details)
+
+    async def _with_nested_instructions(self, name: str, args: dict[str, Any], result: AgentToolResult) -> AgentToolResult:
+        """The first read or edit of a file below a sub-folder's AGENTS.md (or CLAUDE.md) brings
+        that file into the context, appended to the result (agent/instructions.py)."""
+
+        if name not in NestedInstructions.TOOLS:
+            return result
+        text, notices = await asyncio.to_thread(self._nested.for_call, name, args.get("filepath"))
+        for notice in notices:
+            self.sink.emit(Notice(notice))
+        if not text:
+            return result
+        return AgentToolResult(content=[*result.content, TextContent(text="\n\n" + text)], details=result.details)
 
     async def _ask(self, request: ApprovalRequest) -> str:
         """Ask for approval; an abort ends the wait as a denial."""
