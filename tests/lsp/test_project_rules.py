@@ -148,3 +148,19 @@ async def test_a_nested_instruction_file_joins_the_first_read_below_it_once(lsp,
     results = tool_messages(model)
     assert len(results) == 2 and "PKG-RULE" in results[0] and "PKG-RULE" not in results[1]
     assert "PKG-RULE" not in model.requests[0]["messages"][0]["content"]  # not in the system prompt
+
+
+async def test_commands_list_and_a_slash_prompt_runs_the_body_with_its_allowed_tools(lsp, model, workspace, home):
+    folder = workspace / ".tunacode" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "explain.md").write_text("---\ndescription: Explain code\nargument-hint: <file>\nallowed-tools: read_file\n---\nExplain $1.")
+    model.set_script([DONE])
+    await lsp.start(init_options=scripted_options(model))
+    listed = await lsp.command("tunacode.commands.list")
+    assert listed == {"commands": [
+        {"name": "explain", "description": "Explain code", "argumentHint": "<file>", "source": "project"}
+    ]}
+    await lsp.command("tunacode.request", {"prompt": "/explain calc.py"})
+    sent = model.requests[0]["messages"][-1]["content"]
+    assert (sent if isinstance(sent, str) else sent[-1]["text"]) == "Explain calc.py."
+    assert [t["function"]["name"] for t in model.requests[0]["tools"]] == ["read_file"]

@@ -106,15 +106,16 @@ class TunaAcpAgent:
             raise errors.from_agent(exc) from None
         await self.mcp.configure(record.session_id, mcp_servers, self.options)
         self._roots[record.session_id] = root
-        self._offer_commands(record.session_id)
+        self._offer_commands(record.session_id, root)
         return schema.NewSessionResponse(session_id=record.session_id)
 
-    def _offer_commands(self, session_id: str) -> None:
+    def _offer_commands(self, session_id: str, root: Path | None = None) -> None:
         """Tell the client the slash commands, right after the session/new or session/load answer."""
 
         async def offer() -> None:
             try:
-                await self.client.session_update(session_id=session_id, update=available_commands())
+                update = await asyncio.to_thread(available_commands, root)
+                await self.client.session_update(session_id=session_id, update=update)
             except Exception:  # noqa: BLE001 - a client that cannot take it loses only the menu
                 log.info("available_commands_update for %s was not delivered", session_id, exc_info=True)
 
@@ -138,7 +139,7 @@ class TunaAcpAgent:
             await self.client.session_update(session_id=session_id, update=update)
         await self.mcp.configure(session_id, mcp_servers, self.options)
         self._roots[session_id] = root
-        self._offer_commands(session_id)
+        self._offer_commands(session_id, root)
         return schema.LoadSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> schema.ListSessionsResponse:

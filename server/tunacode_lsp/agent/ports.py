@@ -93,5 +93,6 @@ class RequestSpec:
     rules: PermissionRules = field(default_factory=PermissionRules)
     hooks: tuple[HookDef, ...] = ()
     mode: str = "agent"  # agent | plan (read-only tools and todo_write; the request ends with a plan)
+    allowed_tools: frozenset[str] | None = None  # a prompt command's `allowed-tools`: only these (None: all)
     # "Always allow": saves allow rules to the user or project settings file; returns what to say
     save_rules: Callable[[str, tuple[str, ...]], Awaitable[str]] | None = None

@@ -337,6 +337,8 @@ class RequestRun:
         offered = [*tools, *spec.extra_tools]
         if spec.mode == "plan":  # read-only tools and todo_write; no MCP tool (it may change anything)
             offered = [t for t in tools if t.name in PLAN_MODE_TOOLS]
+        if spec.allowed_tools is not None:  # a prompt command's allowed-tools: it only narrows
+            offered = [t for t in offered if t.name in spec.allowed_tools]
         agent.set_tools([self._wrap_tool(t) for t in offered])
         agent.replace_messages(history if history is not None else [load_message(m) for m in spec.history])
         self._agent = agent

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
 from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
 from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
@@ -302,6 +304,7 @@ class RunService:
         `workspace_root` overrides the service's root for this request (ACP: each session has
         its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
+        from tunacode_lsp.agent.commands import allowed_tool_names, expand_prompt
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
@@ -313,6 +316,11 @@ class RunService:
         root = workspace_root if workspace_root is not None else self._workspace_root()
         settings = await effective_settings(options, root)  # the settings files, under the editor's settings
         options = settings.options
+        command = await asyncio.to_thread(expand_prompt, params.prompt, root) if params.prompt.lstrip().startswith("/") else None
+        if command is not None:  # `/name args`: the command's body (agent/commands.py)
+            if not command.prompt.strip():
+                raise ParamsError(f"params.prompt: the command /{command.command.name} has an empty body")
+            params = attrs.evolve(params, prompt=command.prompt, model=params.model or command.command.model)
 
         if params.session_id is not None:
             record = await sessions.get(params.session_id)
@@ -389,6 +397,7 @@ class RunService:
                 rules=settings.rules,
                 hooks=settings.hooks,
                 mode=params.mode or "agent",
+                allowed_tools=allowed_tool_names(command.command) if command is not None else None,
                 save_rules=lambda scope, rules: asyncio.to_thread(save_allow_rules, scope, rules, root),
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)

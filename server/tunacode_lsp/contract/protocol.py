@@ -509,6 +509,19 @@ class SettingsConsentResult:
 
 
 @attrs.define
+class CommandInfo:  # v3: tunacode.commands.list
+    name: str
+    description: str
+    argument_hint: str
+    source: str  # project | user | builtin
+
+
+@attrs.define
+class CommandsListResult:
+    commands: list[CommandInfo]
+
+
+@attrs.define
 class StatusResult:
     version: str
     protocol_version: int

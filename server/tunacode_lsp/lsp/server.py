@@ -36,6 +36,7 @@ from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_CHANGES,
+    COMMAND_COMMANDS_LIST,
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
     COMMAND_SESSION_COMPACT,
@@ -58,6 +59,7 @@ from tunacode_lsp.contract.protocol import (
     AbortParams,
     AbortResult,
     ChangesParams,
+    CommandsListResult,
     DeleteResult,
     EmptyParams,
     McpServerInfo,
@@ -506,6 +508,15 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
     settings = await ls.runs.settings_info()  # the settings files under the editor's, with sources
     return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, settings))
+
+
+@command(COMMAND_COMMANDS_LIST)
+async def commands_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: the prompt commands of the workspace and the user (agent/commands.py)."""
+    parse_params(EmptyParams, params.arguments)
+    from tunacode_lsp.agent.commands import command_infos
+
+    return to_wire(CommandsListResult(await asyncio.to_thread(command_infos, ls.workspace_root)))
 
 
 @command(COMMAND_SETTINGS_CONSENT)
