@@ -198,12 +198,6 @@ class SessionService:
     async def fork(self, session_id: str, message_count: int | None) -> SessionInfo:
         return await self._call("fork_session", session_id, message_count)
 
-    async def mcp_trust(self, cwd: str, name: str, fingerprint: str) -> bool | None:
-        return await self._call("mcp_trust", project_id_for(cwd), name, fingerprint)
-
-    async def set_mcp_trust(self, cwd: str, name: str, fingerprint: str, allowed: bool) -> None:
-        await self._call("set_mcp_trust", project_id_for(cwd), name, fingerprint, allowed)
-
     async def acquire(self, session_id: str, owner: str) -> bool:
         """Take the session's busy lease for `owner` (one owner per request)."""
         return await self._call("acquire", session_id, owner)

@@ -65,6 +65,7 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
     require_changes: bool = False
     context: tuple[dict[str, Any], ...] = ()  # context items (cli/inputs.py)
     mcp_servers: dict[str, Any] | None = None  # --mcp-config
+    trust_workspace: bool = False  # --trust-workspace: start what the workspace defines (.mcp.json)
 
 
 # ---------------------------------------------------------------- command line
@@ -99,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="give the model this PNG, JPEG, GIF or WebP image; repeatable")
     parser.add_argument("--mcp-config", metavar="FILE",
                         help='MCP servers for this run: a JSON file {"mcpServers": {...}} as .mcp.json (docs/mcp.md)')
+    parser.add_argument("--trust-workspace", action="store_true",
+                        help="start the MCP servers the workspace's .mcp.json defines (never implied by --approve auto)")
     return parser
 
 
@@ -149,6 +152,7 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         require_changes=args.require_changes,
         context=tuple(context),
         mcp_servers=servers,
+        trust_workspace=args.trust_workspace,
     )
 
 

@@ -220,6 +220,7 @@ class TunaLanguageServer(LanguageServer):
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
         self.mcp: McpManager | None = None  # created when an MCP server is configured
+        self.client_name = ""  # initialize's clientInfo.name (lsp/mcp.py: a headless client's answers are not remembered)
         self._background: set[asyncio.Task[Any]] = set()
 
     def track(self, work: Any) -> None:
@@ -401,6 +402,7 @@ def command(name: str, *, waits_for_settings: bool = True):
 def on_initialize(ls: TunaLanguageServer, params: types.InitializeParams) -> None:
     options, warnings = parse_options(params.initialization_options)
     ls.options = ls.init_options = options
+    ls.client_name = params.client_info.name if params.client_info is not None else ""
     apply_logging(options)
     ls.pending_warnings = warnings  # shown once the client is ready for messages
 

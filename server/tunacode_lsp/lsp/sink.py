@@ -15,7 +15,6 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
@@ -28,7 +27,7 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
-from tunacode_lsp.core.text import clip
+from tunacode_lsp.core.text import clip, visible_blanks
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
