@@ -125,7 +125,7 @@ def test_consent_is_per_workspace_and_can_last_for_this_process_only(homes: dict
     record_consent(homes["root"], "f" * 64, persist=False)
     assert is_consented(homes["root"], "f" * 64)
     assert not is_consented(other, "f" * 64)
-    assert not (Path(os.environ["TUNACODE_HOME"]) / "settings-consent.json").exists()
+    assert not (Path(os.environ["TUNACODE_HOME"]) / "consent.sqlite3").exists()
 
 
 def test_resolve_without_files_is_the_editors_options() -> None:
