@@ -298,6 +298,7 @@ class RunService:
         extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
         documents: DocumentOverlay | None = None,
         workspace_root: Path | None = None,
+        approval: str | None = None,
     ) -> RequestResult:
         """Resolve the model and session, hold the lease, run the agent, release everything.
 
@@ -316,6 +317,8 @@ class RunService:
         root = workspace_root if workspace_root is not None else self._workspace_root()
         settings = await effective_settings(options, root)  # the settings files, under the editor's settings
         options = settings.options
+        if approval is not None:  # the session's own choice (ACP configOptions)
+            options = attrs.evolve(options, approval=approval)
         command = await asyncio.to_thread(expand_prompt, params.prompt, root) if params.prompt.lstrip().startswith("/") else None
         if command is not None:  # `/name args`: the command's body (agent/commands.py)
             if not command.prompt.strip():
