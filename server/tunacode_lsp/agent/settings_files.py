@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from tunacode_lsp.agent.hooks_config import HookDef, parse_hooks
 from tunacode_lsp.agent.permissions import PermissionRules, parse_rules
 from tunacode_lsp.agent.settings_consent import is_consented, settings_fingerprint
 from tunacode_lsp.tools.confined_read import read_confined
+
+log = logging.getLogger(__name__)
 
 PROJECT_FILE = ".tunacode/settings.json"
 USER_FILE = "settings.json"
@@ -245,7 +248,11 @@ async def effective_settings(
     def load() -> EffectiveSettings:
         user, project = load_settings_files(root, env)
         fingerprint = project.fingerprint
-        consented = fingerprint is not None and is_consented(root, fingerprint)
+        try:
+            consented = fingerprint is not None and is_consented(root, fingerprint)
+        except Exception:  # an unreadable consent store: nothing is consented (and the request goes on)
+            log.warning("the consent store cannot be read; the project settings file is not consented", exc_info=True)
+            consented = False
         return resolve_settings(options, user, project, project_consented=consented)
 
     return await asyncio.to_thread(load)
