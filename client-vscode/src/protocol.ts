@@ -8,6 +8,7 @@ export const EVENT_NOTIFICATION = "tunacode/event";
 
 export const Commands = {
   request: "tunacode.request",
+  commandsList: "tunacode.commands.list",
   abort: "tunacode.abort",
   sessionNew: "tunacode.session.new",
   sessionList: "tunacode.session.list",
