@@ -80,6 +80,11 @@ class SessionMcp:
         manager = self._managers.get(key) if key is not None else None
         return manager.agent_tools() if manager is not None else ([], frozenset())
 
+    def forget(self, session_id: str) -> None:
+        """A closed session: its tools are no longer offered (the servers stay for other sessions)."""
+
+        self._of_session.pop(session_id, None)
+
     async def stop_all(self) -> None:
         managers, self._managers = list(self._managers.values()), {}
         await asyncio.gather(*(m.stop_all() for m in managers), return_exceptions=True)

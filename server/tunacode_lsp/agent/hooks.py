@@ -53,6 +53,7 @@ class _Finished:
     stdout: bytes
     stderr: bytes
     why_killed: str = ""
+    removed: list[str] = field(default_factory=list)  # what it created where code runs outside the sandbox, removed
 
 
 def _bounded(value: Any, depth: int = 0) -> Any:
@@ -101,6 +102,11 @@ class HookRunner:
                 continue
             finished = await self._run_one(hook, data)
             what = hook.describe()
+            if finished.removed:
+                outcome.notices.append(
+                    f"Removed what {what} created at {', '.join(finished.removed)}: these files make code run "
+                    "outside the sandbox."
+                )
             if finished.code is None:
                 outcome.notices.append(f"{what[0].upper()}{what[1:]} was stopped: {finished.why_killed}; going on.")
                 continue
@@ -122,22 +128,28 @@ class HookRunner:
     async def _run_one(self, hook: HookDef, data: bytes) -> _Finished:
         from tunacode_lsp.tools.bash import MARKER, marker_value, shell_environment
         from tunacode_lsp.tools.sandbox import bwrap_path, sandbox_argv, sandbox_state
+        from tunacode_lsp.tools.sandbox_protected import absent_protected
 
         sandbox = await asyncio.to_thread(sandbox_state, self.settings.shell_sandbox)
         if self.settings.shell_sandbox == "required" and not sandbox.active:
             return _Finished(None, b"", b"", f"the shell sandbox is required but cannot be used here ({sandbox.reason})")
         shell = shutil.which("bash") or "/bin/sh"
         bwrap = bwrap_path()
-        argv = (
-            sandbox_argv(bwrap, shell=shell, command=hook.command, cwd=self.root, workspace=self.root,
-                         network=self.settings.shell_network)
-            if sandbox.active and bwrap else [shell, "-c", hook.command]
-        )
-        env = shell_environment(False)  # never the keys, whatever shellInheritSecrets says
+        sandboxed = bool(sandbox.active and bwrap)
+        root = Path(os.path.realpath(self.root))
+        # never the keys, whatever shellInheritSecrets says: the allowlist and the names passed through
+        env = shell_environment(False, self.settings.shell_env_passthrough, sandboxed=sandboxed)
         marker = env[MARKER] = marker_value()  # what escapes the group is found by it (unsandboxed)
+        argv = (
+            # loopback only: a hook gets no network (no pasta to attach for it)
+            sandbox_argv(bwrap or "bwrap", shell=shell, command=hook.command, cwd=root, workspace=root, network="none",
+                         home=env.get("HOME"), read_only=self.settings.shell_read_only_paths)
+            if sandboxed else [shell, "-c", hook.command]
+        )
+        absent = await asyncio.to_thread(absent_protected, root) if sandboxed else None
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv, cwd=self.root, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                *argv, cwd=root, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, start_new_session=True,
             )
         except OSError as exc:
@@ -173,11 +185,16 @@ class HookRunner:
                 await asyncio.wait_for(asyncio.shield(exited), 2.0)
             if not exited.done():
                 exited.cancel()
+        removed: list[str] = []
+        if absent is not None:  # what the hook created where code runs outside the sandbox goes
+            from tunacode_lsp.tools.sandbox_protected import remove_appeared
+
+            removed = await asyncio.to_thread(remove_appeared, root, absent)
         out = readers[0].result() if readers[0].done() and not readers[0].cancelled() else b""
         err = readers[1].result() if readers[1].done() and not readers[1].cancelled() else b""
         if why:
-            return _Finished(None, out, err, why)
-        return _Finished(process.returncode, out, err)
+            return _Finished(None, out, err, why, removed)
+        return _Finished(process.returncode, out, err, removed=removed)
 
 
 async def _write_stdin(stdin: asyncio.StreamWriter, data: bytes) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from tinyagent.agent_types import AgentTool
 
+from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.context import PromptContext
 from tunacode_lsp.agent.hooks_config import HookDef
 from tunacode_lsp.agent.models import ResolvedModel
@@ -37,6 +38,7 @@ class ApprovalRequest:
     headline: str = ""  # what will happen, as a phrase (`run npm test`, `edit a.py: 1 change ...`)
     rule: str | None = None  # why it is asked when a rule decided (`ask rule `bash(git push*)` (project settings)`)
     always_allow: tuple[str, ...] = ()  # the allow rules "Always allow" would save (empty: not offered)
+    runs_code_outside: bool = False  # the file changed is one a tool runs outside the sandbox (.vscode/tasks.json)
 
 
 class AgentSink(Protocol):
@@ -75,7 +77,8 @@ class RequestSpec:
     tool_settings: ToolSettings = field(default_factory=ToolSettings)
     tool_concurrency: int = 3
     history_token_budget: int = 100_000
-    context_window: int = 0  # 0: the model's known window (models.context_window_of)
+    context_window: int = 0  # the model's window (agent/catalog.py model_facts); 0: the default
+    model_cost: ModelCost | None = None  # the model's prices; None: unknown (cost 0)
     compact_threshold: float = 0.8  # compact automatically past this share of the window
     # shared across the session's requests (in this server process):
     session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"

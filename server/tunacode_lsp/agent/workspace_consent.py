@@ -182,8 +182,8 @@ class WorkspaceConsent:
 def within(root: Path, base: Path, value: str) -> Path | None:
     """`value` as a path from `base` when it lies (lexically) inside `root`, else None."""
 
-    if not value or "\0" in value:
-        return None
+    if not value or "\0" in value or len(value) > 4096 or any(len(part) > 255 for part in value.split("/")):
+        return None  # not a path (no file system takes it)
     path = Path(os.path.normpath(base / value))
     real_root = Path(os.path.normpath(root))
     return path if path == real_root or real_root in path.parents else None

@@ -197,6 +197,7 @@ class McpManager:
         self._servers: dict[str, McpConnection] = {}
         self._blocked: dict[str, McpServerSpec] = {}  # workspace servers not allowed
         self._asking: dict[str, McpServerSpec] = {}  # workspace servers waiting for the user's answer
+        self._closed = False  # stop_all ran: nothing starts any more (an answer may come late)
         self._lock = asyncio.Lock()
         self.tool_timeout = 120.0
         self.startup_timeout = 30.0
@@ -213,12 +214,14 @@ class McpManager:
                     await conn.stop()
             self._blocked = {n: s for n, s in self._blocked.items() if wanted.get(n) == s}
             for name, spec in wanted.items():
+                if self._closed:
+                    return
                 if name in self._servers or name in self._blocked:
                     continue
                 conn = McpConnection(spec, self._notify, self.startup_timeout)
                 if spec.source == "workspace":
                     granted = await self._granted(spec)
-                    if granted is None:
+                    if granted is None or self._closed:
                         self._blocked[name] = spec
                         continue
                     conn.launch, conn.recheck = granted.spec, self._recheck(spec, granted.fingerprint)
@@ -250,6 +253,7 @@ class McpManager:
         return still_allowed
 
     async def stop_all(self) -> None:
+        self._closed = True
         servers, self._servers = list(self._servers.values()), {}
         await asyncio.gather(*(s.stop() for s in servers), return_exceptions=True)
 
