@@ -164,3 +164,15 @@ async def test_commands_list_and_a_slash_prompt_runs_the_body_with_its_allowed_t
     sent = model.requests[0]["messages"][-1]["content"]
     assert (sent if isinstance(sent, str) else sent[-1]["text"]) == "Explain calc.py."
     assert [t["function"]["name"] for t in model.requests[0]["tools"]] == ["read_file"]
+
+
+async def test_an_allow_rule_never_covers_a_file_that_runs_code_outside_the_sandbox(lsp, model, workspace, home):
+    write_settings(home / "config/tunacode/settings.json", {"permissions": {"allow": ["write_file"]}})
+    tasks = {"steps": [{"tool_call": {"name": "write_file", "arguments": {
+        "filepath": ".vscode/tasks.json", "content": "{}"}}}]}
+    model.set_script([tasks, DONE])
+    await lsp.start(init_options=scripted_options(model, approval="ask"))
+    lsp.approvals.answer = "Deny"
+    await lsp.command("tunacode.request", {"prompt": "add a task"})
+    assert len(lsp.approvals.prompts) == 1  # asked, although the rule allows write_file
+    assert not (workspace / ".vscode" / "tasks.json").exists()
