@@ -48,6 +48,8 @@ def approval_view(
         if problem:
             raise ToolError(problem)
         where = f" (in {args['cwd']})" if isinstance(args.get("cwd"), str) and args["cwd"] not in ("", ".") else ""
+        if args.get("background") is True:  # it keeps running after the call: the user must know
+            where += " in the background, until stopped"
         first = visible_blanks(command.strip().splitlines()[0]) if command.strip() else ""
         more = " …" if len(command.strip().splitlines()) > 1 else ""
         return ApprovalView(f"run {first}{more}{where}", command, "command")

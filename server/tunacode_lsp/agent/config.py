@@ -46,6 +46,8 @@ class ServerOptions:
     hooks: Any = None  # the raw hooks object (checked by agent/hooks.py)
     explicit: frozenset[str] = frozenset()  # wire keys set by this source (not defaults), for precedence
     from_env: frozenset[str] = frozenset()  # wire keys that came from the environment
+    tool_timeouts: Any = None  # {tool name: seconds}, checked by _is_timeouts
+    web_fetch_private_addresses: bool = False
     shell_env_passthrough: tuple[str, ...] = ()  # variable names the shell gets as they are
     shell_read_only_paths: tuple[str, ...] = ()  # absolute folders the sandbox shows read-only
     openai_api: str = "responses"  # openai: models: responses | chat (agent/models.py)
@@ -122,6 +124,15 @@ def _one_of(*choices: str) -> Check:
     return check
 
 
+def _is_timeouts(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected an object {tool name: seconds}"
+    for name, seconds in v.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 1 <= seconds <= 3_600:
+            return f"{name!r}: expected a number of seconds from 1 to 3600"
+    return None
+
+
 _FIELDS: dict[str, tuple[str, Any]] = {
     "model": ("model", _is_str),
     "baseUrl": ("base_url", _is_str),
@@ -147,6 +158,8 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "shellNetwork": ("shell_network", _is_bool),
     "permissions": ("permissions", _is_object),
     "hooks": ("hooks", _is_object),
+    "toolTimeouts": ("tool_timeouts", _is_timeouts),
+    "webFetchPrivateAddresses": ("web_fetch_private_addresses", _is_bool),
     "shellEnvPassthrough": ("shell_env_passthrough", _is_env_names),
     "shellReadOnlyPaths": ("shell_read_only_paths", _is_abs_paths),
     "openaiApi": ("openai_api", _one_of("responses", "chat")),

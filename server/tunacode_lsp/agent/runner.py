@@ -54,7 +54,7 @@ from tunacode_lsp.core.history import (
 )
 from tunacode_lsp.core.redact import Redactor, process_redactor
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import CHANGING_TOOLS, build_tools, summarize_args
+from tunacode_lsp.tools import ASKED_TOOLS, CHANGING_TOOLS, build_tools, summarize_args
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
@@ -557,7 +557,7 @@ class RequestRun:
             if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
                 return None
             forced = True
-        if not forced and name not in CHANGING_TOOLS and name not in self.spec.extra_changing_tools:
+        if not forced and name not in ASKED_TOOLS and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
         if not forced and (approval == "auto" or name in self.spec.session_allowed_tools):

@@ -566,6 +566,16 @@ class CommandsListResult:
 
 
 @attrs.define
+class BackgroundProcessInfo:
+    process_id: str
+    session_id: str
+    command: str  # its first 200 characters
+    pid: int
+    running: bool
+    exit_code: int | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
 class StatusResult:
     version: str
     protocol_version: int
@@ -573,6 +583,7 @@ class StatusResult:
     session_store: str
     mcp_servers: list[McpServerInfo] = attrs.field(factory=list)
     sandbox: SandboxInfo | None = attrs.field(default=None, metadata={"omit": True})
+    background_processes: list[BackgroundProcessInfo] = attrs.field(factory=list)  # bash {background: true}
     settings: SettingsInfo | None = attrs.field(default=None, metadata={"omit": True})  # v3
 
 

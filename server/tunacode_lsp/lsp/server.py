@@ -61,6 +61,7 @@ from tunacode_lsp.contract.protocol import (
     UNKNOWN_SESSION,
     AbortParams,
     AbortResult,
+    BackgroundProcessInfo,
     ChangesParams,
     CommandsListResult,
     DeleteResult,
@@ -578,8 +579,11 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
     shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
+    processes = [BackgroundProcessInfo(**p) for p in ls.runs.background_processes.listing()]
     settings = await ls.runs.settings_info()  # the settings files under the editor's, with sources
-    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, settings))
+    return to_wire(StatusResult(
+        __version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, processes, settings=settings
+    ))
 
 
 @command(COMMAND_COMMANDS_LIST)

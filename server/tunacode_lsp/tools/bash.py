@@ -20,15 +20,18 @@ from typing import Any
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.core.redact import is_secret_name
+from tunacode_lsp.tools.background_bash import background_description, start_background, with_background_field
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.kept_outputs import KeepingBuffer
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
 from tunacode_lsp.tools.sandbox import bwrap_path, git_identity, harden_process, sandbox_argv, sandbox_state
 from tunacode_lsp.tools.sandbox_network import network_mode, start_network, stop_network
 from tunacode_lsp.tools.sandbox_protected import absent_protected, remove_appeared
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.timeouts import BASH_GRACE, with_bash_default
 
 UPDATE_INTERVAL = 0.5
 UPDATE_TAIL_BYTES = 1000
@@ -109,7 +112,7 @@ def _description(settings: ToolSettings) -> str:
         f"group after the timeout (default {settings.shell_default_timeout:g} s, at most "
         f"{settings.shell_max_timeout:g} s) or when the user aborts. Prefer read_file, grep and "
         "list_files to read and search, and edit_file/write_file to change files."
-    )
+    ) + background_description(settings)
 
 
 async def _pump(stream: asyncio.StreamReader, output: HeadTailBuffer, call: ToolCall) -> None:
@@ -233,7 +236,7 @@ def command_problem(command: str) -> str | None:
 
 
 def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
-    settings = settings or ToolSettings()
+    settings = with_bash_default(settings or ToolSettings())
     real_root = workspace_real_root(root)
     shell = shutil.which("bash") or "/bin/sh"
     harden_process()
@@ -243,6 +246,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         if problem:
             raise ToolError(problem)
         cwd = resolve_in_workspace(real_root, args.get("cwd", "."), field="cwd")
+        refuse_special(cwd, display_path(real_root, cwd))
         if not cwd.is_dir():
             raise ToolError(f"cwd '{args.get('cwd')}' is not a folder of the workspace.")
         timeout = float(args.get("timeout", settings.shell_default_timeout))
@@ -259,6 +263,9 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         started = time.monotonic()
         network = network_mode(sandboxed, settings.shell_network)
         absent = absent_protected(real_root) if sandboxed else None
+        if args.get("background"):  # returns at once; process_output / process_kill follow it
+            return await start_background(settings, args["command"], cwd, env, marker, shell=shell, workspace=real_root,
+                                          sandboxed=sandboxed, network=network, absent=absent)
         removed: list[str] = []
         fds: tuple[int, ...] = ()
         info_r = block_w = -1
@@ -303,7 +310,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 os.close(info_r)
                 os.close(block_w)
         pid = transport.get_pid()
-        output = HeadTailBuffer(settings.max_output_chars)
+        output = KeepingBuffer(settings.max_output_chars, settings.outputs_dir)
         assert protocol.stdout is not None
         reader = asyncio.create_task(_pump(protocol.stdout, output, call))
         aborter = asyncio.ensure_future(call.signal.wait()) if call.signal is not None else None
@@ -320,6 +327,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 raise ToolError(
                     f"The command timed out after {timeout:g} s and was killed (with its process group). "
                     "Use a longer timeout, or run less at once. Output so far:\n" + output.render()
+                    + await asyncio.to_thread(output.kept)
                 )
             finished, _ = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
             if reader not in finished:
@@ -346,6 +354,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         text = output.render() or "(no output)"
         if not text.endswith("\n"):
             text += "\n"
+        note += await asyncio.to_thread(output.kept)
         if removed:
             note += (
                 f"\n[Removed what the command created at {', '.join(removed)}: these files make code run outside the "
@@ -367,6 +376,8 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         name="bash",
         label="Run command",
         description=_description(settings),
-        parameters=_parameters(settings),
+        parameters=with_background_field(settings, _parameters(settings)),
         run=run,
+        seconds=lambda args: BASH_GRACE if args.get("background") else float(args.get("timeout", settings.shell_default_timeout)) + BASH_GRACE,
+        changes_files=True,
     )
