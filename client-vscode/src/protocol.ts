@@ -8,6 +8,7 @@ export const EVENT_NOTIFICATION = "tunacode/event";
 
 export const Commands = {
   request: "tunacode.request",
+  commandsList: "tunacode.commands.list",
   abort: "tunacode.abort",
   sessionNew: "tunacode.session.new",
   sessionList: "tunacode.session.list",
@@ -238,6 +239,8 @@ export type TunaEvent = EventBase &
         denied?: boolean;
         /** bash's exit code */
         exitCode?: number;
+        /** v3: why it failed or was cancelled (`policy`: a mode, a rule or a hook refused it) */
+        reason?: string;
       }
     | { type: "turn_end"; turn: number; usage?: Partial<Usage>; contextTokens?: number; contextWindow?: number }
     | { type: "plan"; items: PlanItem[] }

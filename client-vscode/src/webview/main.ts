@@ -7,6 +7,7 @@
 import type { HostMessage, WebviewMessage } from "../messages";
 import type { Session } from "../protocol";
 import { renderMarkdown } from "./markdown";
+import { completeSlash, type SlashCommand, slashCompletions, slashLabel } from "./slash";
 import {
   type Action,
   type Item,
@@ -51,6 +52,48 @@ const stopButton = $<HTMLButtonElement>("stop");
 const sessionsPanel = $<HTMLElement>("sessions");
 const sessionsButton = $<HTMLButtonElement>("toggle-sessions");
 const bannerBox = $<HTMLElement>("banner");
+const modeSelect = $<HTMLSelectElement>("mode");
+const slashList = $<HTMLUListElement>("slash");
+
+// ------------------------------------------------------------------ `/` completion
+
+let slashCommands: SlashCommand[] = [];
+let slashShown: SlashCommand[] = [];
+let slashIndex = 0;
+
+function renderSlash(): void {
+  slashShown = slashCompletions(promptBox.value, slashCommands);
+  slashIndex = Math.min(slashIndex, Math.max(slashShown.length - 1, 0));
+  slashList.replaceChildren(
+    ...slashShown.map((command, i) => {
+      const item = el("li", i === slashIndex ? "slash-item selected" : "slash-item", slashLabel(command));
+      item.setAttribute("role", "option");
+      item.setAttribute("aria-selected", String(i === slashIndex));
+      item.addEventListener("mousedown", (e) => {
+        e.preventDefault();
+        acceptSlash(i);
+      });
+      return item;
+    }),
+  );
+  slashList.hidden = slashShown.length === 0;
+}
+
+function acceptSlash(index: number): void {
+  const command = slashShown[index];
+  if (!command) return;
+  promptBox.value = completeSlash(command);
+  const end = promptBox.value.length;
+  promptBox.setSelectionRange(end, end);
+  slashIndex = 0;
+  renderSlash();
+  promptBox.focus();
+}
+
+promptBox.addEventListener("input", () => {
+  slashIndex = 0;
+  renderSlash();
+});
 
 function dispatch(action: Action): void {
   state = reduce(state, action);
@@ -84,7 +127,9 @@ function send(): void {
   draft = "";
   vscode.setState({ history });
   const context = state.attachments.map((a) => a.item);
-  post(context.length > 0 ? { type: "send", prompt, context } : { type: "send", prompt });
+  const mode = modeSelect.value === "plan" ? { mode: "plan" as const } : {};
+  post(context.length > 0 ? { type: "send", prompt, context, ...mode } : { type: "send", prompt, ...mode });
+  renderSlash();
 }
 
 function walkHistory(step: -1 | 1): boolean {
@@ -104,6 +149,19 @@ function stop(): void {
 }
 
 promptBox.addEventListener("keydown", (e) => {
+  if (slashShown.length > 0 && !e.isComposing) {  // the `/` list is open: Tab takes, Up/Down choose
+    if (e.key === "Tab") {
+      e.preventDefault();
+      acceptSlash(slashIndex);
+      return;
+    }
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      slashIndex = (slashIndex + (e.key === "ArrowDown" ? 1 : slashShown.length - 1)) % slashShown.length;
+      renderSlash();
+      return;
+    }
+  }
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
     send();
@@ -224,6 +282,10 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "restore_prompt":
       if (!promptBox.value.trim()) promptBox.value = message.text;
       promptBox.focus();
+      break;
+    case "commands":
+      slashCommands = Array.isArray(message.commands) ? message.commands : [];
+      renderSlash();
       break;
   }
 });

@@ -43,6 +43,10 @@ PERMISSION_OPTIONS: dict[str, tuple[str, schema.PermissionOptionKind, ApprovalDe
     "allow_session": ("Always allow in this session", "allow_always", "allow_session"),
     "deny": ("Reject", "reject_once", "deny"),
 }
+ALWAYS_OPTIONS: dict[str, tuple[str, schema.PermissionOptionKind, ApprovalDecision]] = {  # when a rule can allow it
+    "allow_always_user": ("Always allow (user settings)", "allow_always", "allow_always_user"),
+    "allow_always_project": ("Always allow (project settings)", "allow_always", "allow_always_project"),
+}
 
 
 def _read_text(real_root: Path, path: Path) -> str | None:
@@ -76,6 +80,15 @@ def fenced(text: str, lang: str) -> str:
 def permission_content(request: ApprovalRequest) -> str:
     if request.runs_code_outside:  # an edit of .vscode/tasks.json, .envrc, ...: say so first
         return RUNS_CODE_OUTSIDE_NOTE + "\n\n" + permission_content(replace(request, runs_code_outside=False))
+    said = ""
+    if request.rule:
+        said += f"\n\nAsked by the {request.rule}"
+    if request.always_allow:
+        said += "\n\n\"Always allow\" saves: " + ", ".join(f"`{visible_blanks(r)}`" for r in request.always_allow)
+    return _permission_body(request) + said
+
+
+def _permission_body(request: ApprovalRequest) -> str:
     if request.detail_kind == "command":
         return f"{request.summary}\n\n{fenced(visible_blanks(request.detail), 'sh')}"
     if request.detail_kind == "diff":
@@ -90,6 +103,8 @@ def decision_of(response: Any) -> ApprovalDecision:
     outcome = getattr(response, "outcome", None)
     if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id in PERMISSION_OPTIONS:
         return PERMISSION_OPTIONS[outcome.option_id][2]
+    if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id in ALWAYS_OPTIONS:
+        return ALWAYS_OPTIONS[outcome.option_id][2]
     return "deny"
 
 
@@ -202,7 +217,9 @@ class AcpSink:
         )
         options = [
             schema.PermissionOption(option_id=option_id, name=label, kind=kind)
-            for option_id, (label, kind, _) in PERMISSION_OPTIONS.items()
+            for option_id, (label, kind, _) in [
+                *PERMISSION_OPTIONS.items(), *(ALWAYS_OPTIONS.items() if request.always_allow else ())
+            ]
         ]
         try:
             response = await asyncio.wait_for(

@@ -42,6 +42,10 @@ class ServerOptions:
     mcp_startup_timeout: float = 30.0
     shell_sandbox: str = "auto"  # auto | required | off
     shell_network: bool = True
+    permissions: Any = None  # the raw permissions object (checked by agent/permissions.py)
+    hooks: Any = None  # the raw hooks object (checked by agent/hooks.py)
+    explicit: frozenset[str] = frozenset()  # wire keys set by this source (not defaults), for precedence
+    from_env: frozenset[str] = frozenset()  # wire keys that came from the environment
     tool_timeouts: Any = None  # {tool name: seconds}, checked by _is_timeouts
     web_fetch_private_addresses: bool = False
     shell_env_passthrough: tuple[str, ...] = ()  # variable names the shell gets as they are
@@ -152,6 +156,8 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),
     "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
     "shellNetwork": ("shell_network", _is_bool),
+    "permissions": ("permissions", _is_object),
+    "hooks": ("hooks", _is_object),
     "toolTimeouts": ("tool_timeouts", _is_timeouts),
     "webFetchPrivateAddresses": ("web_fetch_private_addresses", _is_bool),
     "shellEnvPassthrough": ("shell_env_passthrough", _is_env_names),
@@ -179,9 +185,12 @@ def parse_options(
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     warnings: list[str] = []
+    explicit: set[str] = set(base.explicit) if base else set()
+    from_env: set[str] = set(base.from_env) if base else set()
     for var, key in _ENV.items() if base is None else ():
         if env.get(var, "").strip():
             values[_FIELDS[key][0]] = env[var].strip()
+            from_env.add(key)
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -197,4 +206,13 @@ def parse_options(
             warnings.append(f"tunacode.{key}: {problem} (got {value!r}); using {default!r}")
             continue
         values[field] = value.strip() if isinstance(value, str) else value
+        explicit.add(key)
+    values["explicit"] = frozenset(explicit)
+    values["from_env"] = frozenset(from_env - explicit)
     return attrs.evolve(base or ServerOptions(), **values), warnings
+
+
+def wire_keys() -> dict[str, str]:
+    """Every setting's wire name -> its ServerOptions field (agent/settings_files.py layers them)."""
+
+    return {key: field for key, (field, _check) in _FIELDS.items()}

@@ -70,6 +70,7 @@ class ToolCallRecord:
     announced_at: float = field(default_factory=time.monotonic)
     denied: bool = False  # the user (or read-only mode) declined it
     exit_code: int | None = None  # of the command a bash call ran
+    reason: str | None = None  # why it was refused: denied (the user) | policy (a mode, a rule, a hook)
 
     @property
     def final(self) -> bool:
@@ -126,6 +127,7 @@ class ToolCallRegistry:
                 duration_ms=record.duration_ms if record.final else None,
                 denied=True if record.final and record.denied else None,
                 exit_code=record.exit_code if record.final else None,
+                reason=record.reason if record.final else None,
             )
         )
 
@@ -134,9 +136,12 @@ class ToolCallRegistry:
         if record.status == "pending":
             self._update(record, "awaiting_approval")
 
-    def mark_denied(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
-        """The call was declined: its final update will say `denied: true`."""
-        self.announce(tool_call_id, name, args).denied = True
+    def mark_denied(self, tool_call_id: str, name: str, args: dict[str, Any], reason: str | None = None) -> None:
+        """The call was declined: its final update will say `denied: true` (and `reason: "policy"`
+        when a rule or a hook refused it)."""
+        record = self.announce(tool_call_id, name, args)
+        record.denied = True
+        record.reason = reason
 
     def start(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
         record = self.announce(tool_call_id, name, args)

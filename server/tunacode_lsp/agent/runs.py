@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
 from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
 from tunacode_lsp.agent.detached import DetachedResults
@@ -43,6 +45,9 @@ from tunacode_lsp.contract.protocol import (
     ParamsError,
     RequestParams,
     RequestResult,
+    SettingsFileInfo,
+    SettingsInfo,
+    SettingValue,
     parse_context,
 )
 from tunacode_lsp.core.text import shown
@@ -239,8 +244,8 @@ class RunService:
 
         self._model(spec)
 
-    def _model(self, spec: str | None) -> ResolvedModel:
-        options = self._options()
+    def _model(self, spec: str | None, options: ServerOptions | None = None) -> ResolvedModel:
+        options = options or self._options()
         try:
             return resolve_model(
                 spec or options.model,
@@ -251,6 +256,39 @@ class RunService:
             )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
+
+    # ------------------------------------------------------------ settings files
+
+    async def settings_info(self, root: Path | None = None) -> SettingsInfo:
+        """The effective settings and where each came from (`tunacode.status`)."""
+
+        from tunacode_lsp.agent.settings_files import effective_settings
+
+        effective = await effective_settings(self._options(), root or self._workspace_root())
+        return SettingsInfo(
+            {key: SettingValue(value, source) for key, (value, source) in effective.values.items()},
+            [
+                SettingsFileInfo(f.source, f.path, f.exists, f.fingerprint, f.consented, list(f.held_back), list(f.problems))
+                for f in effective.files
+            ],
+        )
+
+    async def consent_project_settings(self, fingerprint: str, persist: bool, root: Path | None = None) -> str:
+        """Consent to the project settings file as it is now; ParamsError when `fingerprint` is
+        not its current content's (it changed since the user looked)."""
+
+        from tunacode_lsp.agent.settings_consent import record_consent
+        from tunacode_lsp.agent.settings_files import load_settings_files
+
+        root = root or self._workspace_root()
+        _user, project = await asyncio.to_thread(load_settings_files, root)
+        if project.fingerprint is None or project.fingerprint != fingerprint:
+            raise ParamsError(
+                f"params.fingerprint is not that of {project.path} as it is now (it changed, or it cannot be read); "
+                "look at the file again (tunacode.status) and consent to what you see"
+            )
+        await asyncio.to_thread(record_consent, root, fingerprint, persist=persist)
+        return project.path
 
     # ------------------------------------------------------------ a request
 
@@ -366,6 +404,7 @@ class RunService:
         extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
         documents: DocumentOverlay | None = None,
         workspace_root: Path | None = None,
+        approval: str | None = None,
     ) -> RequestResult:
         """Resolve the model and session, hold the lease, run the agent, release everything.
 
@@ -373,23 +412,34 @@ class RunService:
         its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
         from tunacode_lsp.agent.catalog import model_facts
+        from tunacode_lsp.agent.commands import allowed_tool_names, expand_prompt
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
+        from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
         from tunacode_lsp.tools import ToolSettings
         from tunacode_lsp.tools.kept_outputs import session_outputs_dir
 
         options = self._options()
         sessions = self._sessions()
         root = workspace_root if workspace_root is not None else self._workspace_root()
+        settings = await effective_settings(options, root)  # the settings files, under the editor's settings
+        options = settings.options
+        if approval is not None:  # the session's own choice (ACP configOptions)
+            options = attrs.evolve(options, approval=approval)
+        command = await asyncio.to_thread(expand_prompt, params.prompt, root) if params.prompt.lstrip().startswith("/") else None
+        if command is not None:  # `/name args`: the command's body (agent/commands.py)
+            if not command.prompt.strip():
+                raise ParamsError(f"params.prompt: the command /{command.command.name} has an empty body")
+            params = attrs.evolve(params, prompt=command.prompt, model=params.model or command.command.model)
 
         if params.session_id is not None:
             record = await sessions.get(params.session_id)
             if record is None:
                 raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
-            model = self._model(params.model or record.model or None)
+            model = self._model(params.model or record.model or None, options)
         else:
-            record, model = None, self._model(params.model)
+            record, model = None, self._model(params.model, options)
         facts = await asyncio.to_thread(  # the catalog is read on first use: off the event loop
             model_facts, model.provider, model.model_id, context_window=options.context_window,
             image_input=options.image_input, model_cost=options.model_cost,
@@ -405,6 +455,10 @@ class RunService:
         state = self.session_state(session_id)
 
         notices: list[str] = []
+        for notice in settings.notices():  # once per session: a held-back project file, a bad rule
+            if f"settings:{notice}" not in state.notices:
+                state.notices.add(f"settings:{notice}")
+                notices.append(notice)
         if facts.notice and f"catalog:{model.spec}" not in state.notices:
             state.notices.add(f"catalog:{model.spec}")
             notices.append(facts.notice)
@@ -465,6 +519,11 @@ class RunService:
                 start_notices=notices,
                 documents=documents,
                 checkpoint=checkpoint.step,
+                rules=settings.rules,
+                hooks=settings.hooks,
+                mode=params.mode or "agent",
+                allowed_tools=allowed_tool_names(command.command) if command is not None else None,
+                save_rules=lambda scope, rules: asyncio.to_thread(save_allow_rules, scope, rules, root),
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink

@@ -37,6 +37,7 @@ from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD, RUNS_CODE_OUTSIDE
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_REQUEST,
+    COMMAND_SETTINGS_CONSENT,
     COMMAND_STATUS,
     EVENT_NOTIFICATION,
     MODEL_NOT_USABLE,
@@ -325,6 +326,23 @@ class HeadlessRun:
         tail = "".join(self._stderr_tail).strip()
         return f"\n--- server stderr (last lines) ---\n{tail}" if tail and not self.opts.verbose else ""
 
+    async def _trust_project_settings(self) -> None:
+        """--trust-workspace: consent to the project settings file as it is now, for this run
+        only (tunacode.settings.consent with persist false); --approve auto never does."""
+
+        assert self.peer is not None
+        status = await self._answer(
+            self.peer.request("workspace/executeCommand", {"command": COMMAND_STATUS, "arguments": [{}]}), START_TIMEOUT_S
+        )
+        files = ((status or {}).get("settings") or {}).get("files") or []
+        project = next((f for f in files if isinstance(f, dict) and f.get("source") == "project"), None)
+        if not project or not project.get("heldBack") or project.get("consented") or not project.get("fingerprint"):
+            return
+        await self._answer(self.peer.request("workspace/executeCommand", {
+            "command": COMMAND_SETTINGS_CONSENT, "arguments": [{"fingerprint": project["fingerprint"], "persist": False}],
+        }), START_TIMEOUT_S)
+        self.output.note(f"{project.get('path')}: applied whole (--trust-workspace): " + "; ".join(project["heldBack"]))
+
     async def _mcp_started(self) -> None:
         """--mcp-config: the server starts MCP servers in the background and a request takes the
         tools that are ready when it starts, so a run waits (bounded) until none is `starting`."""
@@ -425,6 +443,8 @@ class HeadlessRun:
             self._before = asyncio.ensure_future(asyncio.to_thread(changes.take, self.opts.cwd))
             await self._connect()
             await self._initialize()
+            if self.opts.trust_workspace:
+                await self._trust_project_settings()
             if self.opts.mcp_servers or self.opts.trust_workspace:
                 await self._mcp_started()
             result = await self._request()

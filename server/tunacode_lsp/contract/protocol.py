@@ -27,6 +27,7 @@ CHANGED_SINCE = -32004  # tunacode.session.rewind: files changed since by someon
 CHECKPOINTS_UNAVAILABLE = -32603  # JSON-RPC internal error: the checkpoints cannot be read
 REQUEST_RUNNING = -32005  # tunacode.request.result: the detached request has not ended yet
 
+REQUEST_MODES = ("agent", "plan")  # v3: tunacode.request mode
 COMMAND_REQUEST = "tunacode.request"
 COMMAND_ABORT = "tunacode.abort"
 COMMAND_SESSION_NEW = "tunacode.session.new"
@@ -41,6 +42,8 @@ COMMAND_MODELS_LIST = "tunacode.models.list"
 COMMAND_STATUS = "tunacode.status"
 COMMAND_CHANGES = "tunacode.changes"
 COMMAND_SESSION_REWIND = "tunacode.session.rewind"
+COMMAND_SETTINGS_CONSENT = "tunacode.settings.consent"  # v3
+COMMAND_COMMANDS_LIST = "tunacode.commands.list"  # v3
 COMMAND_STEER = "tunacode.steer"
 COMMAND_REQUEST_RESULT = "tunacode.request.result"
 
@@ -282,10 +285,13 @@ class RequestParams:
     model: str | None = None
     max_turns: int | None = None
     context: list[dict[str, Any]] | None = None
+    mode: str | None = None  # v3: agent (default) | plan
     queue: bool = False  # on a busy session: wait for its turn instead of -32002
     detach: bool = False  # answer at once with {requestId, sessionId}; the result by tunacode.request.result
 
     def validate(self) -> None:
+        if self.mode is not None and self.mode not in REQUEST_MODES:
+            raise ParamsError(f"params.mode: expected one of {', '.join(REQUEST_MODES)}")
         _non_empty("prompt", self.prompt)
         if len(self.prompt) > MAX_PROMPT_CHARS:
             raise ParamsError(f"params.prompt is longer than {MAX_PROMPT_CHARS} characters")
@@ -509,6 +515,57 @@ class SandboxInfo:
 
 
 @attrs.define
+class SettingValue:
+    value: Any
+    source: str  # editor | environment | project | user | default | joined (rules, hooks)
+
+
+@attrs.define
+class SettingsFileInfo:
+    source: str  # user | project
+    path: str
+    exists: bool
+    fingerprint: str | None = attrs.field(default=None, metadata={"omit": True})
+    consented: bool | None = attrs.field(default=None, metadata={"omit": True})
+    held_back: list[str] = attrs.field(factory=list)
+    problems: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class SettingsInfo:
+    values: dict[str, SettingValue]
+    files: list[SettingsFileInfo]
+
+
+@attrs.define
+class SettingsConsentParams:
+    fingerprint: str
+    persist: bool = True
+
+    def validate(self) -> None:
+        _non_empty("fingerprint", self.fingerprint)
+
+
+@attrs.define
+class SettingsConsentResult:
+    consented: bool
+    path: str
+
+
+@attrs.define
+class CommandInfo:  # v3: tunacode.commands.list
+    name: str
+    description: str
+    argument_hint: str
+    source: str  # project | user | builtin
+
+
+@attrs.define
+class CommandsListResult:
+    commands: list[CommandInfo]
+
+
+@attrs.define
 class BackgroundProcessInfo:
     process_id: str
     session_id: str
@@ -527,6 +584,7 @@ class StatusResult:
     mcp_servers: list[McpServerInfo] = attrs.field(factory=list)
     sandbox: SandboxInfo | None = attrs.field(default=None, metadata={"omit": True})
     background_processes: list[BackgroundProcessInfo] = attrs.field(factory=list)  # bash {background: true}
+    settings: SettingsInfo | None = attrs.field(default=None, metadata={"omit": True})  # v3
 
 
 @attrs.define
@@ -650,6 +708,7 @@ class ToolCallUpdate:
     duration_ms: int | None = attrs.field(default=None, metadata={"omit": True})
     denied: bool | None = attrs.field(default=None, metadata={"omit": True})  # final update of a declined call
     exit_code: int | None = attrs.field(default=None, metadata={"omit": True})  # final update of a bash call
+    reason: str | None = attrs.field(default=None, metadata={"omit": True})  # v3: why failed/cancelled (policy, ...)
     type: str = "tool_call_update"
 
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from tunacode_lsp.agent.mcp.config import McpServerSpec, parse_servers, read_workspace_file
-from tunacode_lsp.agent.workspace_consent import ConsentRequest, consent_prompt
 
 if TYPE_CHECKING:
     from tunacode_lsp.agent.mcp.manager import McpManager
+    from tunacode_lsp.agent.workspace_consent import ConsentRequest
     from tunacode_lsp.lsp.server import TunaLanguageServer
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ async def ask_consent(ls: TunaLanguageServer, request: ConsentRequest) -> bool |
     try:
         answer: Any = await asyncio.wait_for(
             ls.window_show_message_request_async(types.ShowMessageRequestParams(
-                type=types.MessageType.Warning, message=consent_prompt(request),
+                type=types.MessageType.Warning, message=_consent_prompt(request),
                 actions=[types.MessageActionItem(title=ALLOW), types.MessageActionItem(title=DENY)],
             )),
             TRUST_WAIT_SECONDS,
@@ -99,3 +99,9 @@ async def ask_consent(ls: TunaLanguageServer, request: ConsentRequest) -> bool |
 
 def status(ls: TunaLanguageServer) -> list[Any]:
     return ls.mcp.status() if ls.mcp is not None else []
+
+
+def _consent_prompt(request: ConsentRequest) -> str:
+    from tunacode_lsp.agent.workspace_consent import consent_prompt
+
+    return consent_prompt(request)

@@ -36,6 +36,7 @@ from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_CHANGES,
+    COMMAND_COMMANDS_LIST,
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
     COMMAND_REQUEST_RESULT,
@@ -48,6 +49,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_LIST,
     COMMAND_SESSION_NEW,
     COMMAND_SESSION_REWIND,
+    COMMAND_SETTINGS_CONSENT,
     COMMAND_STATUS,
     COMMAND_STEER,
     COMPACTION_FAILED,
@@ -61,6 +63,7 @@ from tunacode_lsp.contract.protocol import (
     AbortResult,
     BackgroundProcessInfo,
     ChangesParams,
+    CommandsListResult,
     DeleteResult,
     DetachedRequest,
     EmptyParams,
@@ -79,6 +82,8 @@ from tunacode_lsp.contract.protocol import (
     SessionListParams,
     SessionListResult,
     SessionNewParams,
+    SettingsConsentParams,
+    SettingsConsentResult,
     StatusResult,
     SteerParams,
     SteerResult,
@@ -583,7 +588,27 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
     processes = [BackgroundProcessInfo(**p) for p in ls.runs.background_processes.listing()]
-    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, processes))
+    settings = await ls.runs.settings_info()  # the settings files under the editor's, with sources
+    return to_wire(StatusResult(
+        __version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, processes, settings=settings
+    ))
+
+
+@command(COMMAND_COMMANDS_LIST)
+async def commands_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: the prompt commands of the workspace and the user (agent/commands.py)."""
+    parse_params(EmptyParams, params.arguments)
+    from tunacode_lsp.agent.commands import command_infos
+
+    return to_wire(CommandsListResult(await asyncio.to_thread(command_infos, ls.workspace_root)))
+
+
+@command(COMMAND_SETTINGS_CONSENT)
+async def settings_consent(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: consent to the project settings file as it is now (agent/runs.py)."""
+    p = parse_params(SettingsConsentParams, params.arguments)
+    path = await ls.runs.consent_project_settings(p.fingerprint, p.persist)
+    return to_wire(SettingsConsentResult(True, path))
 
 
 @command(COMMAND_MODELS_LIST)

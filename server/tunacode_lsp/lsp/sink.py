@@ -44,6 +44,10 @@ APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
     "Allow for this session": "allow_session",
     "Deny": "deny",
 }
+ALWAYS_ACTIONS: dict[str, ApprovalDecision] = {  # offered when a rule can allow exactly this call
+    "Always allow (user settings)": "allow_always_user",
+    "Always allow (project settings)": "allow_always_project",
+}
 MAX_DELTA_CHARS = 8_000  # one text/thinking notification carries at most this much
 
 
@@ -56,6 +60,10 @@ def approval_message(request: ApprovalRequest) -> str:
     bounded where it is made, and a diff says when it was cut)."""
 
     head = f"TunaCode wants to {request.headline or request.summary} ({request.tool_name})"
+    if request.rule:
+        head += f"\nAsked by the {request.rule}"
+    if request.always_allow:
+        head += "\n\"Always allow\" saves: " + ", ".join(visible_blanks(r) for r in request.always_allow)
     if request.runs_code_outside:
         head += f"\n\n{RUNS_CODE_OUTSIDE_WARNING}"
     if request.detail_kind == "command":
@@ -70,8 +78,11 @@ def decision_of(answer: Any) -> ApprovalDecision:
 
     title = answer.get("title") if isinstance(answer, dict) else getattr(answer, "title", None)
     if isinstance(title, str):
-        return APPROVAL_ACTIONS.get(title, "deny")
+        return APPROVAL_ACTIONS.get(title) or ALWAYS_ACTIONS.get(title, "deny")
     decision = answer.get("decision") if isinstance(answer, dict) else getattr(answer, "decision", None)
+    if decision == "allow_always":
+        scope = answer.get("scope") if isinstance(answer, dict) else getattr(answer, "scope", None)
+        return "allow_always_project" if scope == "project" else "allow_always_user"
     return decision if isinstance(decision, str) and decision in DECISIONS else "deny"  # type: ignore[return-value]
 
 
@@ -247,12 +258,19 @@ class LspSink:
                 "detailKind": request.detail_kind, "truncated": request.truncated,
                 "runsCodeOutside": request.runs_code_outside,
             }
+            if request.rule:
+                params["rule"] = request.rule
+            if request.always_allow:
+                params["alwaysAllow"] = list(request.always_allow)
         else:
             method = types.WINDOW_SHOW_MESSAGE_REQUEST
             params = types.ShowMessageRequestParams(
                 type=types.MessageType.Warning,
                 message=approval_message(request),
-                actions=[types.MessageActionItem(title=t) for t in APPROVAL_ACTIONS],
+                actions=[
+                    types.MessageActionItem(title=t)
+                    for t in [*APPROVAL_ACTIONS, *(ALWAYS_ACTIONS if request.always_allow else ())]
+                ],
             )
         msg_id = f"tunacode-approval-{request.tool_call_id}-{self._seq}"
         future = asyncio.wrap_future(self._ls.protocol.send_request(method, params, msg_id=msg_id))
