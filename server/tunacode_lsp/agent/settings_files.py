@@ -50,6 +50,15 @@ STRICTNESS: dict[str, tuple[Any, ...]] = {
     "shellNetwork": (False, True),
 }
 ALWAYS_CONSENT = frozenset({"baseUrl"})  # where the prompts (and the key) go
+# A generic client may fill its settings from a file of the project (Helix's
+# `.helix/languages.toml`, Zed's `.zed/settings.json`, a Neovim project config), which no
+# consent covers: what runs code or widens permissions comes only from a settings file.
+EDITOR_REFUSED = (
+    "`permissions.allow` and `hooks` are taken only from a settings file (yours, "
+    "$XDG_CONFIG_HOME/tunacode/settings.json, or the project's once consented), never from the "
+    "editor's settings, which a project's own editor config can fill; ignored here (its deny "
+    "and ask rules apply)"
+)
 
 
 def user_config_dir(env: Mapping[str, str] = os.environ) -> Path:
@@ -119,11 +128,12 @@ class EffectiveSettings:
     hooks: tuple[HookDef, ...] = ()
     values: dict[str, tuple[Any, str]] = field(default_factory=dict)  # wire key -> (value, source)
     files: tuple[FileReport, ...] = ()
+    editor_problems: tuple[str, ...] = ()  # what the editor's settings held that is not taken from them
 
     def notices(self) -> list[str]:
         """What the user should hear about the files (problems, what waits for consent)."""
 
-        said: list[str] = []
+        said: list[str] = [f"Settings: {p}" for p in self.editor_problems]
         for report in self.files:
             said += [f"Settings: {p}" for p in report.problems]
             if report.held_back and not report.consented:
@@ -211,6 +221,10 @@ def resolve_settings(
         problems += hook_problems
         where = {"user": user.path, "project": project.path}.get(source, "editor settings")
         rule_problems += [f"{where}: {p}" for p in problems]
+        if source == "editor" and (parsed_rules.allow or parsed_hooks):
+            rule_problems.append(f"editor settings: {EDITOR_REFUSED}")
+            parsed_rules = PermissionRules((), parsed_rules.ask, parsed_rules.deny)
+            parsed_hooks = ()
         if source == "project" and not project_consented:
             if parsed_rules.allow:
                 held.append(f"allow rules {', '.join(r.text for r in parsed_rules.allow)}")
@@ -237,7 +251,8 @@ def resolve_settings(
             project.problems + tuple(project_problems) + tuple(p for p in rule_problems if p.startswith(project.path)),
         ),
     )
-    return EffectiveSettings(effective_options, rules, tuple(hooks), values, files)
+    editor_problems = tuple(p for p in rule_problems if p.startswith("editor settings:"))
+    return EffectiveSettings(effective_options, rules, tuple(hooks), values, files, editor_problems)
 
 
 async def effective_settings(
