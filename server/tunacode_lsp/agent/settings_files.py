@@ -315,7 +315,8 @@ def save_allow_rules(scope: str, rules: tuple[str, ...], root: Path, env: Mappin
         was_consented = current.content is None or (fingerprint is not None and is_consented(root, fingerprint))
         if not was_consented:
             options = ServerOptions()
-            held = resolve_settings(options, SettingsFile("user", ""), current, project_consented=False).files[1].held_back
+            user, _project = load_settings_files(root, env)  # "looser" is judged against your own file
+            held = resolve_settings(options, user, current, project_consented=False).files[1].held_back
             was_consented = not held
     target = folder / (USER_FILE if scope == "user" else "settings.json")
     fd, temp = _temp_in(folder)
