@@ -10,7 +10,8 @@ beats allow whatever their source), every source's hooks run.
 A project file is checked in by someone else, so it never loosens anything by itself: its
 `allow` rules, its hooks, and any value looser than the one below it (approval `auto`,
 `shellSandbox` other than `required`, `shellInheritSecrets: true`, `shellNetwork: true`,
-`baseUrl`) apply only after the user consented to the file's exact content
+`webFetchPrivateAddresses: true`, `textToolCalls: "on"`, and any `baseUrl`, `headers`,
+`shellEnvPassthrough`, `shellReadOnlyPaths`) apply only after the user consented to the file's exact content
 (agent/settings_consent.py); until then they are held back and a notice says so. Both files
 are read through the confined reader (a link out, a FIFO, a huge file are skipped).
 """
@@ -48,8 +49,11 @@ STRICTNESS: dict[str, tuple[Any, ...]] = {
     "shellSandbox": ("required", "auto", "off"),
     "shellInheritSecrets": (False, True),
     "shellNetwork": (False, True),
+    "webFetchPrivateAddresses": (False, True),
+    "textToolCalls": ("off", "auto", "on"),
 }
-ALWAYS_CONSENT = frozenset({"baseUrl"})  # where the prompts (and the key) go
+# where the prompts (and the key) go; what the shell gets of your environment and your disk
+ALWAYS_CONSENT = frozenset({"baseUrl", "headers", "shellEnvPassthrough", "shellReadOnlyPaths"})
 # A generic client may fill its settings from a file of the project (Helix's
 # `.helix/languages.toml`, Zed's `.zed/settings.json`, a Neovim project config), which no
 # consent covers: what runs code or widens permissions comes only from a settings file.
