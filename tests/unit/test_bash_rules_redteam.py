@@ -62,3 +62,13 @@ def test_deny_rules_see_what_bash_runs(command: str) -> None:
 @pytest.mark.parametrize("command", ["docker run \\\n  -v x img", "echo a\\\\\nls", "echo 'ok' \\\n && echo b"])
 def test_a_continuation_between_words_still_parses(command: str) -> None:
     assert effect(rules(allow=["bash(docker *)", "bash(echo *)", "bash(ls)"]), command) == "allow"
+
+
+def test_an_mcp_server_named_like_another_servers_prefix_is_left_out() -> None:
+    """`mcp__github` allows every tool of the server `github`; a (workspace) server named
+    `github__x` would have had its tools `mcp__github__x__*` allowed by the same rule."""
+
+    from tunacode_lsp.agent.mcp.config import parse_servers
+
+    specs, warnings = parse_servers({"github__x": {"command": "x"}, "github": {"command": "y"}}, "workspace", env={})
+    assert [s.name for s in specs] == ["github"] and "no '__'" in warnings[0]
