@@ -18,9 +18,11 @@ from typing import Any
 
 from tunacode_lsp.tools.bash import command_problem
 from tunacode_lsp.tools.documents import DocumentOverlay
+from tunacode_lsp.tools.edit_file import prepare_args
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.previews import preview_edit, preview_write
+from tunacode_lsp.tools.spec import spec_of
 
 _BLANKS = re.compile(r"[ \t]{8,}")
 MAX_ARGUMENTS_SHOWN = 20_000
@@ -44,9 +46,12 @@ def visible_blanks(text: str) -> str:
 def approval_view(
     name: str, args: dict[str, Any], root: Path, ledger: LineRefLedger, documents: DocumentOverlay | None = None
 ) -> ApprovalView:
-    """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked)."""
+    """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked).
 
-    if name == "bash":
+    Which view a tool gets is its spec's `approval` (tools/spec.py)."""
+
+    view = spec_of(name).approval
+    if view == "command":
         command = str(args.get("command", ""))
         problem = command_problem(command)
         if problem:
@@ -55,13 +60,13 @@ def approval_view(
         first = visible_blanks(command.strip().splitlines()[0]) if command.strip() else ""
         more = " …" if len(command.strip().splitlines()) > 1 else ""
         return ApprovalView(f"run {first}{more}{where}", command, "command")
-    if name == "write_file":
+    if view == "write":
         preview = preview_write(root, args)
         return ApprovalView(
             f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest
         )
-    if name == "edit_file":
-        preview = preview_edit(root, _prepared_edit_args(args), ledger, documents)
+    if view == "edit":
+        preview = preview_edit(root, prepare_args(dict(args)), ledger, documents)
         changes = f"{preview.edits} change{'s' if preview.edits != 1 else ''}"
         return ApprovalView(
             f"edit {preview.path}: {changes} (-{preview.removed} +{preview.added} lines)",
@@ -76,10 +81,3 @@ def approval_view(
         summary = f"call {name}"
     return ApprovalView(summary, shown[:MAX_ARGUMENTS_SHOWN] + ("\n[arguments cut]" if cut else ""), "arguments", cut)
 
-
-def _prepared_edit_args(args: dict[str, Any]) -> dict[str, Any]:
-    """The arguments as edit_file's own `prepare` step makes them (edits sent as a JSON string)."""
-
-    from tunacode_lsp.tools.edit_file import _prepare
-
-    return _prepare(dict(args))

@@ -24,6 +24,7 @@ from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, c
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.models import context_window_of
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
+from tunacode_lsp.agent.projection import NotingSink, plan_items, plan_of, save_request_end, stored_results_for
 from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
@@ -33,8 +34,6 @@ from tunacode_lsp.contract.protocol import (
     ErrorInfo,
     Event,
     Notice,
-    Plan,
-    PlanItem,
     RequestEnd,
     RequestResult,
     RequestStart,
@@ -42,7 +41,6 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
 from tunacode_lsp.core.history import (
-    cancelled_results_for,
     estimate_tokens,
     plan_pruning,
     prune_tool_outputs,
@@ -51,7 +49,7 @@ from tunacode_lsp.core.history import (
 )
 from tunacode_lsp.core.redact import Redactor, process_redactor
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import CHANGING_TOOLS, build_tools, summarize_args
+from tunacode_lsp.tools import build_tools, spec_of
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
@@ -84,14 +82,16 @@ def _is_empty_answer(message: Any) -> bool:
 class RequestRun:
     def __init__(self, spec: RequestSpec, sink: AgentSink, log_: MessageLog) -> None:
         self.spec = spec
-        self.sink = RedactingSink(sink, process_redactor())  # no key in any event
         self.started_at = time.time()
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
         self.state = RequestState(
             model_id=spec.model.model_id,
             context_window=context_window_of(spec.model.model_id, spec.context_window),
+            request_id=spec.request_id,
         )
+        # no key in any event; what no message holds is kept for the replay (agent/projection.py)
+        self.sink = RedactingSink(NotingSink(sink, self.state), process_redactor())
         self.registry = ToolCallRegistry(sink.emit)
         self.table = EventTable(self.state, sink, log_, self.registry)
         self._model_calls = 0
@@ -370,18 +370,22 @@ class RequestRun:
         async def execute(tool_call_id: str, args: dict[str, Any], _signal: Any, on_update: Any) -> AgentToolResult:
             async with self._semaphore:
                 if self.abort_signal.is_set():
-                    self.registry.finish(tool_call_id, "cancelled", "cancelled before it started", name=tool.name)
+                    self.registry.announce(tool_call_id, tool.name, args)
+                    self.registry.finish(tool_call_id, "cancelled", "cancelled before it started", reason=self._stop_reason())
                     raise ToolCancelled("cancelled before it started")
                 self.registry.start(tool_call_id, tool.name, args)
                 try:
-                    shell = tool.name == "bash" or tool.name in self.spec.extra_changing_tools
-                    if self.spec.checkpoint is not None and (shell or tool.name in CHANGING_TOOLS):
+                    shell = spec_of(tool.name).runs_commands or tool.name in self.spec.extra_changing_tools
+                    if self.spec.checkpoint is not None and (shell or spec_of(tool.name).changes_files):
                         for notice in await self.spec.checkpoint(shell):  # the workspace before (agent/checkpoints.py)
                             self.sink.emit(Notice(notice))
                     result = await self._run_abortable(inner(tool_call_id, args, self.abort_signal, on_update))
                 except BaseException as exc:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
-                    self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
+                    self.registry.finish(
+                        tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__,
+                        reason=self._stop_reason() if cancelled else None,
+                    )
                     raise
                 result = _redacted_result(result)  # the model never sees a key a tool printed
                 details = result.details if isinstance(result.details, dict) else {}
@@ -400,16 +404,10 @@ class RequestRun:
     async def _publish_plan(self, result: AgentToolResult) -> None:
         """After todo_write: the `plan` event, and the plan stored with the session."""
 
-        details: Any = result.details
-        raw = details.get("items") if isinstance(details, dict) else None
-        if not isinstance(raw, list):
+        items = plan_items(result.details)
+        if items is None:
             return
-        items: list[dict[str, str]] = [
-            {key: str(item.get(key, "")) for key in ("content", "status", "activeForm")}
-            for item in raw
-            if isinstance(item, dict)
-        ]
-        self.sink.emit(Plan([PlanItem(i["content"], i["status"], i["activeForm"]) for i in items]))
+        self.sink.emit(plan_of(items))
         try:
             await self.table.log.save_plan(items)
         except Exception:  # the plan is shown; failing to keep it must not fail the tool
@@ -449,7 +447,7 @@ class RequestRun:
                 f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
                 "send them as one JSON object",
             ))
-        if name not in CHANGING_TOOLS and name not in self.spec.extra_changing_tools:
+        if not spec_of(name).changes_files and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
@@ -462,11 +460,11 @@ class RequestRun:
             return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
         summary = view.headline
         if approval == "read-only":
-            self.registry.mark_denied(call_id, name, args)
+            self.registry.mark_denied(call_id, name, args, reason="policy")
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
         decision = await self._ask(ApprovalRequest(
-            call_id, name, summarize_args(name, args), args, view.detail, view.detail_kind, view.truncated, summary,
+            call_id, name, spec_of(name).summary(args), args, view.detail, view.detail_kind, view.truncated, summary,
         ))
         if decision == "allow_session":
             self.spec.session_allowed_tools.add(name)
@@ -475,10 +473,14 @@ class RequestRun:
                 self._approved[call_id] = view.digest  # the tool writes exactly these bytes, or nothing
             return None
         if self.abort_signal.is_set():
-            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name)
+            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name, reason=self._stop_reason())
             return _error_result("cancelled by the user")
         self.registry.mark_denied(call_id, name, args)
         return _error_result(f"the user declined: {name} {summary}. Do not retry it unchanged; ask or try another way.")
+
+    def _stop_reason(self) -> str:
+        """The `reason` of a call stopped by this request's end: its timeout or an abort."""
+        return "timeout" if self.abort_reason == "timeout" else "aborted"
 
     async def _ask(self, request: ApprovalRequest) -> str:
         """Ask for approval; an abort ends the wait as a denial."""
@@ -518,11 +520,15 @@ class RequestRun:
 
     async def _finish(self, internal_error: str | None) -> RequestResult:
         state = self.state
-        self.registry.settle_open("cancelled", "cancelled" if self.abort_reason else "did not finish")
+        self.registry.settle_open(
+            "cancelled", "cancelled" if self.abort_reason else "did not finish",
+            reason=self._stop_reason() if self.abort_reason else "error",
+        )
         # Calls stored this request that never got a result (an abort mid-tool, a loop
         # that died) are answered now, so the stored history never dangles.
         dangling = unanswered_tool_calls(state.stored)
-        for result in cancelled_results_for(dangling):
+        for result in stored_results_for(dangling, self.registry, self._stop_reason()):
+            result["meta"] = state.meta()
             await self.table.log.append(result, usage=None, thoughts=None)
             state.stored.append(result)
 
@@ -550,6 +556,7 @@ class RequestRun:
                 pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
+        await save_request_end(self.table.log, state)
         return redactor.value(RequestResult(
             session_id=self.spec.session_id,
             request_id=self.spec.request_id,

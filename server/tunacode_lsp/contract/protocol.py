@@ -49,6 +49,11 @@ ToolStatus = Literal[
 ]
 TOOL_STATUSES = ("pending", "awaiting_approval", "in_progress", "completed", "failed", "cancelled")
 FINAL_TOOL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+# Why a call ended failed or cancelled: the user said no; a mode, a rule or a hook refused it;
+# the tool failed; it ran out of time; the request was stopped.
+ToolEndReason = Literal["denied", "policy", "error", "timeout", "aborted"]
+TOOL_END_REASONS = ("denied", "policy", "error", "timeout", "aborted")
+TOOL_KINDS = ("read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other")
 STOP_REASONS = ("end_turn", "cancelled", "max_turns", "timeout", "error")
 
 
@@ -328,6 +333,15 @@ class SessionIdParams:
 
 
 @attrs.define
+class SessionGetParams:
+    session_id: str
+    events: bool | None = None  # also the stored requests as the events a client received live
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+
+
+@attrs.define
 class SessionImportParams:
     document: dict[str, Any]
 
@@ -533,6 +547,8 @@ class SessionGetResult:
     messages: list[dict[str, Any]]
     plan: list[dict[str, Any]] = attrs.field(factory=list)
     requests: list[RequestMark] = attrs.field(factory=list)  # the requests with checkpoints, oldest first
+    # with `events: true`: every stored request as its events ({sessionId, requestId, seq, type, ...})
+    events: list[dict[str, Any]] | None = attrs.field(default=None, metadata={"omit": True})
 
 
 # ---------------------------------------------------------------- events
@@ -567,6 +583,8 @@ class ToolCallEvent:
     args: dict[str, Any]
     status: str = "pending"
     summary: str = ""  # one line, computed by the server (clients show it as is)
+    kind: str = "other"  # ACP's ToolKind: read | edit | delete | move | search | execute | fetch | think | other
+    title: str = ""  # plain words for a person: "Read calc.py", "Edit calc.py (+1 -1)", "Run python3 check.py"
     type: str = "tool_call"
 
 
@@ -579,6 +597,7 @@ class ToolCallUpdate:
     duration_ms: int | None = attrs.field(default=None, metadata={"omit": True})
     denied: bool | None = attrs.field(default=None, metadata={"omit": True})  # final update of a declined call
     exit_code: int | None = attrs.field(default=None, metadata={"omit": True})  # final update of a bash call
+    reason: str | None = attrs.field(default=None, metadata={"omit": True})  # failed/cancelled: TOOL_END_REASONS
     type: str = "tool_call_update"
 
 
@@ -637,3 +656,21 @@ Event = (
     | Notice
     | RequestEnd
 )
+
+EVENT_TYPES: dict[str, type] = {
+    str(attrs.fields_dict(cls)["type"].default): cls
+    for cls in (RequestStart, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate, TurnEnd, Plan, Compaction, Notice, RequestEnd)
+}
+
+
+def event_from_wire(body: dict[str, Any]) -> Event | None:
+    """An event as sent (its envelope ignored) back as its class; None for an unknown or bad one."""
+    kind = body.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    try:
+        event: Event = converter.structure(body, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError):
+        return None
+    return event

@@ -32,7 +32,6 @@ from tunacode_lsp.core.text import clip
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
-from tunacode_lsp.tools import summarize_args
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +91,7 @@ class ProgressReporter:
         )
         self.token: Any = None
         self._tool_tokens: dict[str, Any] = {}
-        self._tool_args: dict[str, dict[str, Any]] = {}
+        self._summaries: dict[str, str] = {}  # tool call id -> the tool_call event's summary
         self._task = asyncio.ensure_future(self._work())
 
     def push(self, event: Event) -> None:
@@ -142,7 +141,7 @@ class ProgressReporter:
     async def _on_event(self, event: Event) -> None:
         progress = self._ls.work_done_progress
         if isinstance(event, ToolCallEvent):
-            self._tool_args[event.tool_call_id] = event.args
+            self._summaries[event.tool_call_id] = event.summary
         elif isinstance(event, ToolCallUpdate):
             await self._on_tool_update(event)
         elif isinstance(event, RequestEnd) and self.token is not None:
@@ -150,7 +149,7 @@ class ProgressReporter:
 
     async def _on_tool_update(self, event: ToolCallUpdate) -> None:
         progress = self._ls.work_done_progress
-        summary = summarize_args(event.name, self._tool_args.get(event.tool_call_id, {}))
+        summary = self._summaries.get(event.tool_call_id, "")
         if event.status == "in_progress":
             if self.token is not None:
                 progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {summary}".strip()))

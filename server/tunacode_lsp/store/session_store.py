@@ -424,7 +424,39 @@ class SessionStore:
                  source.model, stamp, stamp, len(forked)),
             )
             _insert_messages(conn, new_id, forked)
+            conn.execute(
+                "INSERT INTO request_ends (session_id, request_id, events) "
+                "SELECT ?, request_id, events FROM request_ends WHERE session_id = ?",
+                (new_id, session_id),
+            )
         return self._require(new_id)
+
+    # ------------------------------------------------------------ request ends
+
+    def set_request_end(self, session_id: str, request_id: str, events: list[dict[str, Any]]) -> None:
+        """Keep the events a request emitted after its last stored message (agent/projection.py)."""
+        with self._write() as conn:
+            if not _exists(conn, session_id):
+                raise SessionNotFound(session_id)
+            conn.execute(
+                "INSERT OR REPLACE INTO request_ends (session_id, request_id, events) VALUES (?, ?, ?)",
+                (session_id, request_id, encode({"events": events})),
+            )
+
+    def request_ends(self, session_id: str) -> dict[str, list[dict[str, Any]]]:
+        """request id -> the events kept by set_request_end; a row that cannot be read is left out."""
+        rows = self._conn().execute(
+            "SELECT request_id, events FROM request_ends WHERE session_id = ?", (session_id,)
+        ).fetchall()
+        ends: dict[str, list[dict[str, Any]]] = {}
+        for request_id, raw in rows:
+            try:
+                events = decode(raw).get("events")
+            except (MessageFormatError, AttributeError):
+                continue
+            if isinstance(events, list):
+                ends[str(request_id)] = [e for e in events if isinstance(e, dict)]
+        return ends
 
     # ------------------------------------------------------------ request checkpoints
 
