@@ -129,6 +129,7 @@ class _Projector:
         self.calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self.last_assistant: dict[str, Any] | None = None
         self.turn_usage: list[Usage] = []
+        self.results: list[tuple[float, int, Event | Wire]] = []  # the open run of tool results' events
 
     def send(self, event: Event | Wire) -> None:
         body = event if isinstance(event, dict) else to_wire(event)
@@ -137,11 +138,18 @@ class _Projector:
         self.seq += 1
         self.out.append({"sessionId": self.session_id, "requestId": self.request_id, "seq": self.seq, **body})
 
+    def flush(self) -> None:
+        """The events of a run of tool results, in the order they were emitted (by their ticks)."""
+        for _, _, event in sorted(self.results, key=lambda item: item[:2]):
+            self.send(event)
+        self.results = []
+
     def start(self, request_id: str) -> None:
         self.close()
         self.request_id, self.seq, self.last_assistant, self.turn_usage = request_id, 0, None, []
 
     def close(self) -> None:
+        self.flush()
         if self.request_id is None:
             return
         trailer = self.trailers.get(self.request_id)
@@ -176,6 +184,7 @@ class _Projector:
         if role == "tool_result":
             self.tool_result(message, events)
             return
+        self.flush()
         for event in events:
             self.send(event)
         if role == "assistant":
@@ -209,30 +218,45 @@ class _Projector:
         call_id = str(message.get("tool_call_id") or "")
         name, args = self.calls.get(call_id, (str(message.get("tool_name") or ""), {}))
         outcome = outcome_of_result(message) or _guessed_outcome(message)
+        raw_ticks = outcome.get("ticks")
+        ticks: dict[str, Any] = raw_ticks if isinstance(raw_ticks, dict) else {}
+        base = float(2**40 + 10 * len(self.results))  # a result stored without ticks: after the others, in order
+
+        def at(status: str, fallback: float) -> float:
+            tick = ticks.get(status)
+            return float(tick) if isinstance(tick, int) and not isinstance(tick, bool) else fallback
+
+        def add(key: float, event: Event | Wire) -> None:
+            self.results.append((key, len(self.results), event))
+
         if outcome.get("unseen"):
             for event in during:
-                self.send(event)
+                add(base, event)
             return
         record = ToolCallRecord(call_id, name, args, status=str(outcome["status"]))
         record.reason = outcome.get("reason") if isinstance(outcome.get("reason"), str) else None
         record.asked = bool(outcome.get("asked"))
         record.exit_code = outcome.get("exitCode") if isinstance(outcome.get("exitCode"), int) else None
-        self.send(call_event(call_id, name, args))
+        opened = at("pending", base)
+        add(opened, call_event(call_id, name, args))
         if record.asked:
-            self.send(update_event(record, "awaiting_approval"))
+            add(at("awaiting_approval", base + 1), update_event(record, "awaiting_approval"))
+        running = opened
         if outcome.get("started"):
-            self.send(update_event(record, "in_progress"))
-        for event in during:
-            self.send(event)
+            running = at("in_progress", base + 2)
+            add(running, update_event(record, "in_progress"))
+        for event in during:  # emitted while it ran (checkpoint notices)
+            add(running + 0.5, event)
         result = outcome.get("result")
         final = update_event(record, record.status, result if isinstance(result, str) else None)
         duration = outcome.get("durationMs")
         final.duration_ms = duration if isinstance(duration, int) else None
-        self.send(final)
+        ended = at(record.status, base + 3)
+        add(ended, final)
         if name == "todo_write" and record.status == "completed":
             items = plan_items(message.get("details"))
             if items is not None:
-                self.send(plan_of(items))
+                add(ended + 0.5, plan_of(items))
 
 
 def _text(message: dict[str, Any]) -> str:

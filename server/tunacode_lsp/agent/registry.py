@@ -70,6 +70,7 @@ class ToolCallRecord:
     announced_at: float = field(default_factory=time.monotonic)
     reason: str | None = None  # why it ended failed/cancelled (contract TOOL_END_REASONS), set where decided
     asked: bool = False  # an approval was asked for it
+    ticks: dict[str, int] = field(default_factory=dict)  # status -> when its event was emitted (request order)
     exit_code: int | None = None  # of the command a bash call ran
 
     @property
@@ -131,6 +132,8 @@ def outcome_of(record: ToolCallRecord) -> dict[str, Any]:
         outcome["exitCode"] = record.exit_code
     if record.duration_ms is not None:
         outcome["durationMs"] = record.duration_ms
+    if record.ticks:
+        outcome["ticks"] = dict(record.ticks)
     return outcome
 
 
@@ -139,6 +142,7 @@ class ToolCallRegistry:
         self._emit = emit
         self._calls: dict[str, ToolCallRecord] = {}
         self._seen_in_order: dict[str, asyncio.Event] = {}
+        self._ticks = 0  # events emitted so far: the order of calls that run at the same time
 
     def _seen(self, tool_call_id: str) -> asyncio.Event:
         return self._seen_in_order.setdefault(tool_call_id, asyncio.Event())
@@ -164,12 +168,18 @@ class ToolCallRegistry:
         if record is None:
             record = ToolCallRecord(tool_call_id, name, dict(args or {}))
             self._calls[tool_call_id] = record
+            self._tick(record, "pending")
             self._emit(call_event(tool_call_id, name, record.args))
         return record
 
     def _update(self, record: ToolCallRecord, status: str, result: str | None = None) -> None:
         record.status = status
+        self._tick(record, status)
         self._emit(update_event(record, status, result))
+
+    def _tick(self, record: ToolCallRecord, status: str) -> None:
+        self._ticks += 1
+        record.ticks[status] = self._ticks
 
     def awaiting_approval(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
         record = self.announce(tool_call_id, name, args)
