@@ -122,6 +122,12 @@ export type StopReason = "end_turn" | "cancelled" | "max_turns" | "timeout" | "e
 
 export type ToolStatus = "pending" | "awaiting_approval" | "in_progress" | "completed" | "failed" | "cancelled";
 
+/** v3: what a tool is (ACP's ToolKind). */
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+
+/** v3: why a call ended failed or cancelled. */
+export type ToolEndReason = "denied" | "policy" | "error" | "timeout" | "aborted";
+
 export interface Session {
   sessionId: string;
   title: string;
@@ -172,8 +178,11 @@ export interface RequestResult {
 export interface SessionGetResult {
   session: Session;
   messages: StoredMessage[];
+  plan?: PlanItem[];
   /** v2: where each request with checkpoints starts (its prompt's index in `messages`). */
   requests?: RequestMark[];
+  /** v3, with `events: true`: every stored request as the events a client received live. */
+  events?: TunaEvent[];
 }
 
 export interface RequestMark {
@@ -226,6 +235,10 @@ export type TunaEvent = EventBase &
         status: "pending";
         /** v2: the server's one-line summary without the tool name, e.g. `npm test`. */
         summary?: string;
+        /** v3: what the tool is */
+        kind?: ToolKind;
+        /** v3: plain words for a person, e.g. `Edit calc.py (+1 -1)` */
+        title?: string;
       }
     | {
         type: "tool_call_update";
@@ -238,6 +251,8 @@ export type TunaEvent = EventBase &
         denied?: boolean;
         /** bash's exit code */
         exitCode?: number;
+        /** v3: failed/cancelled: why */
+        reason?: ToolEndReason;
       }
     | { type: "turn_end"; turn: number; usage?: Partial<Usage>; contextTokens?: number; contextWindow?: number }
     | { type: "plan"; items: PlanItem[] }

@@ -55,3 +55,8 @@ def test_every_event_and_its_fields_are_declared(event):
     for field in attrs.fields(event):
         if field.name != "type":
             assert re.search(rf"\b{_camel(field.name)}\??:", block), f"{type_name}.{_camel(field.name)} missing in protocol.ts"
+
+
+def test_tool_kinds_and_end_reasons():
+    assert _union("ToolKind") == set(protocol.TOOL_KINDS)
+    assert _union("ToolEndReason") == set(protocol.TOOL_END_REASONS)

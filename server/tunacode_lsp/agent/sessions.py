@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from tunacode_lsp.agent.projection import project_session
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import SESSION_BUSY, ParamsError, SessionInfo, Usage
 from tunacode_lsp.core.history import clean_history
@@ -273,6 +272,8 @@ class SessionService:
 
     async def events(self, session_id: str, messages: builtins.list[dict[str, Any]], model: str) -> builtins.list[dict[str, Any]]:
         """The stored requests of the session as the events they emitted (agent/projection.py)."""
+        from tunacode_lsp.agent.projection import project_session  # the agent stack: not at the server's start
+
         trailers = await self._call("request_ends", session_id)
         marks = {r.first_seq: r.request_id for r in await self.request_checkpoints(session_id)}
         return await asyncio.to_thread(
