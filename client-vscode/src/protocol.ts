@@ -74,11 +74,43 @@ export interface McpServerInfo {
   error?: string;
 }
 
+export interface ActiveRequest {
+  requestId: string;
+  sessionId: string;
+  startedAt: string;
+}
+
+/** `tunacode.status`'s shell sandbox. */
+export interface SandboxInfo {
+  mode: "auto" | "required" | "off";
+  active: boolean;
+  reason?: string;
+}
+
 export interface StatusResult {
   version?: string;
   protocolVersion?: number;
-  activeRequests?: { requestId: string; sessionId: string; startedAt: string }[];
+  activeRequests?: ActiveRequest[];
+  sessionStore?: string;
   mcpServers?: McpServerInfo[];
+  sandbox?: SandboxInfo;
+}
+
+export interface ModelInfo {
+  id: string;
+  provider: string;
+  configured: boolean;
+}
+export interface ModelsListResult {
+  models: ModelInfo[];
+  default: string;
+}
+
+export interface AbortResult {
+  aborted: number;
+}
+export interface DeleteResult {
+  deleted: boolean;
 }
 
 export interface RewindResult {
@@ -162,6 +194,13 @@ export interface RequestParams {
   context?: ContextItem[];
 }
 
+export interface ToolCallSummary {
+  toolCallId: string;
+  name: string;
+  status: ToolStatus;
+  durationMs?: number;
+}
+
 export interface RequestResult {
   sessionId: string;
   requestId: string;
@@ -169,10 +208,14 @@ export interface RequestResult {
   text: string;
   usage?: Partial<Usage>;
   turns?: number;
-  toolCalls?: { toolCallId: string; name: string; status: ToolStatus; durationMs?: number }[];
+  toolCalls?: ToolCallSummary[];
   error?: { message: string };
   /** v2: files the request changed. */
   changedFiles?: string[];
+}
+
+export interface SessionListResult {
+  sessions: Session[];
 }
 
 export interface SessionGetResult {

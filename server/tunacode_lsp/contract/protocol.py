@@ -551,6 +551,23 @@ class SessionGetResult:
     events: list[dict[str, Any]] | None = attrs.field(default=None, metadata={"omit": True})
 
 
+# ---------------------------------------------------------------- server -> client requests
+
+
+@attrs.define
+class ApproveParams:
+    """`tunacode/approve`: the server asks a rich client to approve one tool call."""
+
+    session_id: str
+    request_id: str
+    tool_call_id: str
+    tool: str
+    summary: str
+    detail: str
+    detail_kind: str  # command | diff | arguments
+    truncated: bool = False
+
+
 # ---------------------------------------------------------------- events
 
 # Events are sent as {sessionId, requestId, seq, type, ...fields}; the agent layer builds

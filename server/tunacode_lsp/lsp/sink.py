@@ -19,6 +19,7 @@ from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
+    ApproveParams,
     FINAL_TOOL_STATUSES,
     Event,
     RequestEnd,
@@ -238,11 +239,10 @@ class LspSink:
 
         if client_offers(self._ls, "approve"):
             method = APPROVE_REQUEST
-            params: Any = {
-                "sessionId": self._session_id, "requestId": self._request_id, "toolCallId": request.tool_call_id,
-                "tool": request.tool_name, "summary": request.summary, "detail": request.detail,
-                "detailKind": request.detail_kind, "truncated": request.truncated,
-            }
+            params: Any = to_wire(ApproveParams(
+                self._session_id, self._request_id, request.tool_call_id, request.tool_name, request.summary,
+                request.detail, request.detail_kind, request.truncated,
+            ))
         else:
             method = types.WINDOW_SHOW_MESSAGE_REQUEST
             params = types.ShowMessageRequestParams(
