@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
-from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
+from tunacode_lsp.agent.models import (
+    ModelNotUsable,
+    ResolvedModel,
+    default_model,
+    provider_settings,
+    resolve_model,
+    split_model_string,
+)
 from tunacode_lsp.agent.sessions import SessionService, StoreMessageLog
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
@@ -185,6 +192,7 @@ class RunService:
                 base_url=options.base_url,
                 read_timeout=options.stream_read_timeout,
                 text_tool_calls=options.text_tool_calls != "off",
+                **provider_settings(options),
             )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None

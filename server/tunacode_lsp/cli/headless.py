@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
-from tunacode_lsp.cli.output import JsonLinesOutput, Output, PlainOutput, was_refused
+from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, was_refused
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
@@ -316,6 +316,7 @@ class HeadlessRun:
         assert self.peer is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + MCP_WAIT_S
+        self.output.waiting("starting MCP servers")
         servers: list[Any] = []
         while True:
             status = await self._answer(
@@ -346,6 +347,7 @@ class HeadlessRun:
         if self.interrupted:
             raise _Cancelled
         self._request_sent = True
+        self.output.waiting(MODEL_WAIT)
         pending = self.peer.request(
             "workspace/executeCommand", {"command": COMMAND_REQUEST, "arguments": [request_params(self.opts)]}
         )
@@ -370,6 +372,7 @@ class HeadlessRun:
             if before is not None:
                 after = await asyncio.to_thread(changes.take, self.opts.cwd, before)
                 changed = changes.changed_files(before, after)
+        changed = changes.without_own_outputs(self.opts.cwd, [str(path) for path in changed])
         return {"changedFiles": changed, "deniedToolCalls": list(self.denied.values())}
 
     def _install_signals(self) -> list[signal.Signals]:
@@ -427,6 +430,7 @@ class HeadlessRun:
             if len(self._tasks) > 1:  # a dead server's last words are still in the pipe
                 await asyncio.wait({self._tasks[1]}, timeout=SHUTDOWN_TIMEOUT_S)
             self.output.failure(f"the language server failed: {exc}{self._server_log_tail()}", None)
+            self.output.session(self.session_id)  # what was stored so far can be continued
             return EXIT_ERROR
         if self.peer is not None and not self.peer.closed:  # the server winds down while we print
             self._shutdown = self.peer.request("shutdown")

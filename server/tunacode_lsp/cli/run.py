@@ -65,6 +65,10 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
     mcp_servers: dict[str, Any] | None = None  # --mcp-config
 
 
+# the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
+# light client checks flags without importing the agent
+MAX_TURNS = 10_000
+
 # ---------------------------------------------------------------- command line
 
 
@@ -100,6 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read_prompt(arg: str, stdin: TextIO | None) -> str:
+    """The prompt from argv or stdin; UsageError when it is not UTF-8 (argv arrives surrogate-escaped)."""
+
+    where = "on stdin" if arg == "-" else "in the argument"
+    try:
+        prompt = (stdin or sys.stdin).read() if arg == "-" else arg
+        prompt.encode("utf-8")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        raise UsageError(f"the prompt {where} is not valid UTF-8 text") from None
+    return prompt
+
+
 def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
     """The command line as RunOptions; UsageError (exit 2) for anything unusable."""
 
@@ -110,13 +126,11 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         if exc.code == 0:
             raise
         raise UsageError("") from None
-    prompt = args.prompt
-    if prompt == "-":
-        prompt = (stdin or sys.stdin).read()
+    prompt = _read_prompt(args.prompt, stdin)
     if not prompt.strip():
         raise UsageError("the prompt is empty" + (" (nothing on stdin)" if args.prompt == "-" else ""))
-    if args.max_turns is not None and args.max_turns < 1:
-        raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
+    if args.max_turns is not None and not 1 <= args.max_turns <= MAX_TURNS:
+        raise UsageError(f"--max-turns must be from 1 to {MAX_TURNS}, got {args.max_turns}")
     if args.timeout is not None and not 0 <= args.timeout <= 86_400:
         raise UsageError(f"--timeout must be from 0 to 86400 seconds, got {args.timeout:g}")
     cwd = Path(args.cwd).expanduser()

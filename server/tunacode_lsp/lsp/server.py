@@ -575,7 +575,7 @@ async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParam
 async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
     from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact_session
-    from tunacode_lsp.agent.models import ModelNotUsable, context_window_of, resolve_model
+    from tunacode_lsp.agent.models import ModelNotUsable, context_window_of, provider_settings, resolve_model
 
     p = parse_params(SessionIdParams, params.arguments)
     record = await ls.sessions.get(p.session_id)
@@ -585,7 +585,7 @@ async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandPa
         raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request")
     options = ls.options
     try:
-        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout, **provider_settings(options))
     except ModelNotUsable as exc:
         raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
     window = context_window_of(model.model_id, options.context_window)

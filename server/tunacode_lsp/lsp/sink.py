@@ -19,8 +19,8 @@ from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
-    ApproveParams,
     FINAL_TOOL_STATUSES,
+    ApproveParams,
     Event,
     RequestEnd,
     TextDelta,
