@@ -30,6 +30,7 @@ from tunacode_lsp.contract.protocol import (
     ToolCallEvent,
     ToolCallUpdate,
     TurnEnd,
+    to_wire,
 )
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.errors import ToolError
@@ -43,6 +44,7 @@ Update = (
 
 MAX_RESULT_CHARS = 20_000  # a tool result shown in a tool card
 
+RAW_OUTPUT_FIELDS = ("status", "reason", "exitCode", "durationMs")
 # how a refused or stopped call reads (the final update's `reason`)
 REASON_TEXTS = {
     "denied": "denied by the user.",
@@ -131,13 +133,7 @@ def tool_progress(event: ToolCallUpdate, extra: list[Any] | None = None) -> sche
     if result:
         cut = len(result) > MAX_RESULT_CHARS
         content.append(text_content(clip(result, MAX_RESULT_CHARS) + ("\n[cut]" if cut else "")))
-    raw_output: dict[str, Any] = {"status": event.status}
-    if event.reason is not None:
-        raw_output["reason"] = event.reason
-    if event.exit_code is not None:
-        raw_output["exitCode"] = event.exit_code
-    if event.duration_ms is not None:
-        raw_output["durationMs"] = event.duration_ms
+    raw_output = {k: v for k, v in to_wire(event).items() if k in RAW_OUTPUT_FIELDS}  # as the update says them
     return schema.ToolCallProgress(
         session_update="tool_call_update",
         tool_call_id=event.tool_call_id,
