@@ -32,6 +32,8 @@ from tunacode_lsp.agent.events import RequestState
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog
 from tunacode_lsp.agent.registry import ToolCallRecord, ToolCallRegistry, call_event, outcome_of, preview, update_event
 from tunacode_lsp.contract.protocol import (
+    FINAL_TOOL_STATUSES,
+    TOOL_END_REASONS,
     Compaction,
     ErrorInfo,
     Event,
@@ -42,7 +44,9 @@ from tunacode_lsp.contract.protocol import (
     RequestStart,
     TextDelta,
     ThinkingDelta,
+    TurnEnd,
     Usage,
+    event_from_wire,
     to_wire,
 )
 from tunacode_lsp.core.history import cancelled_results_for, interrupted_text, meta_of, outcome_of_result
@@ -50,6 +54,7 @@ from tunacode_lsp.core.history import cancelled_results_for, interrupted_text, m
 log = logging.getLogger(__name__)
 
 NOTED_EVENTS = (RequestStart, Notice, Compaction, RequestEnd)  # (turn_end: noted by the event table)
+STORED_EVENTS = (*NOTED_EVENTS, TurnEnd)  # what a message's meta or a trailer may hold
 Wire = dict[str, Any]
 
 
@@ -154,7 +159,7 @@ class _Projector:
             return
         trailer = self.trailers.get(self.request_id)
         if trailer is not None:
-            for event in trailer:
+            for event in _stored_events(trailer):
                 self.send(event)
         else:
             self.send(self._guessed_end())
@@ -180,7 +185,7 @@ class _Projector:
             self.send(RequestStart(_text(message), self.model))
         elif self.request_id is None:
             self.start(self.marks.get(index) or f"stored_{index}")
-        events = [e for e in meta.get("events") or [] if isinstance(e, dict)]
+        events = _stored_events(meta.get("events"))
         if role == "tool_result":
             self.tool_result(message, events)
             return
@@ -217,7 +222,9 @@ class _Projector:
     def tool_result(self, message: dict[str, Any], during: list[Wire]) -> None:
         call_id = str(message.get("tool_call_id") or "")
         name, args = self.calls.get(call_id, (str(message.get("tool_name") or ""), {}))
-        outcome = outcome_of_result(message) or _guessed_outcome(message)
+        outcome = outcome_of_result(message)
+        if outcome is None or outcome["status"] not in FINAL_TOOL_STATUSES:  # none kept, or not one we wrote
+            outcome = _guessed_outcome(message)
         raw_ticks = outcome.get("ticks")
         ticks: dict[str, Any] = raw_ticks if isinstance(raw_ticks, dict) else {}
         base = float(2**40 + 10 * len(self.results))  # a result stored without ticks: after the others, in order
@@ -234,7 +241,7 @@ class _Projector:
                 add(base, event)
             return
         record = ToolCallRecord(call_id, name, args, status=str(outcome["status"]))
-        record.reason = outcome.get("reason") if isinstance(outcome.get("reason"), str) else None
+        record.reason = outcome.get("reason") if outcome.get("reason") in TOOL_END_REASONS else None
         record.asked = bool(outcome.get("asked"))
         record.exit_code = outcome.get("exitCode") if isinstance(outcome.get("exitCode"), int) else None
         opened = at("pending", base)
@@ -257,6 +264,18 @@ class _Projector:
             items = plan_items(message.get("details"))
             if items is not None:
                 add(ended + 0.5, plan_of(items))
+
+
+def _stored_events(raw: Any) -> list[Wire]:
+    """Kept events as the contract says them: anything else (an imported document's, a newer
+    server's) is left out, so a client never gets an event of a shape it was not promised."""
+    if not isinstance(raw, list):
+        return []
+    return [
+        to_wire(event)
+        for item in raw
+        if isinstance(item, dict) and isinstance(event := event_from_wire(item), STORED_EVENTS)
+    ]
 
 
 def _text(message: dict[str, Any]) -> str:
