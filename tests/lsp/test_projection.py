@@ -61,7 +61,7 @@ async def assert_live_equals_replayed(lsp: Any, session_id: str, request_ids: li
     assert list(stored) == request_ids
     for request_id in request_ids:
         if comparable(stored[request_id]) != comparable(lsp.events_of(request_id)):
-            _debug(comparable(stored[request_id]), comparable(lsp.events_of(request_id)))
+            _print_difference(comparable(stored[request_id]), comparable(lsp.events_of(request_id)))
         assert comparable(stored[request_id]) == comparable(lsp.events_of(request_id)), request_id
     return stored
 
@@ -137,7 +137,19 @@ async def test_without_events_the_result_is_unchanged(lsp, model):
     assert "events" not in got
 
 
-def _debug(a, b):  # pragma: no cover
+def _print_difference(a, b):  # pragma: no cover
     import json
     for x, y in zip(a, b):
         print(x["type"], x.get("toolCallId"), x.get("status"), "|", y["type"], y.get("toolCallId"), y.get("status"), "" if x == y else "  DIFF " + json.dumps(x)[80:300] + " VS " + json.dumps(y)[80:300])
+
+
+async def test_a_fork_replays_the_requests_it_copied(lsp, model, workspace):
+    model.set_script([EDIT, DONE])
+    await lsp.start(init_options=scripted_options(model, approval="auto"))
+    result = await lsp.command("tunacode.request", {"prompt": "write"})
+    fork = await lsp.command("tunacode.session.fork", {"sessionId": result["sessionId"]})
+    original = await replayed(lsp, result["sessionId"])
+    forked = await replayed(lsp, fork["sessionId"])
+    strip = lambda events: [{k: v for k, v in e.items() if k != "sessionId"} for e in events]  # noqa: E731
+    assert strip(forked[result["requestId"]]) == strip(original[result["requestId"]])
+    assert forked[result["requestId"]][-1]["type"] == "request_end"
