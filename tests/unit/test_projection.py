@@ -75,7 +75,7 @@ def test_hostile_meta_and_outcomes_are_left_out_or_guessed():
         {"role": "tool_result", "tool_call_id": "a", "content": [], "meta": {"requestId": "r1"},
          "details": {"outcome": {"status": "exploded", "reason": "because"}}},
     ]
-    events = _project(messages, trailers={"r1": [{"type": "request_end", "stopReason": "end_turn", "usage": {}}, {"type": "??"}]})
+    events = _project(messages, trailers={"r1": (3, [{"type": "request_end", "stopReason": "end_turn", "usage": {}}, {"type": "??"}])})
     assert [e["type"] for e in events] == [
         "request_start", "tool_call", "tool_call_update", "tool_call_update", "request_end",
     ]
@@ -90,3 +90,23 @@ def test_a_call_the_client_never_saw_replays_nothing():
          "details": {"cancelled": True, "outcome": {"status": "cancelled", "reason": "aborted", "unseen": True}}},
     ]
     assert [e["type"] for e in _project(messages)] == ["request_end"]
+
+
+def test_a_request_that_stored_no_message_replays_its_trailer_in_place():
+    def request(rid, text):
+        return [
+            {"role": "user", "content": [{"type": "text", "text": text}], "meta": {"requestId": rid, "events": [
+                {"type": "request_start", "prompt": text, "model": "m"}]}},
+            {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "meta": {"requestId": rid}},
+        ]
+
+    end = {"type": "request_end", "stopReason": "end_turn", "usage": {}}
+    stopped = [{"type": "request_start", "prompt": "never stored", "model": "m"},
+               {"type": "request_end", "stopReason": "cancelled", "usage": {}}]
+    events = _project(
+        request("r1", "one") + request("r3", "three"),
+        trailers={"r1": (2, [end]), "r2": (2, stopped), "r3": (4, [end]), "gone": (9, stopped)},
+    )
+    starts = [(e["requestId"], e.get("prompt")) for e in events if e["type"] == "request_start"]
+    assert starts == [("r1", "one"), ("r2", "never stored"), ("r3", "three"), ("gone", "never stored")]
+    assert [e["type"] for e in events if e["requestId"] == "r2"] == ["request_start", "request_end"]

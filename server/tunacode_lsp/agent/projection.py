@@ -122,8 +122,11 @@ async def save_request_end(log_: MessageLog, state: RequestState) -> None:
 # ---------------------------------------------------------------- the replay
 
 
+Trailer = tuple[int, list[Wire]]  # (the session's message count when the request ended, its events)
+
+
 class _Projector:
-    def __init__(self, session_id: str, model: str, trailers: dict[str, list[Wire]], marks: dict[int, str]) -> None:
+    def __init__(self, session_id: str, model: str, trailers: dict[str, Trailer], marks: dict[int, str]) -> None:
         self.session_id = session_id
         self.model = model
         self.trailers = trailers
@@ -159,7 +162,7 @@ class _Projector:
             return
         trailer = self.trailers.get(self.request_id)
         if trailer is not None:
-            for event in _stored_events(trailer):
+            for event in _stored_events(trailer[1]):
                 self.send(event)
         else:
             self.send(self._guessed_end())
@@ -312,16 +315,24 @@ def project_session(
     *,
     session_id: str,
     model: str,
-    trailers: dict[str, list[Wire]] | None = None,
+    trailers: dict[str, Trailer] | None = None,
     marks: dict[int, str] | None = None,
 ) -> list[Wire]:
     """Every stored request's events, request by request, each with its envelope
-    ({sessionId, requestId, seq, type, ...}). `trailers`: request id -> the events stored
-    after its last message; `marks`: message index -> the request id of a prompt stored
-    without one (request checkpoints)."""
-    projector = _Projector(session_id, model, trailers or {}, marks or {})
+    ({sessionId, requestId, seq, type, ...}). `trailers`: request id -> (the message count
+    when it ended, the events stored after its last message); a request that stored no
+    message (stopped before its prompt was stored) is its trailer alone, at that place.
+    `marks`: message index -> the request id of a prompt stored without one (checkpoints)."""
+    trailers = trailers or {}
+    projector = _Projector(session_id, model, trailers, marks or {})
+    seen = {meta_of(m).get("requestId") for m in messages}
+    alone = sorted((at, request_id) for request_id, (at, _) in trailers.items() if request_id not in seen)
     for index, message in enumerate(messages):
+        while alone and alone[0][0] <= index:
+            projector.start(alone.pop(0)[1])
         if isinstance(message, dict):
             projector.message(index, message)
+    for _, request_id in alone:
+        projector.start(request_id)
     projector.close()
     return projector.out
