@@ -342,7 +342,7 @@ def _kill_leftover_commands() -> None:
 
     bash = sys.modules.get("tunacode_lsp.tools.bash")
     if bash is not None:
-        bash._kill_leftovers()
+        bash.kill_leftovers()
 
 
 def apply_logging(options: ServerOptions) -> None:
