@@ -104,6 +104,8 @@ def test_default_model_follows_the_key():
     assert default_model({}) == "openai:gpt-4.1"
     assert default_model({"OPENROUTER_API_KEY": "x"}).startswith("openrouter:")
     assert default_model({"OPENROUTER_API_KEY": "x", "OPENAI_API_KEY": "y"}) == "openai:gpt-4.1"
+    assert default_model({"ANTHROPIC_API_KEY": "x", "OPENROUTER_API_KEY": "y"}).startswith("anthropic:")
+    assert default_model({"GEMINI_API_KEY": "x"}).startswith("gemini:")
     models = list_models({"OPENAI_API_KEY": "y"})
     assert {m.configured for m in models if m.provider == "openai"} == {True}
     assert {m.configured for m in models if m.provider == "openrouter"} == {False}

@@ -25,9 +25,9 @@ from acp.interfaces import Client
 
 from tunacode_lsp.acp import updates
 from tunacode_lsp.acp.documents import AcpDocuments
-from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate
+from tunacode_lsp.core.text import visible_blanks
 from tunacode_lsp.tools.beneath import read_beneath
 from tunacode_lsp.tools.errors import ToolError
 

@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tunacode_lsp.core.text import visible_blanks
 from tunacode_lsp.tools.bash import command_problem
 from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.edit_file import prepare_args
@@ -24,7 +24,6 @@ from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.previews import preview_edit, preview_write
 from tunacode_lsp.tools.spec import spec_of
 
-_BLANKS = re.compile(r"[ \t]{8,}")
 MAX_ARGUMENTS_SHOWN = 20_000
 
 
@@ -35,12 +34,6 @@ class ApprovalView:
     detail_kind: str  # command | diff | arguments
     truncated: bool = False
     digest: str | None = None  # for file changes: the bytes the user approves
-
-
-def visible_blanks(text: str) -> str:
-    """Runs of blanks shown as `[400 blanks]`, so padding cannot push a command out of sight."""
-
-    return _BLANKS.sub(lambda m: f"[{len(m.group(0))} blanks]", text)
 
 
 def approval_view(

@@ -31,7 +31,7 @@ class ServerOptions:
     tool_concurrency: int = 3
     shell_inherit_secrets: bool = False
     history_token_budget: int = 100_000
-    context_window: int = 0  # 0: the model's known window (agent/models.py)
+    context_window: int = 0  # 0: the catalog's window of the model (agent/catalog.py)
     compact_threshold: float = 0.8
     log_file: bool = False
     log_level: str = "info"
@@ -46,6 +46,7 @@ class ServerOptions:
     thinking_budget: int = 0  # Anthropic extended thinking budget in tokens (0: off)
     reasoning_effort: str | None = None  # OpenAI reasoning models: minimal | low | medium | high
     headers: Any = None  # extra HTTP headers on every model call: {name: value}
+    model_cost: Any = None  # {input, output, cacheRead?, cacheWrite?} USD per 1M tokens (agent/catalog.py)
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -90,6 +91,14 @@ def _is_headers(v: Any) -> str | None:
     return None if ok else "expected an object of header names to one-line string values"
 
 
+def _is_model_cost(v: Any) -> str | None:
+    prices = ("input", "output", "cacheRead", "cacheWrite")
+    ok = isinstance(v, dict) and "input" in v and "output" in v and all(
+        k in prices and isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x <= 10_000 for k, x in v.items()
+    )
+    return None if ok else "expected {input, output, cacheRead?, cacheWrite?}: USD per million tokens, 0 to 10000"
+
+
 def _one_of(*choices: str) -> Check:
     def check(v: Any) -> str | None:
         return None if v in choices else "expected one of " + ", ".join(f'"{c}"' for c in choices)
@@ -124,6 +133,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "thinkingBudget": ("thinking_budget", _is_int(0, 1_000_000)),
     "reasoningEffort": ("reasoning_effort", _one_of("minimal", "low", "medium", "high")),
     "headers": ("headers", _is_headers),
+    "modelCost": ("model_cost", _is_model_cost),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

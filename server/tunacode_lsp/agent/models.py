@@ -12,51 +12,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tunacode_lsp.contract.protocol import ModelInfo
+from tunacode_lsp.contract.protocol import ModelCostInfo, ModelInfo
 from tunacode_lsp.core.text import shown
 
 if TYPE_CHECKING:
+    from tunacode_lsp.agent.catalog import ModelCard
     from tunacode_lsp.agent.provider.model import ProviderModel
 
 DEFAULT_MODEL = "openai:gpt-4.1"
 OPENROUTER_DEFAULT_MODEL = "openrouter:moonshotai/kimi-k2.5"
 
 
+# (key variable, model) in order of preference: the default is the first whose key is set
+DEFAULT_BY_KEY = (
+    ("OPENAI_API_KEY", DEFAULT_MODEL),
+    ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-6"),
+    ("GEMINI_API_KEY", "gemini:gemini-2.5-pro"),
+    ("OPENROUTER_API_KEY", OPENROUTER_DEFAULT_MODEL),
+)
+
+
 def default_model(env: Mapping[str, str] | None = None) -> str:
     """The model used when none is configured: the one whose key the user has."""
 
     env = os.environ if env is None else env
-    if not env.get("OPENAI_API_KEY") and env.get("OPENROUTER_API_KEY"):
-        return OPENROUTER_DEFAULT_MODEL
-    return DEFAULT_MODEL
+    return next((model for key, model in DEFAULT_BY_KEY if env.get(key)), DEFAULT_MODEL)
 LOCAL_PLACEHOLDER_KEY = "sk-local-placeholder"
-
-# model id (without the "vendor/" prefix OpenRouter uses) -> context window in tokens
-CONTEXT_WINDOWS: dict[str, int] = {
-    "gpt-4.1": 1_047_576,
-    "gpt-4.1-mini": 1_047_576,
-    "gpt-4.1-nano": 1_047_576,
-    "gpt-4o": 128_000,
-    "gpt-4o-mini": 128_000,
-    "o3": 200_000,
-    "o4-mini": 200_000,
-    "gpt-5": 400_000,
-    "gpt-5-mini": 400_000,
-    "kimi-k2.5": 262_144,
-    "claude-sonnet-4.5": 200_000,
-    "qwen2.5-coder": 32_768,
-}
-DEFAULT_CONTEXT_WINDOW = 128_000
-
-
-def context_window_of(model_id: str, configured: int = 0) -> int:
-    """The `contextWindow` setting when given, else the known window of the model, else 128k."""
-
-    if configured > 0:
-        return configured
-    known = CONTEXT_WINDOWS.get(model_id) or CONTEXT_WINDOWS.get(model_id.rsplit("/", 1)[-1].split(":", 1)[0])
-    return known or DEFAULT_CONTEXT_WINDOW
-
 
 @dataclass(frozen=True)
 class Provider:
@@ -291,12 +272,30 @@ def provider_configured(provider: Provider, env: Mapping[str, str]) -> bool:
 
 
 def list_models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
-    """The known models with whether each is usable now (its key is set)."""
+    """The models of each provider with whether each is usable now (its key is set): every
+    catalogued model that calls tools for a configured provider, the examples for the others,
+    each with the catalog's facts. Blocks on the catalog's first use: call it in a thread."""
+
+    from tunacode_lsp.agent.catalog import card_of, cards_of
 
     env = os.environ if env is None else env
     out: list[ModelInfo] = []
     for provider in PROVIDERS.values():
         configured = provider_configured(provider, env)
-        for model_id in provider.example_models:
-            out.append(ModelInfo(f"{provider.name}:{model_id}", provider.name, configured))
+        cards = cards_of(provider.name) if configured else []
+        listed = [card.model_id for card in cards] or list(provider.example_models)
+        for model_id in listed:
+            out.append(model_info(provider.name, model_id, configured, card_of(provider.name, model_id)))
     return out
+
+
+def model_info(provider: str, model_id: str, configured: bool, card: ModelCard | None) -> ModelInfo:
+    if card is None:
+        return ModelInfo(f"{provider}:{model_id}", provider, configured)
+    cost = card.cost
+    return ModelInfo(
+        f"{provider}:{model_id}", provider, configured,
+        context_window=card.context_window, max_output=card.max_output, input=list(card.input),
+        reasoning=card.reasoning,
+        cost=ModelCostInfo(cost.input, cost.output, cost.cache_read, cost.cache_write) if cost else None,
+    )

@@ -46,6 +46,7 @@ from tunacode_lsp.contract.protocol import (
     ThinkingDelta,
     TurnEnd,
     Usage,
+    UserMessageEvent,
     event_from_wire,
     to_wire,
 )
@@ -181,6 +182,7 @@ class _Projector:
         meta = meta_of(message)
         role = message.get("role")
         request_id = meta.get("requestId") if isinstance(meta.get("requestId"), str) else None
+        steer = role == "user" and request_id is not None and request_id == self.request_id
         if request_id is not None and request_id != self.request_id:
             self.start(request_id)
         elif request_id is None and role == "user":
@@ -197,6 +199,8 @@ class _Projector:
             self.send(event)
         if role == "assistant":
             self.assistant(message)
+        elif steer:  # a user message inside its request: a steer, announced once stored
+            self.send(UserMessageEvent(_text(message)))
 
     def assistant(self, message: dict[str, Any]) -> None:
         self.last_assistant = message

@@ -33,6 +33,7 @@ from tunacode_lsp.cli.run import (
     request_params,
     spawn_server,
 )
+from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_REQUEST,
@@ -114,8 +115,10 @@ class HeadlessRun:
 
     def _on_request(self, method: str, params: Any) -> Any:
         if method == "window/showMessageRequest":
+            message = str(params.get("message", "")) if isinstance(params, dict) else ""
+            if message.startswith(CONSENT_PROMPT_HEAD):  # a repository-defined executable
+                return {"title": self._consent(message)}
             answer = "Allow" if self.opts.approve == "auto" else "Deny"
-            message = params.get("message", "") if isinstance(params, dict) else ""
             self.output.note(f"{message} -> {answer}")
             return {"title": answer}
         if method == "workspace/configuration":
@@ -124,6 +127,16 @@ class HeadlessRun:
         if method in ("window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"):
             return None
         raise RpcError(-32601, f"{method} is not supported by tunacode-lsp run")
+
+    def _consent(self, message: str) -> str:
+        """Only --trust-workspace starts what the workspace defines (--approve auto never does)."""
+
+        if self.opts.trust_workspace:
+            self.output.note(f"{message}\n-> Allow (--trust-workspace)")
+            return "Allow"
+        what = message.partition(". Start it?")[0]
+        self.output.note(f"skipped: {what}; not started (--trust-workspace starts what the workspace defines)")
+        return "Deny"
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -409,7 +422,7 @@ class HeadlessRun:
             self._before = asyncio.ensure_future(asyncio.to_thread(changes.take, self.opts.cwd))
             await self._connect()
             await self._initialize()
-            if self.opts.mcp_servers:
+            if self.opts.mcp_servers or self.opts.trust_workspace:
                 await self._mcp_started()
             result = await self._request()
         except _Cancelled:

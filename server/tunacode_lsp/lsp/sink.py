@@ -15,7 +15,6 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
@@ -29,7 +28,7 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
-from tunacode_lsp.core.text import clip
+from tunacode_lsp.core.text import clip, visible_blanks
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
@@ -191,12 +190,12 @@ class LspSink:
     DELTA_INTERVAL = 0.016
 
     def __init__(
-        self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any
+        self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any, seq: int = 0
     ) -> None:
         self._ls = ls
         self._session_id = session_id
         self._request_id = request_id
-        self._seq = 0
+        self._seq = seq  # events already sent for this request (a queued one's request_queued)
         self._pending: TextDelta | ThinkingDelta | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self.progress = ProgressReporter(ls, request_id, prompt, client_token)

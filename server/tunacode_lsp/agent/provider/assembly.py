@@ -218,6 +218,14 @@ class AssembledStream:
         self._push(f"{kind}_start", content_index=index)
         self._push(f"{kind}_end", content_index=index, content=getattr(block, kind))
 
+    def _set_tool_call_field(self, key: Hashable, field: str, value: str) -> None:
+        """A provider's own field of the open tool call `key`, kept with the stored call (the
+        message model allows extra fields) so the adapter can send it back."""
+
+        open_call = self._open_calls.get(key)
+        if open_call is not None:
+            setattr(self._partial.content[open_call.content_index], field, value)
+
     def _tool_call(
         self, key: Hashable, call_id: str | None, name: str | None, arguments: str | None, *, new: bool = False
     ) -> None:

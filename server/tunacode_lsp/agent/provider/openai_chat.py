@@ -32,6 +32,7 @@ from tunacode_lsp.agent.provider.assembly import Aborted as _Aborted
 from tunacode_lsp.agent.provider.http_errors import error_detail, error_detail_from_body, parse_retry_after
 from tunacode_lsp.agent.provider.model import OpenAICompatModel
 from tunacode_lsp.agent.provider.openai_request import (
+    THOUGHT_SIGNATURE,
     EncodedBody,
     build_headers,
     build_request_body,
@@ -129,6 +130,13 @@ async def stream_openai_chat(
         client=shared_client(),
     )
 
+
+
+def thought_signature_of(piece: dict[str, Any]) -> str | None:
+    extra = piece.get("extra_content")
+    google = extra.get("google") if isinstance(extra, dict) else None
+    signature = google.get(THOUGHT_SIGNATURE) if isinstance(google, dict) else None
+    return signature if isinstance(signature, str) and signature else None
 
 
 _FINISH_REASONS: dict[str, Literal["stop", "tool_calls", "length"]] = {
@@ -346,6 +354,9 @@ class OpenAIChatStream(AssembledStream):
         new = open_id is not None and isinstance(call_id, str) and bool(call_id) and open_id != call_id
         arguments = function.get("arguments")
         self._tool_call(index, call_id, name, arguments if isinstance(arguments, str) else None, new=new)
+        signature = thought_signature_of(piece)
+        if signature is not None:
+            self._set_tool_call_field(index, THOUGHT_SIGNATURE, signature)
 
     # ------------------------------------------------------------ endings
 

@@ -69,7 +69,9 @@ def build_request_body(
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context, reasoning_back=sends_reasoning_back(model.id)),
+        "messages": convert_messages(
+            context, reasoning_back=sends_reasoning_back(model.id), signatures_back=model.provider == "gemini"
+        ),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -127,7 +129,9 @@ def _mark(message: dict[str, Any]) -> None:
         content[-1] = {**content[-1], "cache_control": CACHE_CONTROL}
 
 
-def convert_messages(context: Context, *, reasoning_back: bool = False) -> list[dict[str, Any]]:
+def convert_messages(
+    context: Context, *, reasoning_back: bool = False, signatures_back: bool = False
+) -> list[dict[str, Any]]:
     """tinyagent messages -> OpenAI chat messages. Thinking is sent back only with
     `reasoning_back` (as `reasoning_content` of assistant turns that made tool calls)."""
 
@@ -138,7 +142,7 @@ def convert_messages(context: Context, *, reasoning_back: bool = False) -> list[
         if isinstance(message, UserMessage):
             messages.append({"role": "user", "content": _user_content(message)})
         elif isinstance(message, AssistantMessage):
-            messages.append(_assistant_json(message, reasoning_back=reasoning_back))
+            messages.append(_assistant_json(message, reasoning_back=reasoning_back, signatures_back=signatures_back))
         elif isinstance(message, ToolResultMessage):
             text = "".join(part.text or "" for part in message.content if isinstance(part, TextContent))
             messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
@@ -164,16 +168,33 @@ def _image_url(image: ImageContent) -> str:
     return f"data:{image.mime_type};base64,{url}"  # bare base64 payload
 
 
-def _assistant_json(message: AssistantMessage, *, reasoning_back: bool = False) -> dict[str, Any]:
+# Gemini (its OpenAI-compatible endpoint) signs its tool calls (`extra_content.google.
+# thought_signature`); the signature must come back with the call on the next request
+# (https://ai.google.dev/gemini-api/docs/thought-signatures). Kept on the stored call block.
+THOUGHT_SIGNATURE = "thought_signature"
+
+
+def _tool_call_json(block: ToolCallContent, *, signatures_back: bool) -> dict[str, Any]:
+    call: dict[str, Any] = {
+        "id": block.id,
+        "type": "function",
+        "function": {"name": block.name, "arguments": json.dumps(block.arguments)},
+    }
+    signature = getattr(block, THOUGHT_SIGNATURE, None)
+    if signatures_back and isinstance(signature, str) and signature:
+        call["extra_content"] = {"google": {THOUGHT_SIGNATURE: signature}}
+    return call
+
+
+def _assistant_json(message: AssistantMessage, *, reasoning_back: bool = False, signatures_back: bool = False) -> dict[str, Any]:
+    """`signatures_back`: Gemini's tool-call thought signatures go back with their calls (to
+    Gemini only: another provider may refuse the unknown field)."""
+
     text = "".join(
         block.text or "" for block in message.content if isinstance(block, TextContent)
     )
     tool_calls = [
-        {
-            "id": block.id,
-            "type": "function",
-            "function": {"name": block.name, "arguments": json.dumps(block.arguments)},
-        }
+        _tool_call_json(block, signatures_back=signatures_back)
         for block in message.content
         if isinstance(block, ToolCallContent)
     ]
