@@ -12,9 +12,10 @@ message (agent/events.py `RequestState.note`), and the ones after the last messa
 Replayed, every request gives: its `meta.events` where they were emitted, the text and
 thinking of each assistant message as one delta per run of blocks, each tool call's
 `tool_call`, its `awaiting_approval` and `in_progress` updates when it had them, the
-events emitted while it ran, its final update, the plan after a completed todo_write, and
-the trailer. What differs from live: merged deltas; timing (`seq`, durations as measured
-once); calls of one message that ran at the same time come one after the other.
+events emitted while it ran, its final update, the plan after a completed todo_write, a
+steer (a user message inside its request) as `user_message`, and the trailer. What differs
+from live: merged deltas; timing (`seq`, durations as measured once); calls of one message
+that ran at the same time keep the order their events were emitted in (`ticks`).
 
 Sessions stored before this (no `meta`, no outcome) get a best-effort projection: each
 user message starts a request (`request_start` with its text and the session's model), a
