@@ -78,6 +78,8 @@ export interface ActiveRequest {
   requestId: string;
   sessionId: string;
   startedAt: string;
+  /** v3: waiting for its turn (`queue: true`) */
+  queued?: boolean;
 }
 
 /** `tunacode.status`'s shell sandbox. */
@@ -96,14 +98,39 @@ export interface StatusResult {
   sandbox?: SandboxInfo;
 }
 
+/** USD per million tokens, from the model catalog. */
+export interface ModelCostInfo {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
 export interface ModelInfo {
   id: string;
   provider: string;
   configured: boolean;
+  /** v3, from the model catalog (absent for a model it does not know) */
+  contextWindow?: number;
+  maxOutput?: number;
+  input?: ("text" | "image")[];
+  reasoning?: boolean;
+  cost?: ModelCostInfo;
 }
 export interface ModelsListResult {
   models: ModelInfo[];
   default: string;
+}
+
+/** v3: `tunacode.steer`'s result. */
+export interface SteerResult {
+  accepted: boolean;
+}
+
+/** v3: `tunacode.request {detach: true}`'s answer. */
+export interface DetachedRequest {
+  requestId: string;
+  sessionId: string;
 }
 
 export interface AbortResult {
