@@ -20,6 +20,7 @@ from . import (
     prefix_reuse,
     provider_abort,
     resume,
+    sandbox,
     search,
     startup,
     storage,
@@ -43,6 +44,7 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "resume": resume.run,
     "checkpoints": checkpoints.run,
     "turn_stall": turn_stall.run,
+    "sandbox": sandbox.run,
 }
 
 

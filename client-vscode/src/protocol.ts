@@ -41,6 +41,8 @@ export interface ApproveParams {
   detail: string;
   detailKind: ApprovalDetailKind;
   truncated?: boolean;
+  /** v3: the file changed is one a tool runs outside the sandbox (`.vscode/tasks.json`); never auto-approved */
+  runsCodeOutside?: boolean;
 }
 
 export type ApprovalDecision = "allow" | "allow_session" | "deny";

@@ -21,7 +21,9 @@ from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.edit_file import prepare_args
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
+from tunacode_lsp.tools.paths import resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.previews import preview_edit, preview_write
+from tunacode_lsp.tools.sandbox_protected import runs_code_outside_path
 from tunacode_lsp.tools.spec import spec_of
 
 MAX_ARGUMENTS_SHOWN = 20_000
@@ -34,6 +36,7 @@ class ApprovalView:
     detail_kind: str  # command | diff | arguments
     truncated: bool = False
     digest: str | None = None  # for file changes: the bytes the user approves
+    runs_code_outside: bool = False  # the file is one a tool runs outside the sandbox (never auto-approved)
 
 
 def approval_view(
@@ -50,20 +53,23 @@ def approval_view(
         if problem:
             raise ToolError(problem)
         where = f" (in {args['cwd']})" if isinstance(args.get("cwd"), str) and args["cwd"] not in ("", ".") else ""
+        if args.get("background") is True:  # it keeps running after the call: the user must know
+            where += " in the background, until stopped"
         first = visible_blanks(command.strip().splitlines()[0]) if command.strip() else ""
         more = " …" if len(command.strip().splitlines()) > 1 else ""
         return ApprovalView(f"run {first}{more}{where}", command, "command")
     if view == "write":
         preview = preview_write(root, args)
         return ApprovalView(
-            f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest
+            f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest,
+            edits_code_outside(name, args, root),
         )
     if view == "edit":
         preview = preview_edit(root, prepare_args(dict(args)), ledger, documents)
         changes = f"{preview.edits} change{'s' if preview.edits != 1 else ''}"
         return ApprovalView(
             f"edit {preview.path}: {changes} (-{preview.removed} +{preview.added} lines)",
-            preview.diff, "diff", preview.truncated, preview.digest,
+            preview.diff, "diff", preview.truncated, preview.digest, edits_code_outside(name, args, root),
         )
     shown = json.dumps(args, ensure_ascii=False, indent=2, default=str)
     cut = len(shown) > MAX_ARGUMENTS_SHOWN
@@ -73,4 +79,20 @@ def approval_view(
     else:
         summary = f"call {name}"
     return ApprovalView(summary, shown[:MAX_ARGUMENTS_SHOWN] + ("\n[arguments cut]" if cut else ""), "arguments", cut)
+
+
+def edits_code_outside(name: str, args: dict[str, Any], root: Path) -> bool:
+    """A file tool's call changes a file that runs code outside the sandbox (tools/sandbox.py
+    RUNS_CODE_OUTSIDE: `.vscode/tasks.json`, `.envrc`, ...), so it is asked even under `auto`."""
+
+    spec = spec_of(name)
+    raw = args.get(spec.path_arg) if spec.changes_files and spec.path_arg is not None else None
+    if not isinstance(raw, str):
+        return False
+    real_root = workspace_real_root(root)
+    try:
+        real = resolve_in_workspace(real_root, raw)
+    except ToolError:
+        return False  # the tool refuses it anyway
+    return runs_code_outside_path(real_root, real)
 

@@ -42,6 +42,10 @@ class ServerOptions:
     mcp_startup_timeout: float = 30.0
     shell_sandbox: str = "auto"  # auto | required | off
     shell_network: bool = True
+    tool_timeouts: Any = None  # {tool name: seconds}, checked by _is_timeouts
+    web_fetch_private_addresses: bool = False
+    shell_env_passthrough: tuple[str, ...] = ()  # variable names the shell gets as they are
+    shell_read_only_paths: tuple[str, ...] = ()  # absolute folders the sandbox shows read-only
     openai_api: str = "responses"  # openai: models: responses | chat (agent/models.py)
     thinking_budget: int = 0  # Anthropic extended thinking budget in tokens (0: off)
     reasoning_effort: str | None = None  # OpenAI reasoning models: minimal | low | medium | high
@@ -83,6 +87,16 @@ def _is_bool(v: Any) -> str | None:
     return None if isinstance(v, bool) else "expected true or false"
 
 
+def _is_env_names(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(n, str) and n and "=" not in n and "\0" not in n for n in v):
+        return "expected a list of environment variable names"
+    return None
+
+
+def _is_abs_paths(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(p, str) and p.startswith("/") and "\0" not in p for p in v):
+        return "expected a list of absolute paths"
+    return None
 def _is_headers(v: Any) -> str | None:
     ok = isinstance(v, dict) and all(
         isinstance(k, str) and k.strip() and isinstance(x, str) and not any(c in k + x for c in "\r\n")
@@ -104,6 +118,15 @@ def _one_of(*choices: str) -> Check:
         return None if v in choices else "expected one of " + ", ".join(f'"{c}"' for c in choices)
 
     return check
+
+
+def _is_timeouts(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected an object {tool name: seconds}"
+    for name, seconds in v.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 1 <= seconds <= 3_600:
+            return f"{name!r}: expected a number of seconds from 1 to 3600"
+    return None
 
 
 _FIELDS: dict[str, tuple[str, Any]] = {
@@ -129,6 +152,10 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),
     "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
     "shellNetwork": ("shell_network", _is_bool),
+    "toolTimeouts": ("tool_timeouts", _is_timeouts),
+    "webFetchPrivateAddresses": ("web_fetch_private_addresses", _is_bool),
+    "shellEnvPassthrough": ("shell_env_passthrough", _is_env_names),
+    "shellReadOnlyPaths": ("shell_read_only_paths", _is_abs_paths),
     "openaiApi": ("openai_api", _one_of("responses", "chat")),
     "thinkingBudget": ("thinking_budget", _is_int(0, 1_000_000)),
     "reasoningEffort": ("reasoning_effort", _one_of("minimal", "low", "medium", "high")),

@@ -34,6 +34,7 @@ class ApprovalRequest:
     detail_kind: str = "arguments"  # command | diff | arguments
     truncated: bool = False  # the diff was cut (commands never are)
     headline: str = ""  # what will happen, as a phrase (`run npm test`, `edit a.py: 1 change ...`)
+    runs_code_outside: bool = False  # the file changed is one a tool runs outside the sandbox (.vscode/tasks.json)
 
 
 class AgentSink(Protocol):

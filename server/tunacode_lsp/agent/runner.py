@@ -19,7 +19,7 @@ from typing import Any
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
-from tunacode_lsp.agent.approvals import approval_view
+from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
@@ -489,11 +489,13 @@ class RequestRun:
                 f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
                 "send them as one JSON object",
             ))
-        if not spec_of(name).changes_files and name not in self.spec.extra_changing_tools:
+        if not spec_of(name).needs_approval and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
-            return None
+            # an edit of a file that runs code outside the sandbox (.vscode/tasks.json, .envrc) is always asked
+            if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
+                return None
         try:  # the same parsing and planning the tool will run, off the event loop
             view = await asyncio.to_thread(
                 approval_view, name, args, self.spec.workspace_root, self.spec.line_refs, self.spec.documents
@@ -507,6 +509,7 @@ class RequestRun:
         self.registry.awaiting_approval(call_id, name, args)
         decision = await self._ask(ApprovalRequest(
             call_id, name, spec_of(name).summary(args), args, view.detail, view.detail_kind, view.truncated, summary,
+            view.runs_code_outside,
         ))
         if decision == "allow_session":
             self.spec.session_allowed_tools.add(name)

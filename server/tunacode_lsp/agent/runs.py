@@ -48,6 +48,7 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import UnreadableMessageError
 from tunacode_lsp.store.leases import new_owner
+from tunacode_lsp.store.locations import data_dir
 from tunacode_lsp.store.records import iso_from_us
 
 if TYPE_CHECKING:  # the agent loop and the tools load with the first request, not at start-up
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
     from tunacode_lsp.agent.ports import AgentSink
     from tunacode_lsp.agent.runner import RequestRun
     from tunacode_lsp.tools import LineRefLedger
+    from tunacode_lsp.tools.background import BackgroundProcesses
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
     from tunacode_lsp.tools.documents import DocumentOverlay
 
@@ -158,6 +160,7 @@ class RunService:
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
         self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
+        self._background: BackgroundProcesses | None = None
         self.detached = DetachedResults()  # detached requests' outcomes, until read
 
     # ------------------------------------------------------------ lookups
@@ -175,8 +178,20 @@ class RunService:
     def session_state(self, session_id: str) -> SessionState:
         return self._states.setdefault(session_id, SessionState())
 
+    @property
+    def background_processes(self) -> BackgroundProcesses:
+        """The background commands of this server's sessions (tools/background.py)."""
+        if self._background is None:
+            from tunacode_lsp.tools.background import BackgroundProcesses
+
+            self._background = BackgroundProcesses()
+        return self._background
+
     def forget_session(self, session_id: str) -> None:
         """Drop what this process remembers of a deleted session."""
+
+        if self._background is not None:
+            self._background.kill_session(session_id)  # its background commands end with it
 
         self.detached.forget_session(session_id)
         state = self._states.get(session_id)
@@ -362,6 +377,7 @@ class RunService:
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
         from tunacode_lsp.tools import ToolSettings
+        from tunacode_lsp.tools.kept_outputs import session_outputs_dir
 
         options = self._options()
         sessions = self._sessions()
@@ -427,6 +443,12 @@ class RunService:
                     shell_inherit_secrets=options.shell_inherit_secrets,
                     shell_sandbox=options.shell_sandbox,
                     shell_network=options.shell_network,
+                    tool_timeouts=dict(options.tool_timeouts or {}),
+                    outputs_dir=session_outputs_dir(data_dir(), session_id),  # cut results kept whole
+                    background=self.background_processes.for_session(session_id),
+                    web_private_addresses=options.web_fetch_private_addresses,
+                    shell_env_passthrough=tuple(options.shell_env_passthrough),
+                    shell_read_only_paths=tuple(options.shell_read_only_paths),
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,

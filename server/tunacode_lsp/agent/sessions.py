@@ -25,7 +25,7 @@ from tunacode_lsp.core.history import clean_history
 from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.store.errors import SessionBusy, SessionNotFound
 from tunacode_lsp.store.leases import new_owner
-from tunacode_lsp.store.locations import project_id_for
+from tunacode_lsp.store.locations import data_dir, project_id_for
 from tunacode_lsp.store.records import RequestCheckpointRecord
 from tunacode_lsp.store.session_state import compacted_view
 
@@ -120,9 +120,14 @@ class SessionService:
         """Delete a session no other server is running a request on (-32002 otherwise)."""
 
         try:
-            return await self._call("delete_session", session_id, owner=self.owner)
+            deleted = await self._call("delete_session", session_id, owner=self.owner)
         except SessionBusy as exc:
             raise CommandError(SESSION_BUSY, f"{exc}; stop it first") from None
+        from tunacode_lsp.tools.kept_outputs import remove_session_outputs  # the tools load lazily
+
+        # the whole outputs its cut tool results named go with it
+        await asyncio.to_thread(remove_session_outputs, data_dir(), session_id)
+        return deleted
 
     async def messages(self, session_id: str) -> builtins.list[dict[str, Any]]:
         return await self._call("load_messages", session_id)

@@ -33,7 +33,7 @@ from tunacode_lsp.cli.run import (
     request_params,
     spawn_server,
 )
-from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD
+from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD, RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_REQUEST,
@@ -118,7 +118,8 @@ class HeadlessRun:
             message = str(params.get("message", "")) if isinstance(params, dict) else ""
             if message.startswith(CONSENT_PROMPT_HEAD):  # a repository-defined executable
                 return {"title": self._consent(message)}
-            answer = "Allow" if self.opts.approve == "auto" else "Deny"
+            # an edit of a file that runs code outside the sandbox is never allowed headless
+            answer = "Allow" if self.opts.approve == "auto" and RUNS_CODE_OUTSIDE_WARNING not in message else "Deny"
             self.output.note(f"{message} -> {answer}")
             return {"title": answer}
         if method == "workspace/configuration":

@@ -523,6 +523,16 @@ class SandboxInfo:
 
 
 @attrs.define
+class BackgroundProcessInfo:
+    process_id: str
+    session_id: str
+    command: str  # its first 200 characters
+    pid: int
+    running: bool
+    exit_code: int | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
 class StatusResult:
     version: str
     protocol_version: int
@@ -530,6 +540,7 @@ class StatusResult:
     session_store: str
     mcp_servers: list[McpServerInfo] = attrs.field(factory=list)
     sandbox: SandboxInfo | None = attrs.field(default=None, metadata={"omit": True})
+    background_processes: list[BackgroundProcessInfo] = attrs.field(factory=list)  # bash {background: true}
 
 
 @attrs.define
@@ -626,6 +637,7 @@ class ApproveParams:
     detail: str
     detail_kind: str  # command | diff | arguments
     truncated: bool = False
+    runs_code_outside: bool = False  # the file changed is one a tool runs outside the sandbox (.vscode/tasks.json)
 
 
 # ---------------------------------------------------------------- events

@@ -59,6 +59,7 @@ from tunacode_lsp.contract.protocol import (
     UNKNOWN_SESSION,
     AbortParams,
     AbortResult,
+    BackgroundProcessInfo,
     ChangesParams,
     DeleteResult,
     DetachedRequest,
@@ -574,7 +575,8 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
     shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
-    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox))
+    processes = [BackgroundProcessInfo(**p) for p in ls.runs.background_processes.listing()]
+    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, processes))
 
 
 @command(COMMAND_MODELS_LIST)

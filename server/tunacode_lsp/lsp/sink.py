@@ -16,6 +16,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
+from tunacode_lsp.contract.consent import RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
     FINAL_TOOL_STATUSES,
@@ -55,6 +56,8 @@ def approval_message(request: ApprovalRequest) -> str:
     bounded where it is made, and a diff says when it was cut)."""
 
     head = f"TunaCode wants to {request.headline or request.summary} ({request.tool_name})"
+    if request.runs_code_outside:
+        head += f"\n\n{RUNS_CODE_OUTSIDE_WARNING}"
     if request.detail_kind == "command":
         return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
     if request.detail_kind == "diff":
@@ -240,7 +243,7 @@ class LspSink:
             method = APPROVE_REQUEST
             params: Any = to_wire(ApproveParams(
                 self._session_id, self._request_id, request.tool_call_id, request.tool_name, request.summary,
-                request.detail, request.detail_kind, request.truncated,
+                request.detail, request.detail_kind, request.truncated, request.runs_code_outside,
             ))
         else:
             method = types.WINDOW_SHOW_MESSAGE_REQUEST

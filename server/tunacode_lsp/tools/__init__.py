@@ -12,7 +12,7 @@ from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.settings import ToolSettings
-from tunacode_lsp.tools.spec import CHANGING_TOOLS, ToolSpec, spec_of, summarize_args
+from tunacode_lsp.tools.spec import ASKED_TOOLS, CHANGING_TOOLS, ToolSpec, spec_of, summarize_args
 
 if TYPE_CHECKING:
     from tinyagent.agent_types import AgentTool
@@ -29,6 +29,7 @@ _FACTORIES = {
     "create_list_files_tool": "list_files",
     "create_read_file_tool": "read_file",
     "create_todo_write_tool": "todo_write",
+    "create_web_fetch_tool": "web_fetch",
     "create_write_file_tool": "write_file",
 }
 
@@ -41,6 +42,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ASKED_TOOLS",
     "CHANGING_TOOLS",
     "LineRefLedger",
     "ToolCancelled",
@@ -77,8 +79,10 @@ def build_tools(
     from tunacode_lsp.tools.edit_file import create_edit_file_tool
     from tunacode_lsp.tools.grep import create_grep_tool
     from tunacode_lsp.tools.list_files import create_list_files_tool
+    from tunacode_lsp.tools.process_tools import create_process_tools
     from tunacode_lsp.tools.read_file import create_read_file_tool
     from tunacode_lsp.tools.todo_write import create_todo_write_tool
+    from tunacode_lsp.tools.web_fetch import create_web_fetch_tool
     from tunacode_lsp.tools.write_file import create_write_file_tool
 
     root = Path(workspace_root)
@@ -86,13 +90,18 @@ def build_tools(
     tools = [
         create_read_file_tool(root, settings, ledger=ledger, documents=documents),
         create_write_file_tool(root, settings, approved=approved),
-        create_edit_file_tool(root, settings, ledger=ledger, approved=approved, documents=documents),
+        create_edit_file_tool(
+            root, settings, ledger=ledger, approved=approved, documents=documents, diagnostics=diagnostics
+        ),
         create_bash_tool(root, settings),
         create_grep_tool(root, settings, documents=documents),
         create_list_files_tool(root, settings),
-        create_todo_write_tool(root),
+        create_todo_write_tool(root, settings.tool_timeouts),
+        create_web_fetch_tool(settings),
     ]
+    if settings.background is not None:  # a session that can keep background processes
+        tools += create_process_tools(settings.background, settings.max_output_chars, settings.tool_timeouts)
     if diagnostics is not None:  # only when the editor can answer
-        tools.append(create_diagnostics_tool(root, diagnostics))
+        tools.append(create_diagnostics_tool(root, diagnostics, settings.tool_timeouts))
     return tools
 

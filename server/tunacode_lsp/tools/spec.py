@@ -89,6 +89,14 @@ def _todo_summary(args: Args) -> str:
     return f"{len(todos)} items, {done} done"
 
 
+def _url_summary(args: Args) -> str:
+    return _short(_text(args, "url"))
+
+
+def _process_summary(args: Args) -> str:
+    return _short(_text(args, "processId"))
+
+
 def _diagnostics_summary(args: Args) -> str:
     paths = args.get("filepaths")
     if not isinstance(paths, list):
@@ -154,6 +162,12 @@ class ToolSpec:
     approval: ApprovalKind = "arguments"  # the view an approval shows (agent/approvals.py)
     summarize: Callable[[Args], str] = field(default=_json_summary, repr=False)
     entitle: Callable[[Args, str], str] | None = field(default=None, repr=False)
+    asks: bool = False  # asked before it runs though it changes no file (it reaches the network)
+
+    @property
+    def needs_approval(self) -> bool:
+        """Asked before it runs under approval "ask", refused under "read-only"."""
+        return self.changes_files or self.asks
 
     @property
     def runs_commands(self) -> bool:
@@ -185,6 +199,9 @@ SPECS: dict[str, ToolSpec] = {
         ToolSpec("list_files", "search", path_arg="path", summarize=_list_summary, entitle=_titled("List")),
         ToolSpec("todo_write", "think", summarize=_todo_summary, entitle=_todo_title),
         ToolSpec("diagnostics", "read", summarize=_diagnostics_summary, entitle=_titled("Diagnostics of")),
+        ToolSpec("web_fetch", "fetch", summarize=_url_summary, entitle=_titled("Fetch"), asks=True),
+        ToolSpec("process_output", "read", summarize=_process_summary, entitle=_titled("Output of process")),
+        ToolSpec("process_kill", "other", summarize=_process_summary, entitle=_titled("Stop process")),
     )
 }
 
@@ -202,6 +219,7 @@ def spec_of(name: str, *, changes_files: bool = False) -> ToolSpec:
 
 
 CHANGING_TOOLS: frozenset[str] = frozenset(name for name, spec in SPECS.items() if spec.changes_files)
+ASKED_TOOLS: frozenset[str] = frozenset(name for name, spec in SPECS.items() if spec.needs_approval)
 
 
 def summarize_args(name: str, args: Any) -> str:
