@@ -91,6 +91,16 @@ export interface SandboxInfo {
   reason?: string;
 }
 
+/** v3: a command started with `bash {background: true}`. */
+export interface BackgroundProcessInfo {
+  processId: string;
+  sessionId: string;
+  command: string;
+  pid: number;
+  running: boolean;
+  exitCode?: number;
+}
+
 export interface StatusResult {
   version?: string;
   protocolVersion?: number;
@@ -98,6 +108,7 @@ export interface StatusResult {
   sessionStore?: string;
   mcpServers?: McpServerInfo[];
   sandbox?: SandboxInfo;
+  backgroundProcesses?: BackgroundProcessInfo[];
 }
 
 /** USD per million tokens, from the model catalog. */

@@ -87,6 +87,7 @@ RESULTS = {
     protocol.ActiveRequest: "ActiveRequest",
     protocol.McpServerInfo: "McpServerInfo",
     protocol.SandboxInfo: "SandboxInfo",
+    protocol.BackgroundProcessInfo: "BackgroundProcessInfo",
     protocol.ModelsListResult: "ModelsListResult",
     protocol.ModelInfo: "ModelInfo",
     protocol.ModelCostInfo: "ModelCostInfo",
