@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
-from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, tool_summary, workflow_command_fence
+from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, was_refused, workflow_command_fence
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
@@ -149,10 +149,8 @@ class HeadlessRun:
                 self._send_abort()
         elif kind == "tool_call":
             summary = event.get("summary")
-            self._summaries[str(event.get("toolCallId"))] = (
-                summary if isinstance(summary, str) and summary else tool_summary(event.get("args"))
-            )
-        elif kind == "tool_call_update" and event.get("denied"):
+            self._summaries[str(event.get("toolCallId"))] = summary if isinstance(summary, str) else ""
+        elif kind == "tool_call_update" and event.get("status") == "failed" and was_refused(event):
             call_id = str(event.get("toolCallId"))
             self.denied[call_id] = {
                 "toolCallId": call_id, "name": event.get("name"), "summary": self._summaries.get(call_id, ""),
