@@ -10,7 +10,22 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from . import abort, checkpoints, concurrency, headless, overhead, prefix_reuse, resume, search, startup, storage, turn_stall
+from . import (
+    abort,
+    anthropic_cache,
+    checkpoints,
+    concurrency,
+    headless,
+    overhead,
+    prefix_reuse,
+    provider_abort,
+    resume,
+    sandbox,
+    search,
+    startup,
+    storage,
+    turn_stall,
+)
 from .config import BenchConfig
 from .report import load_average, render_markdown, render_text
 from .stats import Row
@@ -24,9 +39,12 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "headless": headless.run,
     "search": search.run,
     "prefix_reuse": prefix_reuse.run,
+    "anthropic_cache": anthropic_cache.run,
+    "provider_abort": provider_abort.run,
     "resume": resume.run,
     "checkpoints": checkpoints.run,
     "turn_stall": turn_stall.run,
+    "sandbox": sandbox.run,
 }
 
 

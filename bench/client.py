@@ -111,14 +111,16 @@ class BenchServer:
         self.initialized_at = 0.0
 
     async def start(
-        self, init_options: dict[str, Any] | None = None, *, command: list[str] | None = None
+        self, init_options: dict[str, Any] | None = None, *, command: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> BenchServer:
-        """Spawn the server (or `command`, another stdio LSP server) and initialize it."""
+        """Spawn the server (or `command`, another stdio LSP server) and initialize it; `env`
+        adds to the server's environment (a provider's key and base URL)."""
         command = command or [sys.executable, "-m", "tunacode_lsp"]
         client = make_client(self.events)
         self.spawned_at = time.perf_counter()
         # pygls's own start_io: pytest-lsp's would copy the server's log lines onto our stderr
-        await JsonRPCClient.start_io(client, *command, env=server_env(self.home))
+        await JsonRPCClient.start_io(client, *command, env={**server_env(self.home), **(env or {})})
         self.client = client
         assert client._server is not None and client._server.stderr is not None
         self._stderr_drain = asyncio.ensure_future(_drain(client._server.stderr, self.home / "server-stderr.log"))

@@ -1,5 +1,5 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
--- :TunaRewind, :TunaStatus.
+-- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -40,9 +40,31 @@ vim.api.nvim_create_user_command('TunaChanges', function()
   require('tunacode').changes()
 end, { desc = "Show the files this TunaCode session changed, as diffs" })
 
-vim.api.nvim_create_user_command('TunaRewind', function()
-  require('tunacode').rewind()
-end, { desc = 'Undo the last TunaCode request (messages and files), after a confirmation' })
+vim.api.nvim_create_user_command('TunaSteer', function(cmd)
+  require('tunacode').steer(cmd.args)
+end, { nargs = '+', desc = 'Tell the running TunaCode request something at its next turn (else ask it next)' })
+
+vim.api.nvim_create_user_command('TunaRewind', function(cmd)
+  local number = tonumber(cmd.args)
+  if cmd.args ~= '' and not (number and number >= 1 and number == math.floor(number)) then
+    vim.notify('TunaCode: :TunaRewind takes a request number (1 the oldest), or ! to pick', vim.log.levels.WARN)
+    return
+  end
+  require('tunacode').rewind({ pick = cmd.bang, number = number })
+end, {
+  nargs = '?',
+  bang = true,
+  desc = 'Undo the last TunaCode request; N: back to before request N; !: pick the request (messages and files)',
+})
+
+vim.api.nvim_create_user_command('TunaEdit', function(cmd)
+  local number = tonumber(cmd.args)
+  if cmd.args ~= '' and not (number and number >= 1 and number == math.floor(number)) then
+    vim.notify('TunaCode: :TunaEdit takes a request number (1 the oldest); without one it asks which', vim.log.levels.WARN)
+    return
+  end
+  require('tunacode').rewind({ pick = number == nil, number = number, edit = true })
+end, { nargs = '?', desc = 'Edit an earlier TunaCode prompt and send it again (rewinds to before it first)' })
 
 vim.api.nvim_create_user_command('TunaStatus', function()
   require('tunacode').status()

@@ -244,6 +244,10 @@ export type TunaEvent = EventBase &
     | { type: "compaction"; before: number; after: number }
     | { type: "notice"; message: string }
     | { type: "request_end"; stopReason: StopReason; usage?: Partial<Usage>; error?: { message: string } }
+    /** v3: a queued request's first event (`queue: true`); 1 is the next to start */
+    | { type: "request_queued"; position: number }
+    /** v3: a steer (tunacode.steer) as the model saw it, stored as a user message there */
+    | { type: "user_message"; text: string }
   );
 
 export type TunaEventType = TunaEvent["type"];

@@ -129,3 +129,29 @@ async def test_settled_returns_when_the_last_request_ends(tmp_path):
     assert await service.settled(0.05) is False
     asyncio.get_running_loop().call_soon(service.end, pending)  # runs once settled() is waiting
     assert await service.settled(5) is True
+
+
+async def test_queue_order_bound_and_abort_routes() -> None:
+    """queue: true: at most 16 wait on a session; abort by session stops only the running one
+    and the next queued request gets the session; abort by id drops a queued one."""
+
+    from tunacode_lsp.agent.runs import MAX_QUEUED
+
+    service = RunService(lambda: FakeSessions(), lambda: ServerOptions(), lambda: Path("/"))  # type: ignore[arg-type, return-value]
+    running = service.begin(RequestParams(prompt="a", session_id="s"))
+    queued = [service.begin(RequestParams(prompt=f"q{n}", session_id="s", queue=True)) for n in range(MAX_QUEUED)]
+    with pytest.raises(CommandError) as full:
+        service.begin(RequestParams(prompt="one too many", session_id="s", queue=True))
+    assert full.value.code == -32002
+    assert [service.queue_position(q) for q in queued[:3]] == [1, 2, 3]
+    assert service.abort(session_id="s") == 1 and running.abort_reason == "cancelled"
+    assert all(q.abort_reason is None for q in queued)
+    assert service.abort(request_id=queued[0].request_id) == 1
+    assert await service.wait_turn(queued[0]) is False
+    assert service.steer("s", "late") is False  # the running request is stopping: no turn is left
+    service.end(queued[0])
+    service.end(running)  # the running one answered: the next queued request (not dropped) starts
+    assert await asyncio.wait_for(service.wait_turn(queued[1]), 1) is True
+    assert not queued[1].queued and service.queue_position(queued[2]) == 1
+    assert service.steer("s", "now") is True and queued[1].steers == ["now"]  # kept until its run is built
+    assert service.steer("t", "no request") is False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tunacode_lsp.agent.approvals import approval_view
+from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.usage import normalize_usage
 from tunacode_lsp.contract.protocol import Usage
 from tunacode_lsp.tools import LineRefLedger, ToolError
@@ -12,18 +13,22 @@ from tunacode_lsp.tools import LineRefLedger, ToolError
 
 def test_reported_cost_wins():
     usage = normalize_usage({"input": 100, "output": 10, "cache_read": 20, "cache_write": 0, "total_tokens": 130,
-                             "cost": {"total": 0.5}}, "gpt-4.1")
+                             "cost": {"total": 0.5}}, ModelCost(2.0, 8.0, 0.5))
     assert usage == Usage(100, 10, 20, 0, 130, 0.5)
 
 
-def test_known_model_is_priced():
-    usage = normalize_usage({"input": 1_000_000, "output": 1_000_000, "cache_read": 1_000_000, "cost": {"total": 0}}, "gpt-4.1")
-    assert usage.cost == 2.0 + 8.0 + 0.5 and usage.total_tokens == 3_000_000
-    assert normalize_usage({"input": 1_000_000, "cost": {}}, "openai/gpt-4.1").cost == 2.0
+def test_a_priced_model_costs_its_prices_cache_reads_and_writes_included():
+    prices = ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+    million = 1_000_000
+    usage = normalize_usage({"input": million, "output": million, "cache_read": million, "cache_write": million,
+                             "cost": {"total": 0}}, prices)
+    assert usage.cost == 3.0 + 15.0 + 0.3 + 3.75 and usage.total_tokens == 4 * million
+    # a cache price the catalog does not give is the input price
+    assert normalize_usage({"cache_read": million, "cost": {}}, ModelCost(2.0, 8.0)).cost == 2.0
 
 
 def test_unknown_model_costs_nothing_and_junk_is_zero():
-    assert normalize_usage({"input": 5, "output": "x", "cost": None}, "qwen").cost == 0.0
+    assert normalize_usage({"input": 5, "output": "x", "cost": None}, None).cost == 0.0
     assert normalize_usage(None) == Usage()
 
 

@@ -46,6 +46,7 @@ M.state = {
   stop_requested = false, ---@type boolean :TunaStop came before request_start
   last_result = nil, ---@type table? the last RequestResult
   last_request_id = nil, ---@type string? the last request this Neovim started (:TunaRewind)
+  next_prompt = nil, ---@type string? a :TunaSteer that came too late: asked once the request answers
 }
 
 local function object(tbl)
@@ -462,15 +463,56 @@ function M.ask(prompt, opts)
       if err then
         view.error(err.message or vim.inspect(err))
         notify(err.message or 'request failed', vim.log.levels.ERROR)
-        return
+      else
+        M.state.session_id = result.sessionId
+        M.state.last_result = result
+        view.finish(result)
       end
-      M.state.session_id = result.sessionId
-      M.state.last_result = result
-      view.finish(result)
+      local next_prompt = M.state.next_prompt
+      M.state.next_prompt = nil
+      if next_prompt then
+        M.ask(next_prompt)
+      end
     end)
   end, function(message)
     M.state.busy = false
     view.error(message)
+  end)
+end
+
+--- :TunaSteer {text}: add `text` to the running request as a user message the model sees at
+--- its next turn (tunacode.steer). When the request has no turn left (accepted: false), or
+--- none runs, it is asked as the next question instead (:TunaAsk), once the request answers.
+---@param text string
+function M.steer(text)
+  if not text or vim.trim(text) == '' then
+    notify('empty text', vim.log.levels.WARN)
+    return
+  end
+  if not M.state.busy then
+    M.ask(text)
+    return
+  end
+  local function later()
+    if M.state.busy then
+      M.state.next_prompt = M.state.next_prompt and (M.state.next_prompt .. '\n\n' .. text) or text
+      notify('the request is finishing; this is asked next')
+    else
+      M.ask(text)
+    end
+  end
+  if not (M.state.session_id and M.state.request_id) then
+    later()
+    return
+  end
+  M.with_client(function(client)
+    command(client, 'tunacode.steer', { sessionId = M.state.session_id, text = text }, function(err, result)
+      if not err and type(result) == 'table' and result.accepted == true then
+        notify('sent to the running request; the model sees it at its next turn')
+      else
+        later()
+      end
+    end)
   end)
 end
 
@@ -599,7 +641,9 @@ end
 ---@param result table?
 ---@param retry fun(force: boolean)
 ---@param forced? boolean this was the retry that overwrites
-function M.on_rewind(err, result, retry, forced)
+---@param label? string what was rewound ('the last request', 'to before request 2')
+---@param after? fun() called once the rewind is done (:TunaEdit asks again)
+function M.on_rewind(err, result, retry, forced, label, after)
   if err and err.code == -32004 then
     local choices = { 'Rewind anyway (overwrite them)', 'Keep everything' }
     vim.ui.select(choices, { prompt = 'TunaCode: ' .. (err.message or 'files changed since') .. ' ' }, function(choice)
@@ -619,28 +663,22 @@ function M.on_rewind(err, result, retry, forced)
   local count = type(restored) == 'table' and #restored or tonumber(restored) or 0
   M.state.last_request_id = nil
   local replaced = M.reload_restored(paths, forced == true)
-  local message = ('rewound the last request; %d file%s restored'):format(count, count == 1 and '' or 's')
+  local message = ('rewound %s; %d file%s restored'):format(label or 'the last request', count, count == 1 and '' or 's')
   if #replaced > 0 then
     message = message .. ('; your unsaved edits in %s were replaced (u in the buffer brings them back)'):format(
       table.concat(replaced, ', '))
   end
   notify(message)
+  if after then
+    after()
+  end
 end
 
---- :TunaRewind: undo the last request of this Neovim (its messages and its file changes,
---- tunacode.session.rewind) after a confirmation.
-function M.rewind()
-  local session_id, request_id = M.state.session_id, M.state.last_request_id
-  if M.state.busy then
-    notify('a request is running; :TunaStop it first', vim.log.levels.WARN)
-    return
-  elseif not (session_id and request_id) then
-    notify('nothing to rewind')
-    return
-  end
+--- Confirm, then tunacode.session.rewind to before `request_id` (its messages and those of
+--- every later request go, and the files they changed return).
+local function confirm_rewind(session_id, request_id, label, question, after)
   local choices = { 'Rewind', 'Cancel' }
-  local prompt = 'TunaCode: rewind the last request? Its messages go and the files it changed return: '
-  vim.ui.select(choices, { prompt = prompt }, function(choice)
+  vim.ui.select(choices, { prompt = question }, function(choice)
     if choice ~= 'Rewind' then
       return
     end
@@ -648,11 +686,112 @@ function M.rewind()
       M.with_client(function(client)
         local args = { sessionId = session_id, requestId = request_id, files = true, force = force }
         command(client, 'tunacode.session.rewind', args, function(err, result)
-          M.on_rewind(err, result, send, force)
+          M.on_rewind(err, result, send, force, label, after)
         end)
       end)
     end
     send(false)
+  end)
+end
+
+--- The session's requests for the rewind picker, oldest first: `{number, request_id, label}`
+--- from a tunacode.session.get result (`requests` and the prompt each one starts with).
+---@param result table
+---@return {number: integer, request_id: string, label: string}[]
+function M.request_items(result)
+  local items = {}
+  local messages = type(result.messages) == 'table' and result.messages or {}
+  for number, mark in ipairs(type(result.requests) == 'table' and result.requests or {}) do
+    local message = messages[(tonumber(mark.firstMessage) or -1) + 1]
+    local text = ''
+    local content = type(message) == 'table' and message.content or nil
+    if type(content) == 'string' then
+      text = content
+    elseif type(content) == 'table' then
+      for _, block in ipairs(content) do
+        if type(block) == 'table' and block.type == 'text' and type(block.text) == 'string' then
+          text = block.text
+        end
+      end
+    end
+    local lines = vim.split(vim.trim(text), '\n', { plain = true })
+    local line = (lines[#lines] or ''):gsub('%c', ' ') -- the prompt follows any editor context
+    if type(mark.requestId) == 'string' then
+      table.insert(items, {
+        number = number,
+        request_id = mark.requestId,
+        label = ('%d. %s'):format(number, line:sub(1, 80)),
+        prompt = vim.trim(text),
+      })
+    end
+  end
+  return items
+end
+
+--- :TunaRewind: undo the last request of this Neovim; :TunaRewind N: go back to before
+--- request N of the session (1 the oldest); :TunaRewind!: pick the request from a list.
+--- Each asks for a confirmation (tunacode.session.rewind).
+--- With `opts.edit` (:TunaEdit), once the rewind is done the request's prompt is offered in
+--- vim.ui.input to edit and send again (edit and resend).
+---@param opts? {pick?: boolean, number?: integer, edit?: boolean}
+function M.rewind(opts)
+  opts = opts or {}
+  local session_id, request_id = M.state.session_id, M.state.last_request_id
+  if M.state.busy then
+    notify('a request is running; :TunaStop it first', vim.log.levels.WARN)
+    return
+  end
+  if not opts.pick and not opts.number then
+    if not (session_id and request_id) then
+      notify('nothing to rewind')
+      return
+    end
+    confirm_rewind(session_id, request_id, 'the last request',
+      'TunaCode: rewind the last request? Its messages go and the files it changed return: ')
+    return
+  elseif not session_id then
+    notify('nothing to rewind')
+    return
+  end
+  M.with_client(function(client)
+    command(client, 'tunacode.session.get', { sessionId = session_id }, function(err, result)
+      if err then
+        notify('rewind: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        return
+      end
+      local items = M.request_items(result)
+      local function chosen(item)
+        if not item then
+          return
+        end
+        local after = opts.edit and function()
+          vim.ui.input({ prompt = 'TunaCode (edit and send): ', default = item.prompt }, function(text)
+            if text and vim.trim(text) ~= '' then
+              M.ask(text)
+            end
+          end)
+        end or nil
+        confirm_rewind(session_id, item.request_id, ('to before request %d'):format(item.number),
+          ('TunaCode: go back to before request %d (%s)? It and every later request go, and the files they changed return: ')
+            :format(item.number, (item.label:gsub('^%d+%. ', ''))), after)
+      end
+      if opts.number then
+        if not items[opts.number] then
+          notify(('no request %d in this session (it has %d)'):format(opts.number, #items), vim.log.levels.WARN)
+          return
+        end
+        chosen(items[opts.number])
+      elseif #items == 0 then
+        notify('nothing to rewind')
+      else
+        vim.ui.select(items, {
+          prompt = 'TunaCode: rewind to before which request? ',
+          format_item = function(item)
+            return item.label
+          end,
+        }, chosen)
+      end
+    end)
   end)
 end
 

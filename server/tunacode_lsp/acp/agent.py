@@ -86,7 +86,12 @@ class TunaAcpAgent:
                 load_session=True,
                 prompt_capabilities=schema.PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=schema.McpCapabilities(http=True, sse=False),
-                session_capabilities=schema.SessionCapabilities(list=schema.SessionListCapabilities()),
+                session_capabilities=schema.SessionCapabilities(
+                    list=schema.SessionListCapabilities(),
+                    resume=schema.SessionResumeCapabilities(),
+                    close=schema.SessionCloseCapabilities(),
+                    fork=schema.SessionForkCapabilities(),
+                ),
             ),
             auth_methods=[],
             agent_info=schema.Implementation(name="tunacode", title="TunaCode", version=__version__),
@@ -140,6 +145,47 @@ class TunaAcpAgent:
         self._roots[session_id] = root
         self._offer_commands(session_id)
         return schema.LoadSessionResponse()
+
+    async def resume_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> schema.ResumeSessionResponse:
+        """`session/resume`: the session becomes usable here, without replaying its history."""
+
+        root = workspace_root(cwd)
+        if await self.sessions.get(session_id) is None:
+            raise errors.unknown_session(session_id)
+        await self.mcp.configure(session_id, mcp_servers, self.options)
+        self._roots[session_id] = root
+        self._offer_commands(session_id)
+        return schema.ResumeSessionResponse()
+
+    async def fork_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> schema.ForkSessionResponse:
+        """`session/fork`: a new session with the conversation so far (cut back to a clean
+        point); only the store changes, the files stay as they are."""
+
+        root = workspace_root(cwd)
+        if await self.sessions.get(session_id) is None:
+            raise errors.unknown_session(session_id)
+        record = await self.sessions.fork(session_id, None)
+        await self.mcp.configure(record.session_id, mcp_servers, self.options)
+        self._roots[record.session_id] = root
+        self._offer_commands(record.session_id)
+        return schema.ForkSessionResponse(session_id=record.session_id)
+
+    async def close_session(self, session_id: str, **_: Any) -> schema.CloseSessionResponse:
+        """`session/close`: its running prompt is cancelled (it answers `cancelled`) and the
+        session is no longer usable on this connection until loaded or resumed again. The
+        stored session stays."""
+
+        if session_id not in self._roots:
+            raise errors.unknown_session(session_id)
+        count = self.runs.abort(session_id=session_id)
+        del self._roots[session_id]
+        self.mcp.forget(session_id)
+        log.info("session/close %s: %d request(s) stopped", session_id, count)
+        return schema.CloseSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> schema.ListSessionsResponse:
         offset = 0

@@ -104,7 +104,8 @@ async def _serve(options: Any, permission_timeout: float, protocol_out: Any) -> 
 
     agent = TunaAcpAgent(options, permission_timeout=permission_timeout)
     transport = CheckedStdioTransport(reader, writer)
-    conn = AgentSideConnection(cast(Agent, agent), transport, listening=False)
+    # session/resume, session/close and session/fork are "unstable" in SDK 0.12: served on purpose
+    conn = AgentSideConnection(cast(Agent, agent), transport, listening=False, use_unstable_protocol=True)
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, stop.set)

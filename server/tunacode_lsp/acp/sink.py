@@ -17,6 +17,7 @@ import logging
 import re
 import stat
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,9 @@ from acp.interfaces import Client
 
 from tunacode_lsp.acp import updates
 from tunacode_lsp.acp.documents import AcpDocuments
-from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate
+from tunacode_lsp.core.text import visible_blanks
 from tunacode_lsp.tools.beneath import read_beneath
 from tunacode_lsp.tools.errors import ToolError
 
@@ -57,6 +58,12 @@ def _read_text(real_root: Path, path: Path) -> str | None:
         return None
 
 
+RUNS_CODE_OUTSIDE_NOTE = (
+    "**Warning: your editor or tools run this file by themselves, outside the sandbox** "
+    "(e.g. VS Code tasks on folder open, direnv, git hooks, CI)."
+)
+
+
 def fenced(text: str, lang: str) -> str:
     """A Markdown code block the text cannot close (its fence is longer than any backtick run
     in it), so a hostile command cannot render as anything but code in the client's prompt."""
@@ -67,6 +74,8 @@ def fenced(text: str, lang: str) -> str:
 
 
 def permission_content(request: ApprovalRequest) -> str:
+    if request.runs_code_outside:  # an edit of .vscode/tasks.json, .envrc, ...: say so first
+        return RUNS_CODE_OUTSIDE_NOTE + "\n\n" + permission_content(replace(request, runs_code_outside=False))
     if request.detail_kind == "command":
         return f"{request.summary}\n\n{fenced(visible_blanks(request.detail), 'sh')}"
     if request.detail_kind == "diff":

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tinyagent import Context, SimpleStreamOptions, TextContent, UserMessage, extract_text
 
+from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.models import ResolvedModel
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.usage import normalize_usage
@@ -119,6 +120,7 @@ async def write_summary(
     signal: asyncio.Event,
     max_retries: int = 3,
     notify: Callable[[str], None] = lambda _text: None,
+    cost: ModelCost | None = None,
 ) -> tuple[str, Usage]:
     """One model call, no tools: the summary of `older` and the call's usage."""
 
@@ -130,7 +132,7 @@ async def write_summary(
     async for _event in stream:
         pass
     final = await stream.result()
-    usage = normalize_usage(final.usage, model.model_id)
+    usage = normalize_usage(final.usage, cost)
     if signal.is_set() or final.stop_reason == "aborted":
         raise CompactionAborted("compaction stopped before the summary was written")
     if final.stop_reason == "error":
@@ -149,6 +151,7 @@ async def compact(
     signal: asyncio.Event,
     max_retries: int = 3,
     notify: Callable[[str], None] = lambda _text: None,
+    cost: ModelCost | None = None,
 ) -> Compacted:
     """Summarise the older part of `view`; raises CompactionFailed (nothing to compact, a
     failed or empty summary) or CompactionAborted."""
@@ -157,7 +160,7 @@ async def compact(
     if cut is None:
         raise NothingToCompact("nothing to compact: the conversation is only its latest turn")
     summary, usage = await write_summary(
-        model, view[:cut], context_window=context_window, signal=signal, max_retries=max_retries, notify=notify
+        model, view[:cut], context_window=context_window, signal=signal, max_retries=max_retries, notify=notify, cost=cost
     )
     new_view = [summary_message(summary), *view[cut:]]
     return Compacted(summary, cut, new_view, estimate_tokens(view), estimate_tokens(new_view), usage)
@@ -171,6 +174,7 @@ async def compact_session(
     context_window: int,
     max_retries: int = 3,
     signal: asyncio.Event | None = None,
+    cost: ModelCost | None = None,
 ) -> tuple[int, int]:
     """`tunacode.session.compact`: compact a stored session now; (before, after) estimates.
 
@@ -187,7 +191,8 @@ async def compact_session(
         before = estimate_tokens(history)
         try:
             result = await compact(
-                history, model, context_window=context_window, signal=signal or asyncio.Event(), max_retries=max_retries
+                history, model, context_window=context_window, signal=signal or asyncio.Event(), max_retries=max_retries,
+                cost=cost,
             )
         except NothingToCompact:
             return before, before

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 APPROVAL_MODES = ("auto", "ask", "read-only")
+MAX_TURNS_LIMIT = 10_000  # the largest maxTurns accepted (settings and `run --max-turns`)
 
 
 @attrs.frozen
@@ -30,7 +31,7 @@ class ServerOptions:
     tool_concurrency: int = 3
     shell_inherit_secrets: bool = False
     history_token_budget: int = 100_000
-    context_window: int = 0  # 0: the model's known window (agent/models.py)
+    context_window: int = 0  # 0: the catalog's window of the model (agent/catalog.py)
     compact_threshold: float = 0.8
     log_file: bool = False
     log_level: str = "info"
@@ -41,6 +42,13 @@ class ServerOptions:
     mcp_startup_timeout: float = 30.0
     shell_sandbox: str = "auto"  # auto | required | off
     shell_network: bool = True
+    shell_env_passthrough: tuple[str, ...] = ()  # variable names the shell gets as they are
+    shell_read_only_paths: tuple[str, ...] = ()  # absolute folders the sandbox shows read-only
+    openai_api: str = "responses"  # openai: models: responses | chat (agent/models.py)
+    thinking_budget: int = 0  # Anthropic extended thinking budget in tokens (0: off)
+    reasoning_effort: str | None = None  # OpenAI reasoning models: minimal | low | medium | high
+    headers: Any = None  # extra HTTP headers on every model call: {name: value}
+    model_cost: Any = None  # {input, output, cacheRead?, cacheWrite?} USD per 1M tokens (agent/catalog.py)
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -77,6 +85,32 @@ def _is_bool(v: Any) -> str | None:
     return None if isinstance(v, bool) else "expected true or false"
 
 
+def _is_env_names(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(n, str) and n and "=" not in n and "\0" not in n for n in v):
+        return "expected a list of environment variable names"
+    return None
+
+
+def _is_abs_paths(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(p, str) and p.startswith("/") and "\0" not in p for p in v):
+        return "expected a list of absolute paths"
+    return None
+def _is_headers(v: Any) -> str | None:
+    ok = isinstance(v, dict) and all(
+        isinstance(k, str) and k.strip() and isinstance(x, str) and not any(c in k + x for c in "\r\n")
+        for k, x in v.items()
+    )
+    return None if ok else "expected an object of header names to one-line string values"
+
+
+def _is_model_cost(v: Any) -> str | None:
+    prices = ("input", "output", "cacheRead", "cacheWrite")
+    ok = isinstance(v, dict) and "input" in v and "output" in v and all(
+        k in prices and isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x <= 10_000 for k, x in v.items()
+    )
+    return None if ok else "expected {input, output, cacheRead?, cacheWrite?}: USD per million tokens, 0 to 10000"
+
+
 def _one_of(*choices: str) -> Check:
     def check(v: Any) -> str | None:
         return None if v in choices else "expected one of " + ", ".join(f'"{c}"' for c in choices)
@@ -88,7 +122,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "model": ("model", _is_str),
     "baseUrl": ("base_url", _is_str),
     "approval": ("approval", _one_of(*APPROVAL_MODES)),
-    "maxTurns": ("max_turns", _is_int(1, 10_000)),
+    "maxTurns": ("max_turns", _is_int(1, MAX_TURNS_LIMIT)),
     "requestTimeout": ("request_timeout", _is_number(0, 86_400)),
     "sessionStore": ("session_store", _is_str),
     "maxRetries": ("max_retries", _is_int(0, 10)),
@@ -107,6 +141,13 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),
     "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
     "shellNetwork": ("shell_network", _is_bool),
+    "shellEnvPassthrough": ("shell_env_passthrough", _is_env_names),
+    "shellReadOnlyPaths": ("shell_read_only_paths", _is_abs_paths),
+    "openaiApi": ("openai_api", _one_of("responses", "chat")),
+    "thinkingBudget": ("thinking_budget", _is_int(0, 1_000_000)),
+    "reasoningEffort": ("reasoning_effort", _one_of("minimal", "low", "medium", "high")),
+    "headers": ("headers", _is_headers),
+    "modelCost": ("model_cost", _is_model_cost),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

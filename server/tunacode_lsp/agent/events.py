@@ -15,10 +15,11 @@ from typing import Any
 from tinyagent import AgentEvent, AssistantMessage, ToolResultMessage, UserMessage, extract_text
 from tinyagent.agent_types import TextContent, ThinkingContent, ToolCallContent
 
+from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.ports import AgentSink, MessageLog
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.usage import normalize_usage
-from tunacode_lsp.contract.protocol import TextDelta, ThinkingDelta, TurnEnd, Usage
+from tunacode_lsp.contract.protocol import TextDelta, ThinkingDelta, TurnEnd, Usage, UserMessageEvent
 from tunacode_lsp.core.codec import dump_message
 from tunacode_lsp.core.history import mark_interrupted
 
@@ -27,7 +28,7 @@ from tunacode_lsp.core.history import mark_interrupted
 class RequestState:
     """What one request has seen so far."""
 
-    model_id: str
+    cost: ModelCost | None  # the model's prices (agent/catalog.py), None: unknown (cost 0)
     usage: Usage = field(default_factory=Usage)
     turns: int = 0
     text: str = ""  # the latest assistant text (partial while streaming)
@@ -35,6 +36,7 @@ class RequestState:
     last_error: str | None = None
     stored: list[dict[str, Any]] = field(default_factory=list)
     skip_store: set[int] = field(default_factory=set)  # id() of messages not to store (the nudge)
+    steers: dict[int, Any] = field(default_factory=dict)  # id() -> steer messages not emitted by the loop yet
     context_estimate: int = 0  # estimated input tokens of the latest model call
     context_window: int = 0  # the model's context window (0: unknown)
 
@@ -127,11 +129,14 @@ class EventTable:
             dump = dump_message(message)
             if isinstance(message, ToolResultMessage):
                 dump["timestamp"] = int(time.time() * 1000)  # tinyagent stamps loop time, not wall time
+            steer = self.state.steers.pop(id(message), None)
             await self._store(dump, usage=None, thoughts=None)
+            if steer is not None:  # a steer, stored where the model sees it
+                self.sink.emit(UserMessageEvent(extract_text(message)))
 
     async def _store_assistant(self, message: AssistantMessage) -> None:
         state = self.state
-        usage = normalize_usage(message.usage, state.model_id)
+        usage = normalize_usage(message.usage, state.cost)
         state.usage = state.usage + usage
         state.last_stop_reason = message.stop_reason
         state.last_error = message.error_message if message.stop_reason == "error" else None
@@ -156,7 +161,7 @@ class EventTable:
     def _on_turn_end(self, event: Any) -> None:
         self.state.turns += 1
         message = event.message
-        usage = normalize_usage(getattr(message, "usage", None), self.state.model_id)
+        usage = normalize_usage(getattr(message, "usage", None), self.state.cost)
         reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         context_tokens = reported or self.state.context_estimate
         self.sink.emit(TurnEnd(self.state.turns, usage, context_tokens, self.state.context_window))

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from tinyagent.agent_types import AgentTool
 
+from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.context import PromptContext
 from tunacode_lsp.agent.models import ResolvedModel
 from tunacode_lsp.contract.protocol import Event, Usage
@@ -33,6 +34,7 @@ class ApprovalRequest:
     detail_kind: str = "arguments"  # command | diff | arguments
     truncated: bool = False  # the diff was cut (commands never are)
     headline: str = ""  # what will happen, as a phrase (`run npm test`, `edit a.py: 1 change ...`)
+    runs_code_outside: bool = False  # the file changed is one a tool runs outside the sandbox (.vscode/tasks.json)
 
 
 class AgentSink(Protocol):
@@ -71,7 +73,8 @@ class RequestSpec:
     tool_settings: ToolSettings = field(default_factory=ToolSettings)
     tool_concurrency: int = 3
     history_token_budget: int = 100_000
-    context_window: int = 0  # 0: the model's known window (models.context_window_of)
+    context_window: int = 0  # the model's window (agent/catalog.py model_facts); 0: the default
+    model_cost: ModelCost | None = None  # the model's prices; None: unknown (cost 0)
     compact_threshold: float = 0.8  # compact automatically past this share of the window
     # shared across the session's requests (in this server process):
     session_allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"

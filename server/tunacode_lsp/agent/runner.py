@@ -19,10 +19,10 @@ from typing import Any
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
-from tunacode_lsp.agent.approvals import approval_view
+from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
+from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
-from tunacode_lsp.agent.models import context_window_of
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
@@ -63,6 +63,7 @@ ABORT_GRACE_SECONDS = 5.0
 TOOL_STOP_GRACE_SECONDS = 0.5
 CHECKPOINT_NOTICE_WAIT = 2.0  # seconds the end of a request waits for its 'before' snapshot
 PROMOTE_HISTORY_MIN = 2_000  # messages from which a request's validated history skips the young generations
+MAX_STEERS = 32  # steers waiting for a turn boundary in one request; more are refused (accepted: false)
 
 
 def new_request_id() -> str:
@@ -89,18 +90,23 @@ class RequestRun:
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
         self.state = RequestState(
-            model_id=spec.model.model_id,
-            context_window=context_window_of(spec.model.model_id, spec.context_window),
+            cost=spec.model_cost,
+            context_window=spec.context_window or DEFAULT_CONTEXT_WINDOW,
         )
         self.registry = ToolCallRegistry(sink.emit)
         self.table = EventTable(self.state, sink, log_, self.registry)
         self._model_calls = 0
         self._max_turns_hit = False
         self._nudged = False
+        self._nudged_now = False  # the nudge was queued by this turn's decision
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
         self._token_estimates: dict[int, tuple[Any, int, tuple[Any, int] | None]] = {}  # id -> facts
         self._approved: dict[str, str] = {}  # tool call id -> digest of the change the user approved
+        self._steers_early: list[UserMessage] = []  # steers before the first model call (not after the prompt)
+        self._steers_given: list[UserMessage] = []  # handed to tinyagent's steering queue
+        self._steering_closed = False  # no turn boundary is left: a steer now would never be seen
+        self.end_sent = False
 
     # ------------------------------------------------------------ control
 
@@ -112,6 +118,34 @@ class RequestRun:
         self.abort_reason = reason
         self.abort_signal.set()
         return True
+
+    def steer(self, text: str) -> bool:
+        """Add `text` as a user message at the next turn boundary (tinyagent's steering queue);
+        False when no boundary is left (the last turn is over, or the run is stopping)."""
+
+        if self.abort_reason is not None or self._steering_closed or len(self.state.steers) >= MAX_STEERS:
+            return False
+        message = UserMessage(content=[TextContent(text=text)], timestamp=int(time.time() * 1000))
+        self.state.steers[id(message)] = message  # events.py: stored and announced when the loop emits it
+        if self._agent is None or self._model_calls == 0:
+            self._steers_early.append(message)  # not next to the prompt: after the first model call
+        else:
+            self._give_steer(message)
+        return True
+
+    def _give_steer(self, message: UserMessage) -> None:
+        assert self._agent is not None
+        self._steers_given.append(message)
+        self._agent.steer(message)
+
+    def _close_steering(self, delivered: list[Any]) -> None:
+        """The loop takes no more steering: a steer not emitted by now is never seen."""
+
+        self._steering_closed = True
+        for message in [*self._steers_given, *self._steers_early]:
+            if not any(m is message for m in delivered) and self.state.steers.pop(id(message), None) is not None:
+                text = "".join(b.text for b in message.content if isinstance(b, TextContent) and b.text)
+                self.sink.emit(Notice(f"Not sent to the model (the request stopped first): {clip(text, 200)}"))
 
     @property
     def model_calls(self) -> int:
@@ -169,6 +203,7 @@ class RequestRun:
                 signal=self.abort_signal,
                 max_retries=spec.max_retries,
                 notify=lambda text: self.sink.emit(Notice(text)),
+                cost=spec.model_cost,
             )
         except CompactionAborted:
             return
@@ -288,6 +323,7 @@ class RequestRun:
                 convert_to_llm=self._convert_to_llm,
                 before_tool_call=self._before_tool_call,
                 should_stop_after_turn=self._should_stop_after_turn,
+                steering_mode="all",  # the steers that reached one boundary go to the model together
                 session_id=spec.session_id,
             )
         )
@@ -301,6 +337,9 @@ class RequestRun:
 
     def _count_model_call(self) -> None:
         self._model_calls += 1
+        early, self._steers_early = self._steers_early, []
+        for message in early:  # the loop checked steering before this call: the next boundary takes them
+            self._give_steer(message)
 
     def _text_tool_calls_parsed(self) -> None:
         """Say once per session that the model writes its tool calls as text."""
@@ -456,7 +495,9 @@ class RequestRun:
             return None
         approval = self.spec.approval
         if approval == "auto" or name in self.spec.session_allowed_tools:
-            return None
+            # an edit of a file that runs code outside the sandbox (.vscode/tasks.json, .envrc) is always asked
+            if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
+                return None
         try:  # the same parsing and planning the tool will run, off the event loop
             view = await asyncio.to_thread(
                 approval_view, name, args, self.spec.workspace_root, self.spec.line_refs, self.spec.documents
@@ -470,6 +511,7 @@ class RequestRun:
         self.registry.awaiting_approval(call_id, name, args)
         decision = await self._ask(ApprovalRequest(
             call_id, name, summarize_args(name, args), args, view.detail, view.detail_kind, view.truncated, summary,
+            view.runs_code_outside,
         ))
         if decision == "allow_session":
             self.spec.session_allowed_tools.add(name)
@@ -497,6 +539,16 @@ class RequestRun:
     # ------------------------------------------------------------ turn control
 
     async def _should_stop_after_turn(self, message: Any, tool_results: list[Any], _ctx: Any, _new: Any) -> bool:
+        stop = await self._should_stop(message, tool_results)
+        # No await from here to tinyagent's steering check: a steer that arrives after this
+        # decision is refused, and one that arrived before it is seen by the next model call.
+        waiting = [m for m in self._steers_given if not any(x is m for x in _new)]
+        if stop or (not tool_results and not waiting and not self._nudged_now):
+            self._close_steering(list(_new))
+        self._nudged_now = False
+        return stop
+
+    async def _should_stop(self, message: Any, tool_results: list[Any]) -> bool:
         if self.abort_signal.is_set():
             return True
         if _is_empty_answer(message):
@@ -506,6 +558,7 @@ class RequestRun:
                 self.state.skip_store.add(id(nudge))
                 assert self._agent is not None
                 self._agent.follow_up(nudge)
+                self._nudged_now = True
                 return False
             self.sink.emit(Notice("The model returned an empty response; stopping."))
             return True
@@ -521,6 +574,8 @@ class RequestRun:
 
     async def _finish(self, internal_error: str | None) -> RequestResult:
         state = self.state
+        if not self._steering_closed:  # the loop ended without a last decision (an abort, an error)
+            self._close_steering([])
         self.registry.settle_open("cancelled", "cancelled" if self.abort_reason else "did not finish")
         # Calls stored this request that never got a result (an abort mid-tool, a loop
         # that died) are answered now, so the stored history never dangles.
@@ -553,6 +608,7 @@ class RequestRun:
                 pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
+        self.end_sent = True  # the client knows it ended; the answer follows within moments
         return redactor.value(RequestResult(
             session_id=self.spec.session_id,
             request_id=self.spec.request_id,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +24,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
-from tunacode_lsp.agent.models import ModelNotUsable, ResolvedModel, default_model, resolve_model, split_model_string
+from tunacode_lsp.agent.detached import DetachedResults
+from tunacode_lsp.agent.models import (
+    ModelNotUsable,
+    ResolvedModel,
+    default_model,
+    provider_settings,
+    resolve_model,
+    split_model_string,
+)
 from tunacode_lsp.agent.sessions import SessionService, StoreMessageLog
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
@@ -57,6 +66,8 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
 log = logging.getLogger(__name__)
 
 SINK_CLOSE_SECONDS = 2.0  # the answer never waits longer on the client's side of the sink
+MAX_EARLY_STEERS = 8  # steers kept for a request that is still starting
+MAX_QUEUED = 16  # requests waiting for their turn on one session (queue: true); more is -32002
 
 
 SinkFactory = Callable[[str, str, str], "ClosableSink"]  # (session_id, request_id, prompt) -> sink
@@ -73,6 +84,7 @@ class SessionState:
     allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     line_refs: LineRefLedger = field(default_factory=lambda: _new_ledger())  # line numberings the model saw
     running: PendingRun | None = None  # the busy reservation
+    waiting: deque[PendingRun] = field(default_factory=deque)  # queued requests, next first
     notices: set[str] = field(default_factory=set)  # once-per-session notices already given
 
 
@@ -96,19 +108,38 @@ class PendingRun:
         self.run: RequestRun | None = None
         self.abort_reason: str | None = None
         self.sink: ClosableSink | None = None
+        self.steers: list[str] = []  # steers that came before the run was built
+        self.queued = False  # waiting for the session (queue: true); its turn resolves True, or False if dropped
+        self.turn: asyncio.Future[bool] | None = None
 
     def abort(self, reason: str = "cancelled") -> bool:
-        """Stop the request now; False when it was already stopping."""
+        """Stop the request now (a queued one is dropped); False when it was already stopping."""
 
         if self.abort_reason is not None:
             return False
         self.abort_reason = reason
         if self.run is not None:
             self.run.abort(reason)
+        if self.turn is not None and not self.turn.done():
+            self.turn.set_result(False)
+        return True
+
+    def steer(self, text: str) -> bool:
+        """A user message for the running request's next turn boundary (RequestRun.steer)."""
+
+        if self.abort_reason is not None or self.queued or not self.request_id:
+            return False
+        if self.run is not None:
+            return self.run.steer(text)
+        if len(self.steers) >= MAX_EARLY_STEERS:
+            return False
+        self.steers.append(text)  # given to the run as soon as it exists
         return True
 
     def info(self) -> ActiveRequest:
-        return ActiveRequest(self.request_id, self.session_id or "", iso_from_us(int(self.started_at * 1_000_000)))
+        return ActiveRequest(
+            self.request_id, self.session_id or "", iso_from_us(int(self.started_at * 1_000_000)), self.queued
+        )
 
 
 class RunService:
@@ -127,6 +158,7 @@ class RunService:
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
         self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
+        self.detached = DetachedResults()  # detached requests' outcomes, until read
 
     # ------------------------------------------------------------ lookups
 
@@ -146,21 +178,31 @@ class RunService:
     def forget_session(self, session_id: str) -> None:
         """Drop what this process remembers of a deleted session."""
 
+        self.detached.forget_session(session_id)
         state = self._states.get(session_id)
-        if state is not None and state.running is None:
+        if state is not None and state.running is None and not state.waiting:
             del self._states[session_id]
 
     def abort(self, *, session_id: str | None = None, request_id: str | None = None, reason: str = "cancelled") -> int:
+        """Abort by request id (a queued request is dropped), or the running request of a
+        session (its queued requests keep their place: the next one then starts)."""
+
         count = 0
         for pending in list(self._pending.values()):
             if (request_id is not None and pending.request_id == request_id) or (
-                session_id is not None and pending.session_id == session_id
+                session_id is not None and pending.session_id == session_id and not pending.queued
             ):
                 count += pending.abort(reason)
         return count
 
     def abort_all(self, reason: str = "cancelled") -> int:
         return sum(p.abort(reason) for p in list(self._pending.values()))
+
+    def steer(self, session_id: str, text: str) -> bool:
+        """`text` for the session's running request (False: none, or no turn boundary left)."""
+
+        state = self._states.get(session_id)
+        return state is not None and state.running is not None and state.running.steer(text)
 
     def find(self, predicate: Callable[[PendingRun], bool]) -> PendingRun | None:
         return next((p for p in self._pending.values() if predicate(p)), None)
@@ -177,6 +219,11 @@ class RunService:
             raise ParamsError(f"params.model: {exc}") from None
         return spec
 
+    def check_model(self, spec: str | None) -> None:
+        """-32003 now when the model cannot be used (a detached request checks before it answers)."""
+
+        self._model(spec)
+
     def _model(self, spec: str | None) -> ResolvedModel:
         options = self._options()
         try:
@@ -185,6 +232,7 @@ class RunService:
                 base_url=options.base_url,
                 read_timeout=options.stream_read_timeout,
                 text_tool_calls=options.text_tool_calls != "off",
+                **provider_settings(options),
             )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
@@ -192,15 +240,53 @@ class RunService:
     # ------------------------------------------------------------ a request
 
     def begin(self, params: RequestParams, *, tag: Any = None) -> PendingRun:
-        """Register a request and reserve its session, synchronously (no await before it)."""
+        """Register a request and reserve its session, synchronously (no await before it).
+
+        With `params.queue` a busy session queues the request instead (`wait_turn`)."""
 
         from tunacode_lsp.agent.runner import new_request_id
 
         pending = PendingRun(new_request_id(), params.session_id, tag)
         if params.session_id is not None:
-            self._reserve(params.session_id, pending)
+            state = self.session_state(params.session_id)
+            if params.queue and state.running is not None:
+                if len(state.waiting) >= MAX_QUEUED:
+                    raise CommandError(SESSION_BUSY, f"session {params.session_id} already has {MAX_QUEUED} queued requests")
+                pending.queued = True
+                pending.turn = asyncio.get_running_loop().create_future()
+                state.waiting.append(pending)
+            else:
+                self._reserve(params.session_id, pending)
         self._pending[pending.request_id] = pending
         return pending
+
+    def queue_position(self, pending: PendingRun) -> int:
+        """1 for the next request to start; 0 when it is not queued."""
+
+        state = self._states.get(pending.session_id or "")
+        if state is None or pending not in state.waiting:
+            return 0
+        return list(state.waiting).index(pending) + 1
+
+    async def wait_turn(self, pending: PendingRun) -> bool:
+        """Until the session is this request's (True at once when it was not queued); False
+        when it was dropped while it waited (its own cancel or abort, a shutdown)."""
+
+        if pending.turn is None:
+            return True
+        return await pending.turn
+
+    def _promote(self, state: SessionState) -> None:
+        """The session is free: its next queued request (not dropped meanwhile) starts."""
+
+        while state.waiting and state.running is None:
+            nxt = state.waiting.popleft()
+            if nxt.abort_reason is not None:
+                continue
+            state.running = nxt
+            nxt.queued = False
+            if nxt.turn is not None and not nxt.turn.done():
+                nxt.turn.set_result(True)
 
     def _reserve(self, session_id: str, pending: PendingRun) -> None:
         state = self.session_state(session_id)
@@ -222,6 +308,7 @@ class RunService:
             state = self._states.get(session_id)
             if state is not None and state.running is marker:
                 state.running = None
+                self._promote(state)
 
     async def settled(self, timeout: float) -> bool:
         """Wait (bounded) until every pending request has ended; False on timeout."""
@@ -246,8 +333,12 @@ class RunService:
             self._idle = None
         if pending.session_id is not None:
             state = self._states.get(pending.session_id)
-            if state is not None and state.running is pending:
-                state.running = None
+            if state is not None:
+                if pending in state.waiting:
+                    state.waiting.remove(pending)
+                if state.running is pending:
+                    state.running = None
+                    self._promote(state)
 
     async def run(
         self,
@@ -266,6 +357,7 @@ class RunService:
         `workspace_root` overrides the service's root for this request (ACP: each session has
         its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
+        from tunacode_lsp.agent.catalog import model_facts
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
@@ -282,9 +374,13 @@ class RunService:
             model = self._model(params.model or record.model or None)
         else:
             record, model = None, self._model(params.model)
+        facts = await asyncio.to_thread(  # the catalog is read on first use: off the event loop
+            model_facts, model.provider, model.model_id, context_window=options.context_window,
+            image_input=options.image_input, model_cost=options.model_cost,
+        )
         context = await asyncio.to_thread(
             resolve_context, parse_context(params.context), root,
-            model_id=model.model_id, image_input=options.image_input, text_of=text_of,
+            model_id=model.model_id, image_input=facts.image_input, text_of=text_of,
         ) if params.context else None  # checked before anything is created
         if record is None:
             record = await sessions.create(cwd=str(root), model=model.spec)
@@ -293,6 +389,9 @@ class RunService:
         state = self.session_state(session_id)
 
         notices: list[str] = []
+        if facts.notice and f"catalog:{model.spec}" not in state.notices:
+            state.notices.add(f"catalog:{model.spec}")
+            notices.append(facts.notice)
         if options.shell_sandbox == "auto" and "sandbox" not in state.notices:
             from tunacode_lsp.tools.sandbox import sandbox_state
 
@@ -328,10 +427,13 @@ class RunService:
                     shell_inherit_secrets=options.shell_inherit_secrets,
                     shell_sandbox=options.shell_sandbox,
                     shell_network=options.shell_network,
+                    shell_env_passthrough=tuple(options.shell_env_passthrough),
+                    shell_read_only_paths=tuple(options.shell_read_only_paths),
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
-                context_window=options.context_window,
+                context_window=facts.context_window,
+                model_cost=facts.cost,
                 compact_threshold=options.compact_threshold,
                 session_allowed_tools=state.allowed_tools,
                 session_notices=state.notices,
@@ -350,6 +452,8 @@ class RunService:
             pending.run = run
             if pending.abort_reason is not None:  # aborted while it was starting
                 run.abort(pending.abort_reason)
+            for text in pending.steers:  # steered while it was starting
+                run.steer(text)
             started = time.monotonic()
             try:
                 result = await run.run()

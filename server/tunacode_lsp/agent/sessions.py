@@ -23,7 +23,7 @@ from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import SESSION_BUSY, ParamsError, SessionInfo, Usage
 from tunacode_lsp.core.history import clean_history
 from tunacode_lsp.core.redact import process_redactor
-from tunacode_lsp.store.errors import SessionBusy
+from tunacode_lsp.store.errors import SessionBusy, SessionNotFound
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import RequestCheckpointRecord
@@ -195,14 +195,19 @@ class SessionService:
     async def import_(self, document: Any) -> SessionInfo:
         return await self._call("import_document", document)
 
-    async def fork(self, session_id: str, message_count: int | None) -> SessionInfo:
+    async def fork(self, session_id: str, message_count: int | None, *, request_id: str | None = None) -> SessionInfo:
+        """A copy of the session's messages (all, the first `message_count`, or those before
+        `request_id`'s prompt). Only the store changes: a fork never touches the files."""
+
+        if request_id is not None:
+            if await self.get(session_id) is None:
+                raise SessionNotFound(session_id)
+            rows = await self.request_checkpoints(session_id)
+            row = next((r for r in rows if r.request_id == request_id), None)
+            if row is None:
+                raise ParamsError(f"params.requestId: session {session_id} has no request {request_id[:80]!r}")
+            message_count = row.first_seq
         return await self._call("fork_session", session_id, message_count)
-
-    async def mcp_trust(self, cwd: str, name: str, fingerprint: str) -> bool | None:
-        return await self._call("mcp_trust", project_id_for(cwd), name, fingerprint)
-
-    async def set_mcp_trust(self, cwd: str, name: str, fingerprint: str, allowed: bool) -> None:
-        await self._call("set_mcp_trust", project_id_for(cwd), name, fingerprint, allowed)
 
     async def acquire(self, session_id: str, owner: str) -> bool:
         """Take the session's busy lease for `owner` (one owner per request)."""

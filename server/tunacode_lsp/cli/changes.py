@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,3 +152,29 @@ def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
         elif old.mtime_ns != new.mtime_ns and (old.digest is None or new.digest is None or old.digest != new.digest):
             changed.append(rel)
     return changed
+
+
+def without_own_outputs(root: Path, changed: list[str], fds: tuple[int, ...] = (1, 2)) -> list[str]:
+    """`changed` less the files this process writes its own output to: `run ... > events.jsonl`
+    inside the checkout is the run's output, not the agent's change (matched by device and inode)."""
+
+    own: set[tuple[int, int]] = set()
+    for fd in fds:
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            own.add((info.st_dev, info.st_ino))
+    if not own:
+        return changed
+    kept: list[str] = []
+    for rel in changed:
+        try:
+            info = os.stat(os.path.join(root, rel), follow_symlinks=False)
+        except OSError:
+            kept.append(rel)  # removed: not one of our open outputs
+            continue
+        if (info.st_dev, info.st_ino) not in own:
+            kept.append(rel)
+    return kept

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
-from tunacode_lsp.cli.output import JsonLinesOutput, Output, PlainOutput, tool_summary
+from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, tool_summary
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
@@ -39,6 +39,7 @@ from tunacode_lsp.cli.run import (
     request_params,
     spawn_server,
 )
+from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD, RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_REQUEST,
@@ -152,8 +153,11 @@ class HeadlessRun:
 
     def _on_request(self, method: str, params: Any) -> Any:
         if method == "window/showMessageRequest":
-            answer = "Allow" if self.opts.approve == "auto" else "Deny"
-            message = params.get("message", "") if isinstance(params, dict) else ""
+            message = str(params.get("message", "")) if isinstance(params, dict) else ""
+            if message.startswith(CONSENT_PROMPT_HEAD):  # a repository-defined executable
+                return {"title": self._consent(message)}
+            # an edit of a file that runs code outside the sandbox is never allowed headless
+            answer = "Allow" if self.opts.approve == "auto" and RUNS_CODE_OUTSIDE_WARNING not in message else "Deny"
             self.output.note(f"{message} -> {answer}")
             return {"title": answer}
         if method == "workspace/configuration":
@@ -162,6 +166,16 @@ class HeadlessRun:
         if method in ("window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"):
             return None
         raise RpcError(-32601, f"{method} is not supported by tunacode-lsp run")
+
+    def _consent(self, message: str) -> str:
+        """Only --trust-workspace starts what the workspace defines (--approve auto never does)."""
+
+        if self.opts.trust_workspace:
+            self.output.note(f"{message}\n-> Allow (--trust-workspace)")
+            return "Allow"
+        what = message.partition(". Start it?")[0]
+        self.output.note(f"skipped: {what}; not started (--trust-workspace starts what the workspace defines)")
+        return "Deny"
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -356,6 +370,7 @@ class HeadlessRun:
         assert self.peer is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + MCP_WAIT_S
+        self.output.waiting("starting MCP servers")
         servers: list[Any] = []
         while True:
             status = await self._answer(
@@ -389,6 +404,7 @@ class HeadlessRun:
         if self.interrupted:
             raise _Cancelled
         self._request_sent = True
+        self.output.waiting(MODEL_WAIT)
         pending = self.peer.request(
             "workspace/executeCommand", {"command": COMMAND_REQUEST, "arguments": [request_params(self.opts)]}
         )
@@ -417,6 +433,7 @@ class HeadlessRun:
                     self.output.note(f"warning: the workspace snapshot took longer than {SNAPSHOT_WAIT_S:g} s; changedFiles stays empty")
                 else:
                     changed = changes.changed_files(before, after)
+        changed = changes.without_own_outputs(self.opts.cwd, [str(path) for path in changed])
         return {"changedFiles": changed, "deniedToolCalls": list(self.denied.values())}
 
     def _install_signals(self) -> list[signal.Signals]:
@@ -473,7 +490,7 @@ class HeadlessRun:
             self._before = in_daemon_thread(changes.take, self.opts.cwd)
             await self._connect()
             await self._initialize()
-            if self.opts.mcp_servers:
+            if self.opts.mcp_servers or self.opts.trust_workspace:
                 await self._mcp_started()
             result = await self._request()
         except _Cancelled:
@@ -501,6 +518,7 @@ class HeadlessRun:
             if len(self._tasks) > 1:  # a dead server's last words are still in the pipe
                 await asyncio.wait({self._tasks[1]}, timeout=SHUTDOWN_TIMEOUT_S)
             self.output.failure(f"the language server failed: {exc}{self._server_log_tail()}", None)
+            self.output.session(self.session_id)  # what was stored so far can be continued
             return EXIT_ERROR
         if self.peer is not None and not self.peer.closed:  # the server winds down while we print
             self._shutdown = self.peer.request("shutdown")

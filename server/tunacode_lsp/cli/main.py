@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable
 
@@ -19,10 +20,32 @@ def _serve(args: argparse.Namespace) -> int:
         if not host or not port.isdigit():
             print(f"tunacode-lsp: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
             return 2
+        print(f"tunacode-lsp: serving LSP on tcp://{host}:{port} (Ctrl-C stops)", file=sys.stderr, flush=True)
+        _stop_on_ctrl_c()
         server.start_tcp(host, int(port))
     else:
+        if sys.stdin.isatty():
+            print(TERMINAL_HINT, file=sys.stderr, flush=True)
+            _stop_on_ctrl_c()
         server.start_io()
     return 0
+
+
+TERMINAL_HINT = (
+    "tunacode-lsp: a language server, speaking LSP on stdin/stdout; editors start it for you.\n"
+    "  Try `tunacode-lsp run \"your request\"` for one request headless, `tunacode-lsp --help` for more. Ctrl-C stops."
+)
+
+
+def _stop_on_ctrl_c() -> None:
+    """A person at a terminal stops the server with one Ctrl-C (exit 130), quietly: pygls's own
+    reader thread otherwise swallows the first one and aborts the interpreter on the second."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        print("\ntunacode-lsp: stopped", file=sys.stderr, flush=True)
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, stop)
 
 
 def _delegate(module: str, func: str = "main") -> Callable[[list[str]], int]:

@@ -28,6 +28,11 @@ EXIT_CODE_IN_RESULT = re.compile(r"\[exit code (-?\d+)\]")
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.1
 PROGRESS_AFTER_S = 0.3  # a tool that ends sooner gets no progress line
+WAIT_NOTE_AFTER_S = 10.0  # off a terminal: the first "still waiting" note, then one every WAIT_NOTE_EVERY_S
+WAIT_NOTE_EVERY_S = 30.0
+MODEL_WAIT = "waiting for the model"
+# events that end a wait for the model: it answered something
+MODEL_ANSWERED = frozenset({"text_delta", "thinking_delta", "tool_call", "request_end"})
 
 RESET = "\x1b[0m"
 BOLD, DIM, RED, GREEN, YELLOW, CYAN = "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m"
@@ -123,6 +128,12 @@ class Output:
     def close(self) -> None:
         """The run is over (stop any progress line)."""
 
+    def waiting(self, label: str) -> None:
+        """Something slow started with nothing to show for it yet (the model, MCP servers)."""
+
+    def session(self, session_id: str | None) -> None:
+        """The session the run used, and how to continue it (plain mode)."""
+
 
 class PlainOutput(Output):
     """The answer streams to stdout; tool lifecycle, notices and the summary go to stderr."""
@@ -140,6 +151,8 @@ class PlainOutput(Output):
         self._ticker: asyncio.TimerHandle | None = None
         self._frame = 0
         self._started = time.monotonic()
+        self._waiting: tuple[str, float] | None = None  # (label, since): shown when no tool runs
+        self._wait_note: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------ low level
 
@@ -178,7 +191,7 @@ class PlainOutput(Output):
     # ------------------------------------------------------------ progress line
 
     def _schedule_tick(self) -> None:
-        if not self._live or self._ticker is not None or not self._running:
+        if not self._live or self._ticker is not None or not (self._running or self._waiting):
             return
         try:
             loop = asyncio.get_running_loop()
@@ -188,23 +201,59 @@ class PlainOutput(Output):
 
     def _tick(self) -> None:
         self._ticker = None
-        if not self._running:
+        if self._running:
+            label, started = next(reversed(self._running.values()))
+            more = f" (+{len(self._running) - 1})" if len(self._running) > 1 else ""
+        elif self._waiting is not None:
+            (label, started), more = self._waiting, ""
+        else:
             return
         now = time.monotonic()
-        label, started = next(reversed(self._running.values()))
         if now - started >= PROGRESS_AFTER_S:
             self._frame = (self._frame + 1) % len(SPINNER)
-            more = f" (+{len(self._running) - 1})" if len(self._running) > 1 else ""
             line = f"{SPINNER[self._frame]} {label}{more}  {now - started:.1f} s"
             self._end_line()
             self._write(self.err, CLEAR_LINE + self._paint(line, DIM))
             self._progress_shown = True
         self._schedule_tick()
 
+    def waiting(self, label: str) -> None:
+        self._stop_waiting()
+        self._waiting = (label, time.monotonic())
+        if self._live:
+            self._schedule_tick()
+        else:
+            self._schedule_wait_note(WAIT_NOTE_AFTER_S)
+
+    def _schedule_wait_note(self, delay: float) -> None:
+        try:
+            self._wait_note = asyncio.get_running_loop().call_later(delay, self._note_waiting)
+        except RuntimeError:
+            self._wait_note = None
+
+    def _note_waiting(self) -> None:
+        """Off a terminal (a CI log) a wait shows as a note now and then, never as silence."""
+
+        self._wait_note = None
+        if self._waiting is None or self._running:
+            return
+        label, since = self._waiting
+        self._status(f"[note] still {label} ({time.monotonic() - since:.0f} s)")
+        self._schedule_wait_note(WAIT_NOTE_EVERY_S)
+
+    def _stop_waiting(self) -> None:
+        self._waiting = None
+        if self._wait_note is not None:
+            self._wait_note.cancel()
+            self._wait_note = None
+        if not self._running:
+            self._clear_progress()
+
     def close(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
+        self._stop_waiting()
         self._running.clear()
         self._clear_progress()
 
@@ -212,6 +261,8 @@ class PlainOutput(Output):
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
+        if kind in MODEL_ANSWERED:
+            self._stop_waiting()
         if kind == "text_delta":
             self._text(str(event.get("text", "")))
         elif kind == "tool_call":
@@ -251,6 +302,8 @@ class PlainOutput(Output):
         elif status in ("completed", "failed", "cancelled"):
             self._running.pop(call_id, None)
             self._status(f"{tag} {self._final_line(event, name, str(status))}")
+            if not self._running:  # the results go back to the model: its next turn is a wait
+                self.waiting(MODEL_WAIT)
 
     def _final_line(self, event: Mapping[str, Any], name: str, status: str) -> str:
         took = f"in {event.get('durationMs') or 0} ms"
@@ -281,8 +334,15 @@ class PlainOutput(Output):
         elif stop != "end_turn":
             self.note(f"stopped: {stop}")
         self._write(self.err, self.summary(result, outcome) + "\n")
-        session_id = result.get("sessionId")
-        if self._session_hint:
+        self.session(result.get("sessionId"))
+
+    def failure(self, message: str, code: int | None = None) -> None:
+        self.close()
+        self._end_line()  # a partial answer keeps its own line
+        super().failure(message, code)
+
+    def session(self, session_id: str | None) -> None:
+        if self._session_hint and session_id:
             self._write(self.err, f"[session] {session_id}  (continue with: tunacode-lsp run --session {session_id} PROMPT)\n")
 
     def summary(self, result: Mapping[str, Any], outcome: Mapping[str, Any]) -> str:
@@ -306,9 +366,8 @@ class PlainOutput(Output):
         head = self._paint(f"[done] {stop}", GREEN if stop == "end_turn" else RED, BOLD)
         lines = [f"{head}: " + ", ".join(parts)]
         lines.append("[changed] " + (printable(", ".join(changed), one_line=True) if changed else "nothing"))
-        if denied:
-            shown = "; ".join(call_label(str(d.get("name")), str(d.get("summary") or "")) for d in denied)
-            lines.append(self._paint(f"[denied] {shown}", RED))
+        for call in denied:  # one line each: a command may itself hold "; "
+            lines.append(self._paint(f"[denied] {call_label(str(call.get('name')), str(call.get('summary') or ''))}", RED))
         return "\n".join(lines)
 
 

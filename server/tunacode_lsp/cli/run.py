@@ -65,7 +65,12 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
     require_changes: bool = False
     context: tuple[dict[str, Any], ...] = ()  # context items (cli/inputs.py)
     mcp_servers: dict[str, Any] | None = None  # --mcp-config
+    trust_workspace: bool = False  # --trust-workspace: start what the workspace defines (.mcp.json)
 
+
+# the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
+# light client checks flags without importing the agent
+MAX_TURNS = 10_000
 
 # ---------------------------------------------------------------- command line
 
@@ -100,7 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="give the model this PNG, JPEG, GIF or WebP image; repeatable")
     parser.add_argument("--mcp-config", metavar="FILE",
                         help='MCP servers for this run: a JSON file {"mcpServers": {...}} as .mcp.json (docs/mcp.md)')
+    parser.add_argument("--trust-workspace", action="store_true",
+                        help="start the MCP servers the workspace's .mcp.json defines (never implied by --approve auto)")
     return parser
+
+
+def _read_prompt(arg: str, stdin: TextIO | None) -> str:
+    """The prompt from argv or stdin; UsageError when it is not UTF-8 (argv arrives surrogate-escaped)."""
+
+    where = "on stdin" if arg == "-" else "in the argument"
+    try:
+        prompt = (stdin or sys.stdin).read() if arg == "-" else arg
+        prompt.encode("utf-8")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        raise UsageError(f"the prompt {where} is not valid UTF-8 text") from None
+    return prompt
 
 
 def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
@@ -113,13 +132,11 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         if exc.code == 0:
             raise
         raise UsageError("") from None
-    prompt = args.prompt
-    if prompt == "-":
-        prompt = (stdin or sys.stdin).read()
+    prompt = _read_prompt(args.prompt, stdin)
     if not prompt.strip():
         raise UsageError("the prompt is empty" + (" (nothing on stdin)" if args.prompt == "-" else ""))
-    if args.max_turns is not None and args.max_turns < 1:
-        raise UsageError(f"--max-turns must be at least 1, got {args.max_turns}")
+    if args.max_turns is not None and not 1 <= args.max_turns <= MAX_TURNS:
+        raise UsageError(f"--max-turns must be from 1 to {MAX_TURNS}, got {args.max_turns}")
     if args.timeout is not None and not 0 <= args.timeout <= 86_400:
         raise UsageError(f"--timeout must be from 0 to 86400 seconds, got {args.timeout:g}")
     cwd = Path(args.cwd).expanduser()
@@ -150,6 +167,7 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         require_changes=args.require_changes,
         context=tuple(context),
         mcp_servers=servers,
+        trust_workspace=args.trust_workspace,
     )
 
 

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     imported = sub.add_parser("import", help="store a SessionDocument as a session")
     imported.add_argument("file", metavar="FILE", help="a document from `export` (- for stdin)")
     imported.add_argument("--json", action="store_true")
+    imported.add_argument("--copy", action="store_true",
+                          help="import under a new id even when the document's session is already stored")
 
     delete = sub.add_parser("delete", help="delete a session and its messages")
     delete.add_argument("session_id", metavar="ID")
@@ -122,7 +124,17 @@ def _print_json(value: Any, out: TextIO) -> None:
 # ---------------------------------------------------------------- actions
 
 
+def _check_folder(path: Path) -> None:
+    """The store's folder, or its nearest existing ancestor, must be a folder (TUNACODE_HOME=<a file>)."""
+    for ancestor in path.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise CommandFailed(f"{ancestor} is not a folder (the store would be {path})", EXIT_USAGE)
+            return
+
+
 def _open(path: Path, *, create: bool) -> SessionStore | None:
+    _check_folder(path)
     if not create and not path.exists():
         return None
     try:
@@ -166,7 +178,11 @@ def _export(store: SessionStore | None, args: argparse.Namespace, out: TextIO) -
     assert store is not None
     document = store.export_document(record.session_id)
     if args.output:
-        Path(args.output).write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        target = Path(args.output)
+        try:
+            target.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise CommandFailed(f"cannot write {target}: {exc.strerror or exc}", EXIT_USAGE) from None
     else:
         _print_json(document, out)
 
@@ -178,8 +194,15 @@ def _import(store: SessionStore | None, args: argparse.Namespace, out: TextIO, s
         document = json.loads(text)
     except OSError as exc:
         raise CommandFailed(f"{args.file}: {exc.strerror or exc}", EXIT_USAGE) from None
+    except UnicodeDecodeError:
+        raise CommandFailed(f"{args.file}: not a UTF-8 text file (expected a document from `sessions export`)",
+                            EXIT_USAGE) from None
     except json.JSONDecodeError as exc:
         raise CommandFailed(f"{args.file}: not JSON ({exc})", EXIT_USAGE) from None
+    stored_id = document.get("session_id") if isinstance(document, dict) else None
+    if not args.copy and isinstance(stored_id, str) and stored_id and store.get_session(stored_id) is not None:
+        raise CommandFailed(f"session {stored_id} is already in the store (--copy imports it under a new id)",
+                            EXIT_NOT_FOUND)
     try:
         record = store.import_document(document)
     except (DocumentError, SessionError) as exc:

@@ -25,6 +25,7 @@ REQUEST_CANCELLED = -32800  # LSP: a command stopped by $/cancelRequest or tunac
 COMPACTION_FAILED = -32603  # JSON-RPC internal error: the summary call failed, nothing changed
 CHANGED_SINCE = -32004  # tunacode.session.rewind: files changed since by someone else (data.files)
 CHECKPOINTS_UNAVAILABLE = -32603  # JSON-RPC internal error: the checkpoints cannot be read
+REQUEST_RUNNING = -32005  # tunacode.request.result: the detached request has not ended yet
 
 COMMAND_REQUEST = "tunacode.request"
 COMMAND_ABORT = "tunacode.abort"
@@ -40,6 +41,8 @@ COMMAND_MODELS_LIST = "tunacode.models.list"
 COMMAND_STATUS = "tunacode.status"
 COMMAND_CHANGES = "tunacode.changes"
 COMMAND_SESSION_REWIND = "tunacode.session.rewind"
+COMMAND_STEER = "tunacode.steer"
+COMMAND_REQUEST_RESULT = "tunacode.request.result"
 
 EVENT_NOTIFICATION = "tunacode/event"
 
@@ -279,6 +282,8 @@ class RequestParams:
     model: str | None = None
     max_turns: int | None = None
     context: list[dict[str, Any]] | None = None
+    queue: bool = False  # on a busy session: wait for its turn instead of -32002
+    detach: bool = False  # answer at once with {requestId, sessionId}; the result by tunacode.request.result
 
     def validate(self) -> None:
         _non_empty("prompt", self.prompt)
@@ -336,10 +341,37 @@ class SessionImportParams:
 class SessionForkParams:
     session_id: str
     message_count: int | None = None
+    request_id: str | None = None  # fork before this request's prompt
 
     def validate(self) -> None:
         _non_empty("session_id", self.session_id)
         _positive("message_count", self.message_count, allow_zero=True)
+        _non_empty("request_id", self.request_id)
+        if self.message_count is not None and self.request_id is not None:
+            raise ParamsError("params.messageCount and params.requestId: give one of them, not both")
+
+
+MAX_STEER_CHARS = 100_000
+
+
+@attrs.define
+class SteerParams:
+    session_id: str
+    text: str
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+        _non_empty("text", self.text)
+        if len(self.text) > MAX_STEER_CHARS:
+            raise ParamsError(f"params.text is longer than {MAX_STEER_CHARS} characters")
+
+
+@attrs.define
+class RequestIdParams:
+    request_id: str
+
+    def validate(self) -> None:
+        _non_empty("request_id", self.request_id)
 
 
 @attrs.define
@@ -447,6 +479,18 @@ class ActiveRequest:
     request_id: str
     session_id: str
     started_at: str
+    queued: bool = attrs.field(default=False, metadata={"omit": True})  # waiting for its turn (queue: true)
+
+
+@attrs.define
+class SteerResult:
+    accepted: bool  # False: no turn boundary is left (send the text as a new request)
+
+
+@attrs.define
+class DetachedRequest:
+    request_id: str
+    session_id: str
 
 
 @attrs.define
@@ -475,10 +519,26 @@ class StatusResult:
 
 
 @attrs.define
+class ModelCostInfo:
+    """USD per million tokens (the catalog's, agent/catalog.py)."""
+
+    input: float
+    output: float
+    cache_read: float | None = attrs.field(default=None, metadata={"omit": True})
+    cache_write: float | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
 class ModelInfo:
     id: str
     provider: str
     configured: bool
+    # from the model catalog; absent for a model it does not know
+    context_window: int | None = attrs.field(default=None, metadata={"omit": True})
+    max_output: int | None = attrs.field(default=None, metadata={"omit": True})
+    input: list[str] | None = attrs.field(default=None, metadata={"omit": True})  # "text", "image"
+    reasoning: bool | None = attrs.field(default=None, metadata={"omit": True})
+    cost: ModelCostInfo | None = attrs.field(default=None, metadata={"omit": True})
 
 
 @attrs.define
@@ -618,6 +678,18 @@ class Notice:
 
 
 @attrs.define
+class RequestQueued:
+    position: int  # 1: next to start
+    type: str = "request_queued"
+
+
+@attrs.define
+class UserMessageEvent:
+    text: str  # a steer, as the model saw it (stored as a user message at that point)
+    type: str = "user_message"
+
+
+@attrs.define
 class RequestEnd:
     stop_reason: str
     usage: Usage
@@ -636,4 +708,6 @@ Event = (
     | Compaction
     | Notice
     | RequestEnd
+    | RequestQueued
+    | UserMessageEvent
 )

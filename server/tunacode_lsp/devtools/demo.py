@@ -88,8 +88,8 @@ def run_demo(keep: bool, out: TextIO, err: TextIO) -> int:
         _rule(out, "next")
         out.write(
             "That was a script. With a real model, the same command works on your own project:\n"
-            "  export OPENAI_API_KEY=...        (or OPENROUTER_API_KEY, or TUNACODE_API_KEY)\n"
-            '  tunacode-lsp run --model openai:gpt-4.1 --approve auto "Fix the failing tests"\n'
+            "  export OPENAI_API_KEY=...   (or ANTHROPIC_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, ...: README)\n"
+            '  tunacode-lsp run --approve auto "Fix the failing tests"   (the model follows the key; --model picks one)\n'
             "See docs/ci.md for the flags and exit codes, docs/neovim.md for the editor.\n"
         )
         if keep:

@@ -78,6 +78,7 @@ class ScriptedModelServer:
         self._port = port
         self._cond = threading.Condition()
         self._recorded: list[dict[str, Any]] = []
+        self.headers_seen: list[dict[str, str]] = []  # each model call's request headers (lower-case names)
         self._open_streams = 0
         self._accepted_connections = 0
         self._turns: deque[Turn] = deque()
@@ -294,7 +295,8 @@ class ScriptedModelServer:
             except (ScriptError, _BadRequest) as exc:
                 return await _send_json(writer, 400, _error_body(str(exc), "invalid_script"))
             return await _send_json(writer, 200, {"remaining_turns": self.remaining_turns})
-        if request.method == "POST" and route[1].endswith("/chat/completions"):
+        if request.method == "POST" and route[1].endswith(("/chat/completions", "/messages", "/responses")):
+            self.headers_seen.append({k: v for k, v in request.headers.items()})
             return await self._chat_completion(request, reader, writer)
         return await _send_json(
             writer, 404, _error_body(f"no route for {request.method} {request.path}", "not_found")
@@ -331,7 +333,12 @@ class ScriptedModelServer:
         self._stream_opened()
         client_gone = asyncio.ensure_future(reader.read(65536))
         try:
-            answer = _TurnAnswer(self, turn, body, writer, client_gone, served)
+            wire = request.path.split("?", 1)[0].rstrip("/")
+            answer_class = (
+                _MessagesTurnAnswer if wire.endswith("/messages")
+                else _ResponsesTurnAnswer if wire.endswith("/responses") else _TurnAnswer
+            )
+            answer = answer_class(self, turn, body, writer, client_gone, served)
             return await answer.send()
         finally:
             client_gone.cancel()
@@ -499,6 +506,217 @@ class _TurnAnswer:
     def _check_client(self) -> None:
         if self._client_gone.done() or self._writer.transport.is_closing():
             raise _ClientGone()
+
+
+class _MessagesTurnAnswer(_TurnAnswer):
+    """Streams one turn as Anthropic Messages events (`POST /v1/messages`)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._block = -1
+        self._open: str | None = None
+        self._signatures = 0
+
+    async def send(self) -> bool:
+        if self._turn.replay is not None or self._turn.error is not None:
+            return await super().send()
+        await _write(self._writer, _stream_head())
+        usage = self._turn.usage or UsageStep()
+        prompt = usage.prompt_tokens if usage.prompt_tokens is not None else max(1, len(json.dumps(self._body)) // 4)
+        start_usage = {
+            "input_tokens": max(0, prompt - usage.cached_tokens), "output_tokens": 1,
+            "cache_read_input_tokens": usage.cached_tokens, "cache_creation_input_tokens": 0,
+        }
+        message: dict[str, Any] = {"id": f"msg_scripted_{self._chunk_id}", "type": "message", "role": "assistant",
+                   "model": self._model, "content": [], "stop_reason": None, "stop_sequence": None,
+                   "usage": start_usage}
+        await self._send_event({"type": "message_start", "message": message})
+        for step in self._turn.steps:
+            if isinstance(step, DropStep):
+                self._writer.transport.abort()
+                return False
+            await self._send_step(step)
+        await self._close_block()
+        stop = "tool_use" if self._turn.tool_calls else "end_turn"
+        if any(isinstance(step, FinishStep) and step.reason == "length" for step in self._turn.steps):
+            stop = "max_tokens"
+        output = usage.completion_tokens if usage.completion_tokens is not None else max(1, self._completion_chars // 4)
+        await self._send_event({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                "usage": {"output_tokens": output}})
+        await self._send_event({"type": "message_stop"})
+        await _write(self._writer, b"0\r\n\r\n")
+        return True
+
+    async def _open_block(self, kind: str, block: dict[str, Any]) -> None:
+        await self._close_block()
+        self._block += 1
+        self._open = kind
+        await self._send_event({"type": "content_block_start", "index": self._block, "content_block": block})
+
+    async def _close_block(self) -> None:
+        if self._open is None:
+            return
+        if self._open == "thinking":
+            self._signatures += 1
+            await self._delta({"type": "signature_delta", "signature": f"scripted-signature-{self._signatures}"})
+        self._open = None
+        await self._send_event({"type": "content_block_stop", "index": self._block})
+
+    async def _delta(self, delta: dict[str, Any]) -> None:
+        await self._send_event({"type": "content_block_delta", "index": self._block, "delta": delta})
+
+    async def _send_step(self, step: object) -> None:
+        if isinstance(step, TextStep):
+            if self._open != "text":
+                await self._open_block("text", {"type": "text", "text": ""})
+            for index, piece in enumerate(_split(step.text, step.chunks)):
+                if index and step.delay:
+                    await self._pause(step.delay)
+                await self._delta({"type": "text_delta", "text": piece})
+            self._completion_chars += len(step.text)
+        elif isinstance(step, ThinkingStep):
+            if self._open != "thinking":
+                await self._open_block("thinking", {"type": "thinking", "thinking": "", "signature": ""})
+            for index, piece in enumerate(_split(step.thinking, step.chunks)):
+                if index and step.delay:
+                    await self._pause(step.delay)
+                await self._delta({"type": "thinking_delta", "thinking": piece})
+            self._completion_chars += len(step.thinking)
+        elif isinstance(step, ToolCallStep):
+            call_id = step.id or "toolu_" + self._server.next_call_id()
+            await self._open_block("tool_use", {"type": "tool_use", "id": call_id, "name": step.name, "input": {}})
+            for index, piece in enumerate(_split(step.arguments_text, step.chunks)):
+                if index and step.delay:
+                    await self._pause(step.delay)
+                await self._delta({"type": "input_json_delta", "partial_json": piece})
+            self._completion_chars += len(step.name) + len(step.arguments_text)
+        elif isinstance(step, RawStep):
+            await _write_chunk(self._writer, step.data.encode())
+        elif isinstance(step, DelayStep | StallStep):
+            await self._pause(step.seconds)
+
+    async def _send_event(self, payload: dict[str, Any]) -> None:
+        self._check_client()
+        data = json.dumps(payload, separators=(",", ":"))
+        await _write_chunk(self._writer, f"event: {payload['type']}\ndata: {data}\n\n".encode())
+
+
+class _ResponsesTurnAnswer(_TurnAnswer):
+    """Streams one turn as OpenAI Responses events (`POST /v1/responses`)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._items: list[dict[str, Any]] = []
+        self._seq = 0
+        self._text_item: dict[str, Any] | None = None
+        self._response_id = f"resp_scripted_{self._chunk_id}"
+
+    def _response(self, status: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"id": self._response_id, "object": "response", "created_at": self._created, "status": status,
+                "model": self._model, "output": list(self._items), "usage": usage}
+
+    async def send(self) -> bool:
+        if self._turn.replay is not None or self._turn.error is not None:
+            return await super().send()
+        await _write(self._writer, _stream_head())
+        await self._send_event({"type": "response.created", "response": self._response("in_progress")})
+        for step in self._turn.steps:
+            if isinstance(step, DropStep):
+                self._writer.transport.abort()
+                return False
+            await self._send_step(step)
+        await self._end_text()
+        scripted = self._turn.usage or UsageStep()
+        prompt = scripted.prompt_tokens if scripted.prompt_tokens is not None else max(1, len(json.dumps(self._body)) // 4)
+        output = scripted.completion_tokens if scripted.completion_tokens is not None else max(1, self._completion_chars // 4)
+        usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": scripted.cached_tokens},
+                 "output_tokens": output, "output_tokens_details": {"reasoning_tokens": self._reasoning_chars // 4},
+                 "total_tokens": prompt + output}
+        length = any(isinstance(step, FinishStep) and step.reason == "length" for step in self._turn.steps)
+        if length:
+            response = self._response("incomplete", usage)
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+            await self._send_event({"type": "response.incomplete", "response": response})
+        else:
+            await self._send_event({"type": "response.completed", "response": self._response("completed", usage)})
+        await _write(self._writer, b"0\r\n\r\n")
+        return True
+
+    async def _add_item(self, item: dict[str, Any]) -> int:
+        self._items.append(item)
+        index = len(self._items) - 1
+        await self._send_event({"type": "response.output_item.added", "output_index": index, "item": item})
+        return index
+
+    async def _done_item(self, index: int) -> None:
+        await self._send_event({"type": "response.output_item.done", "output_index": index, "item": self._items[index]})
+
+    async def _end_text(self) -> None:
+        item, self._text_item = self._text_item, None
+        if item is None:
+            return
+        index = self._items.index(item)
+        text = item["content"][0]["text"]
+        await self._send_event({"type": "response.output_text.done", "item_id": item["id"], "output_index": index,
+                                "content_index": 0, "text": text})
+        item["status"] = "completed"
+        await self._done_item(index)
+
+    async def _send_step(self, step: object) -> None:
+        if isinstance(step, TextStep):
+            if self._text_item is None:
+                self._text_item = {"id": f"msg_{len(self._items)}", "type": "message", "role": "assistant",
+                                   "status": "in_progress", "content": [{"type": "output_text", "text": "", "annotations": []}]}
+                await self._add_item(self._text_item)
+            index = self._items.index(self._text_item)
+            for n, piece in enumerate(_split(step.text, step.chunks)):
+                if n and step.delay:
+                    await self._pause(step.delay)
+                self._text_item["content"][0]["text"] += piece
+                await self._send_event({"type": "response.output_text.delta", "item_id": self._text_item["id"],
+                                        "output_index": index, "content_index": 0, "delta": piece})
+            self._completion_chars += len(step.text)
+        elif isinstance(step, ThinkingStep):
+            await self._end_text()
+            item_id = f"rs_{len(self._items)}"
+            index = await self._add_item({"id": item_id, "type": "reasoning", "summary": []})
+            for piece in _split(step.thinking, step.chunks):
+                await self._send_event({"type": "response.reasoning_summary_text.delta", "item_id": item_id,
+                                        "output_index": index, "summary_index": 0, "delta": piece})
+            self._items[index] = {"id": item_id, "type": "reasoning",
+                                  "summary": [{"type": "summary_text", "text": step.thinking}],
+                                  "encrypted_content": f"scripted-encrypted-{item_id}"}
+            await self._done_item(index)
+            self._completion_chars += len(step.thinking)
+            self._reasoning_chars += len(step.thinking)
+        elif isinstance(step, ToolCallStep):
+            await self._end_text()
+            call_id = step.id or self._server.next_call_id()
+            item = {"id": f"fc_{len(self._items)}", "type": "function_call", "status": "in_progress",
+                    "call_id": call_id, "name": step.name, "arguments": ""}
+            index = await self._add_item(item)
+            for n, piece in enumerate(_split(step.arguments_text, step.chunks)):
+                if n and step.delay:
+                    await self._pause(step.delay)
+                await self._send_event({"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                                        "output_index": index, "delta": piece})
+            item["arguments"] = step.arguments_text
+            item["status"] = "completed"
+            await self._send_event({"type": "response.function_call_arguments.done", "item_id": item["id"],
+                                    "output_index": index, "arguments": step.arguments_text})
+            await self._done_item(index)
+            self._completion_chars += len(step.name) + len(step.arguments_text)
+        elif isinstance(step, RawStep):
+            await _write_chunk(self._writer, step.data.encode())
+        elif isinstance(step, DelayStep | StallStep):
+            await self._pause(step.seconds)
+
+    async def _send_event(self, payload: dict[str, Any]) -> None:
+        self._check_client()
+        payload = {**payload, "sequence_number": self._seq}
+        self._seq += 1
+        data = json.dumps(payload, separators=(",", ":"))
+        await _write_chunk(self._writer, f"event: {payload['type']}\ndata: {data}\n\n".encode())
 
 
 def _wants_usage(body: dict[str, Any]) -> bool:

@@ -14,10 +14,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pygls import uris
-from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 
+from tunacode_lsp.agent.detached import DetachedError
 from tunacode_lsp.agent.runs import PendingRun, RunService, SessionUnreadable
-from tunacode_lsp.contract.protocol import RequestParams, RequestResult
+from tunacode_lsp.contract.errors import CommandError
+from tunacode_lsp.contract.protocol import (
+    EVENT_NOTIFICATION,
+    ErrorInfo,
+    Event,
+    ParamsError,
+    RequestEnd,
+    RequestParams,
+    RequestQueued,
+    RequestResult,
+    Usage,
+    to_wire,
+)
 from tunacode_lsp.lsp.editor import diagnostics_source
 from tunacode_lsp.lsp.pygls_compat import workspace_ready
 
@@ -99,14 +112,53 @@ class LspRuns(RunService):
                     texts[os.path.realpath(uris.to_fs_path(uri) or "")] = document.source
         return lambda path: texts.get(str(path))
 
+    def _notify(self, pending: PendingRun, sent: int, event: Event) -> int:
+        """One event of a request that has no sink yet (queued); the count of events sent."""
+
+        payload = {"sessionId": pending.session_id or "", "requestId": pending.request_id, "seq": sent + 1}
+        payload.update(to_wire(event))
+        self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
+        return sent + 1
+
+    async def serve_detached(self, pending: PendingRun, params: RequestParams) -> None:
+        """A detached request to its end: the outcome is kept for tunacode.request.result, and
+        a request that failed before its first event still ends with `request_end`."""
+
+        outcome: RequestResult | DetachedError
+        try:
+            outcome = await self.serve(pending, params, work_done_token=None)  # the server's own progress token
+        except (CommandError, JsonRpcException) as exc:
+            outcome = DetachedError(exc.code, exc.message, getattr(exc, "data", None))
+        except ParamsError as exc:
+            outcome = DetachedError(-32602, str(exc))
+        except Exception as exc:  # noqa: BLE001 - kept as the answer it would have been
+            log.exception("detached request %s failed", pending.request_id)
+            outcome = DetachedError(-32603, f"internal error: {exc}")
+        if isinstance(outcome, DetachedError) and pending.sink is None:  # it never started: no request_end yet
+            self._notify(pending, 1 if pending.turn is not None else 0, RequestEnd("error", Usage(), ErrorInfo(outcome.message)))
+        self.detached.ended(pending.request_id, outcome)
+
     async def serve(self, pending: PendingRun, params: RequestParams, *, work_done_token: Any) -> RequestResult:
         """Run a registered request to its answer (the caller registered it with `begin`)."""
 
         from tunacode_lsp.lsp.documents import LspDocuments  # the tools load with the first request
         from tunacode_lsp.lsp.sink import LspSink
 
+        sent = 0  # events sent before the run's own (request_queued)
+        if pending.queued:
+            sent = self._notify(pending, sent, RequestQueued(self.queue_position(pending)))
+            if not await self.wait_turn(pending):  # dropped while it waited: it never started
+                self.end(pending)
+                self._notify(pending, sent, RequestEnd("cancelled", Usage()))
+                if pending.request_id in self._cancelled_by_rpc:
+                    self._cancelled_by_rpc.discard(pending.request_id)
+                    raise JsonRpcRequestCancelled(message=f"request {pending.request_id} was cancelled before it started")
+                return RequestResult(pending.session_id or "", pending.request_id, "cancelled", "", Usage(), 0, [])
+
         def make_sink(session_id: str, request_id: str, prompt: str) -> LspSink:
-            return LspSink(self._ls, session_id=session_id, request_id=request_id, prompt=prompt, client_token=work_done_token)
+            return LspSink(
+                self._ls, session_id=session_id, request_id=request_id, prompt=prompt, client_token=work_done_token, seq=sent
+            )
 
         try:
             mcp_tools = self._ls.mcp.agent_tools() if self._ls.mcp is not None else ([], frozenset())

@@ -38,6 +38,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_CHANGES,
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
+    COMMAND_REQUEST_RESULT,
     COMMAND_SESSION_COMPACT,
     COMMAND_SESSION_DELETE,
     COMMAND_SESSION_EXPORT,
@@ -48,20 +49,24 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_NEW,
     COMMAND_SESSION_REWIND,
     COMMAND_STATUS,
+    COMMAND_STEER,
     COMPACTION_FAILED,
     MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
     REQUEST_CANCELLED,
+    REQUEST_RUNNING,
     SESSION_BUSY,
     UNKNOWN_SESSION,
     AbortParams,
     AbortResult,
     ChangesParams,
     DeleteResult,
+    DetachedRequest,
     EmptyParams,
     McpServerInfo,
     ModelsListResult,
     ParamsError,
+    RequestIdParams,
     RequestMark,
     RequestParams,
     RewindParams,
@@ -74,6 +79,8 @@ from tunacode_lsp.contract.protocol import (
     SessionListResult,
     SessionNewParams,
     StatusResult,
+    SteerParams,
+    SteerResult,
     parse_params,
     to_wire,
 )
@@ -99,6 +106,7 @@ IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with 
 
 SERVER_NOT_INITIALIZED = -32002
 INVALID_REQUEST = -32600
+RESULT_WAIT_SECONDS = 3.0  # tunacode.request.result right after request_end: the last checkpoint, the lease
 SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
 STOP_SETTLE_SECONDS = 1.5  # a signal or a closed connection: the whole stop fits in 2 s
 
@@ -141,6 +149,9 @@ class TunaProtocol(LanguageServerProtocol):
         heap at interpreter exit (about 250 ms): what must end is ended here."""
 
         code = 0 if self._shutdown else 1
+        for pending in self._server.runs.pending():  # queued requests are answered before the process goes
+            if pending.queued and pending.tag is not None:
+                self._refuse(pending.tag, REQUEST_CANCELLED, f"request {pending.request_id} was dropped: the server exited")
         self._server.runs.abort_all()
         _kill_leftover_commands()
         for stream in (sys.stdout, sys.stderr):
@@ -215,6 +226,7 @@ class TunaLanguageServer(LanguageServer):
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
         self.mcp: McpManager | None = None  # created when an MCP server is configured
+        self.client_name = ""  # initialize's clientInfo.name (lsp/mcp.py: a headless client's answers are not remembered)
         self._background: set[asyncio.Task[Any]] = set()
 
     def track(self, work: Any) -> None:
@@ -396,6 +408,7 @@ def command(name: str, *, waits_for_settings: bool = True):
 def on_initialize(ls: TunaLanguageServer, params: types.InitializeParams) -> None:
     options, warnings = parse_options(params.initialization_options)
     ls.options = ls.init_options = options
+    ls.client_name = params.client_info.name if params.client_info is not None else ""
     apply_logging(options)
     ls.pending_warnings = warnings  # shown once the client is ready for messages
 
@@ -475,6 +488,8 @@ async def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
 @command(COMMAND_REQUEST, waits_for_settings=False)
 async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(RequestParams, params.arguments)
+    if p.detach:
+        return to_wire(await request_detached(ls, p))
     pending = ls.runs.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
     try:
         await wait_for_settings(ls)
@@ -484,6 +499,56 @@ async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) ->
     return to_wire(await ls.runs.serve(pending, p, work_done_token=params.work_done_token))
 
 
+async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> DetachedRequest:
+    """`detach: true`: checked and registered like any request, then answered at once; it runs
+    on in the background and its outcome waits for tunacode.request.result."""
+
+    import attrs
+
+    pending = ls.runs.begin(p) if p.session_id is not None else None  # a named session is reserved before any await
+    try:
+        await wait_for_settings(ls)
+        if p.session_id is None:  # the answer names the session: create it now
+            model = ls.runs.model_spec(p.model)
+            ls.runs.check_model(model)
+            record = await ls.sessions.create(cwd=str(ls.workspace_root), model=model)
+            p = attrs.evolve(p, session_id=record.session_id)
+            pending = ls.runs.begin(p)
+        else:
+            found = await ls.sessions.get(p.session_id)
+            if found is None:
+                raise SessionNotFound(p.session_id)
+            record = found
+            ls.runs.check_model(p.model or record.model or None)
+    except BaseException:
+        if pending is not None:
+            ls.runs.end(pending)
+        raise
+    assert pending is not None
+    ls.runs.detached.started(pending.request_id, record.session_id)  # before the answer: result is -32005 from now
+    ls.track(ls.runs.serve_detached(pending, p))
+    return DetachedRequest(pending.request_id, record.session_id)
+
+
+@command(COMMAND_REQUEST_RESULT)
+async def request_result(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """A detached request's RequestResult once it ended (read once); -32005 while it runs."""
+    from tunacode_lsp.agent.detached import DetachedError
+
+    p = parse_params(RequestIdParams, params.arguments)
+    pending = ls.runs.find(lambda x: x.request_id == p.request_id)
+    if pending is not None and getattr(pending.run, "end_sent", False):  # request_end is out: the answer follows
+        await ls.runs.detached.wait_ended(p.request_id, RESULT_WAIT_SECONDS)
+    if ls.runs.detached.is_running(p.request_id):
+        raise CommandError(REQUEST_RUNNING, f"request {p.request_id} is still running; its end comes as request_end")
+    outcome = ls.runs.detached.take(p.request_id)
+    if outcome is None:
+        raise ParamsError(f"params.requestId: no result is kept for {p.request_id[:80]!r} (not a detached request, already read, or dropped)")
+    if isinstance(outcome, DetachedError):
+        raise CommandError(outcome.code, outcome.message, outcome.data)
+    return to_wire(outcome)
+
+
 @command(COMMAND_ABORT)
 async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(AbortParams, params.arguments)
@@ -491,6 +556,13 @@ async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> d
     if p.session_id is not None:
         aborted += ls.sessions.abort_compaction(session_id=p.session_id)
     return to_wire(AbortResult(aborted))
+
+
+@command(COMMAND_STEER)
+async def steer(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: agent/runner.py puts the text in tinyagent's steering queue of the running request."""
+    p = parse_params(SteerParams, params.arguments)
+    return to_wire(SteerResult(ls.runs.steer(p.session_id, p.text)))
 
 
 @command(COMMAND_STATUS)
@@ -507,7 +579,8 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
 @command(COMMAND_MODELS_LIST)
 async def models_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     parse_params(EmptyParams, params.arguments)
-    return to_wire(ModelsListResult(list_models(), ls.options.model or default_model()))
+    models = await asyncio.to_thread(list_models)  # the catalog is read on first use: off the event loop
+    return to_wire(ModelsListResult(models, ls.options.model or default_model()))
 
 
 @command(COMMAND_SESSION_NEW)
@@ -566,14 +639,15 @@ async def session_import(ls: TunaLanguageServer, params: types.ExecuteCommandPar
 @command(COMMAND_SESSION_FORK)
 async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionForkParams, params.arguments)
-    return to_wire(session_info(await ls.sessions.fork(p.session_id, p.message_count)))
+    return to_wire(session_info(await ls.sessions.fork(p.session_id, p.message_count, request_id=p.request_id)))
 
 
 @command(COMMAND_SESSION_COMPACT)
 async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
+    from tunacode_lsp.agent.catalog import model_facts
     from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact_session
-    from tunacode_lsp.agent.models import ModelNotUsable, context_window_of, resolve_model
+    from tunacode_lsp.agent.models import ModelNotUsable, provider_settings, resolve_model
 
     p = parse_params(SessionIdParams, params.arguments)
     record = await ls.sessions.get(p.session_id)
@@ -583,14 +657,17 @@ async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandPa
         raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request")
     options = ls.options
     try:
-        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout)
+        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout, **provider_settings(options))
     except ModelNotUsable as exc:
         raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
-    window = context_window_of(model.model_id, options.context_window)
+    facts = await asyncio.to_thread(
+        model_facts, model.provider, model.model_id, context_window=options.context_window, model_cost=options.model_cost
+    )  # the catalog is read on first use: off the event loop
     signal = ls.sessions.start_compaction(p.session_id, ls.protocol.msg_id)
     try:
         before, after = await compact_session(
-            ls.sessions, p.session_id, model, context_window=window, max_retries=options.max_retries, signal=signal
+            ls.sessions, p.session_id, model, context_window=facts.context_window, max_retries=options.max_retries,
+            signal=signal, cost=facts.cost,
         )
     except CompactionAborted:
         raise CommandError(REQUEST_CANCELLED, "compaction cancelled; the session is unchanged") from None

@@ -15,8 +15,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
+from tunacode_lsp.contract.consent import RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
     FINAL_TOOL_STATUSES,
@@ -28,7 +28,7 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
-from tunacode_lsp.core.text import clip
+from tunacode_lsp.core.text import clip, visible_blanks
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
@@ -56,6 +56,8 @@ def approval_message(request: ApprovalRequest) -> str:
     bounded where it is made, and a diff says when it was cut)."""
 
     head = f"TunaCode wants to {request.headline or request.summary} ({request.tool_name})"
+    if request.runs_code_outside:
+        head += f"\n\n{RUNS_CODE_OUTSIDE_WARNING}"
     if request.detail_kind == "command":
         return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
     if request.detail_kind == "diff":
@@ -191,12 +193,12 @@ class LspSink:
     DELTA_INTERVAL = 0.016
 
     def __init__(
-        self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any
+        self, ls: LanguageServer, *, session_id: str, request_id: str, prompt: str, client_token: Any, seq: int = 0
     ) -> None:
         self._ls = ls
         self._session_id = session_id
         self._request_id = request_id
-        self._seq = 0
+        self._seq = seq  # events already sent for this request (a queued one's request_queued)
         self._pending: TextDelta | ThinkingDelta | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self.progress = ProgressReporter(ls, request_id, prompt, client_token)
@@ -243,6 +245,7 @@ class LspSink:
                 "sessionId": self._session_id, "requestId": self._request_id, "toolCallId": request.tool_call_id,
                 "tool": request.tool_name, "summary": request.summary, "detail": request.detail,
                 "detailKind": request.detail_kind, "truncated": request.truncated,
+                "runsCodeOutside": request.runs_code_outside,
             }
         else:
             method = types.WINDOW_SHOW_MESSAGE_REQUEST

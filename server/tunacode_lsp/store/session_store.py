@@ -495,25 +495,6 @@ class SessionStore:
             )
         return self._require(session_id)
 
-    # ------------------------------------------------------------ MCP trust
-
-    def mcp_trust(self, project_id: str, name: str, fingerprint: str) -> bool | None:
-        """The user's answer for this workspace server definition, or None if never asked."""
-        row = self._conn().execute(
-            "SELECT allowed FROM mcp_trust WHERE project_id = ? AND name = ? AND fingerprint = ?",
-            (project_id, name, fingerprint),
-        ).fetchone()
-        return None if row is None else bool(row[0])
-
-    def set_mcp_trust(self, project_id: str, name: str, fingerprint: str, allowed: bool) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO mcp_trust (project_id, name, fingerprint, allowed, decided_us) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (project_id, name, fingerprint) DO UPDATE SET allowed = excluded.allowed, "
-                "decided_us = excluded.decided_us",
-                (project_id, name, fingerprint, int(allowed), now_us()),
-            )
-
     # ------------------------------------------------------------ leases
 
     def acquire(self, session_id: str, owner: str) -> bool:

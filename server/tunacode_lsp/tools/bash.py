@@ -25,7 +25,9 @@ from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
-from tunacode_lsp.tools.sandbox import bwrap_path, harden_process, sandbox_argv, sandbox_state
+from tunacode_lsp.tools.sandbox import bwrap_path, git_identity, harden_process, sandbox_argv, sandbox_state
+from tunacode_lsp.tools.sandbox_network import network_mode, start_network, stop_network
+from tunacode_lsp.tools.sandbox_protected import absent_protected, remove_appeared
 from tunacode_lsp.tools.settings import ToolSettings
 
 UPDATE_INTERVAL = 0.5
@@ -37,12 +39,36 @@ MARKER = "TUNACODE_TOOL_CALL"
 MAX_COMMAND_CHARS = 4_000  # longer commands are refused: an approval must show all of it
 
 
-def shell_environment(inherit_secrets: bool) -> dict[str, str]:
-    env = dict(os.environ)
-    if not inherit_secrets:
-        for name in list(env):
-            if is_secret_name(name):
-                del env[name]
+# The shell's environment is this allowlist (plus `shellEnvPassthrough`), never the server's whole
+# environment: tokens (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, NPM_TOKEN, ...) stay out of commands.
+ENV_ALLOWED = frozenset({"PATH", "LANG", "LANGUAGE", "TERM", "COLORTERM", "NO_COLOR", "TZ", "USER", "LOGNAME", "SHELL"})
+ENV_ALLOWED_PREFIXES = ("LC_",)
+SANDBOX_TMPDIR = "/tmp"
+
+
+def shell_environment(
+    inherit_secrets: bool, passthrough: tuple[str, ...] = (), *, sandboxed: bool = False
+) -> dict[str, str]:
+    """The command's environment: the allowlist, the names the user passes through, HOME (inside
+    the sandbox an empty private folder at the same path), TMPDIR, and pager settings.
+    `shellInheritSecrets: true` hands on the server's whole environment instead (keys included)."""
+
+    if inherit_secrets:
+        env = dict(os.environ)
+    else:
+        env = {
+            name: value for name, value in os.environ.items()
+            if (name in ENV_ALLOWED or name.startswith(ENV_ALLOWED_PREFIXES) or name in passthrough)
+            and not (is_secret_name(name) and name not in passthrough)
+        }
+    env.setdefault("PATH", os.defpath)
+    env["HOME"] = os.path.expanduser("~")
+    if sandboxed:
+        env["TMPDIR"] = SANDBOX_TMPDIR
+        for name, value in git_identity().items():
+            env.setdefault(name, value)
+    elif "TMPDIR" in os.environ:
+        env["TMPDIR"] = os.environ["TMPDIR"]
     env.setdefault("PAGER", "cat")
     env.setdefault("GIT_PAGER", "cat")
     env["GIT_TERMINAL_PROMPT"] = "0"
@@ -110,7 +136,7 @@ class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
             self.exited.set_result(None)
 
 
-async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[
+async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str], fds: tuple[int, ...] = ()) -> tuple[
     asyncio.SubprocessTransport, _ShellProtocol
 ]:
     loop = asyncio.get_running_loop()
@@ -123,6 +149,7 @@ async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=fds,
     )
 
 
@@ -225,20 +252,56 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 f"The shell sandbox is required (shellSandbox: required) but cannot be used here: {sandbox.reason}. "
                 "No command was run."
             )
-        env = shell_environment(settings.shell_inherit_secrets)
+        sandboxed = bool(sandbox.active and bwrap_path())
+        env = shell_environment(settings.shell_inherit_secrets, settings.shell_env_passthrough, sandboxed=sandboxed)
         marker = marker_value()
         env[MARKER] = marker
-        bwrap = bwrap_path()
+        started = time.monotonic()
+        network = network_mode(sandboxed, settings.shell_network)
+        absent = absent_protected(real_root) if sandboxed else None
+        removed: list[str] = []
+        fds: tuple[int, ...] = ()
+        info_r = block_w = -1
+        if network == "pasta":
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            fds = (info_w, block_r)
         argv = (
-            sandbox_argv(bwrap, shell=shell, command=args["command"], cwd=cwd, workspace=real_root, network=settings.shell_network)
-            if sandbox.active and bwrap
+            sandbox_argv(bwrap_path() or "bwrap", shell=shell, command=args["command"], cwd=cwd, workspace=real_root,
+                         network=network, home=env["HOME"], read_only=settings.shell_read_only_paths, info_fd=fds[0] if fds else None,
+                         block_fd=fds[1] if fds else None)
+            if sandboxed
             else [shell, "-c", args["command"]]
         )
-        started = time.monotonic()
         try:
-            transport, protocol = await _start_shell(argv, cwd, env)
+            transport, protocol = await _start_shell(argv, cwd, env, fds)
         except OSError as exc:
+            for fd in (info_r, block_w):
+                if fd >= 0:
+                    os.close(fd)
             raise ToolError(f"Cannot start the shell: {exc}.") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        pasta_pid = 0
+        if fds:
+            try:
+                pasta_pid = await start_network(info_r, {"PATH": env["PATH"], MARKER: marker})
+                os.write(block_w, b"1")  # the network is up: bwrap runs the command
+            except (TimeoutError, OSError) as exc:
+                kill_group(transport.get_pid())
+                transport.close()
+                raise ToolError(
+                    f"The sandbox's network (pasta) could not start: {exc}. No command was run. Install passt, "
+                    "or set shellNetwork to false to run commands without network."
+                ) from None
+            except asyncio.CancelledError:
+                kill_group(transport.get_pid())
+                transport.close()
+                raise
+            finally:
+                os.close(info_r)
+                os.close(block_w)
         pid = transport.get_pid()
         output = HeadTailBuffer(settings.max_output_chars)
         assert protocol.stdout is not None
@@ -272,12 +335,23 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             if transport.get_returncode() is None:
                 kill_group(pid)
             transport.close()
+            if pasta_pid:
+                stop_network(pasta_pid)
+                _to_reap.add(pasta_pid)
             if sys.platform.startswith("linux"):
                 kill_marked(f"{MARKER}={marker}".encode(), skip=pid)  # what escaped the group (setsid, nohup, ...)
+            if absent is not None:  # files that run code outside the sandbox, created by the command
+                removed = remove_appeared(real_root, absent)
         exit_code = transport.get_returncode()
         text = output.render() or "(no output)"
         if not text.endswith("\n"):
             text += "\n"
+        if removed:
+            note += (
+                f"\n[Removed what the command created at {', '.join(removed)}: these files make code run outside the "
+                "sandbox (the editor, git, direnv, CI run them), so they are written only with write_file/edit_file, "
+                "which ask the user.]"
+            )
         return text_result(
             f"{text}[exit code {exit_code}]{note}",
             exit_code=exit_code,
@@ -285,7 +359,8 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             truncated=output.cut > 0,
             cut_bytes=output.cut,
             duration_ms=int((time.monotonic() - started) * 1000),
-            sandboxed=sandbox.active,
+            sandboxed=sandboxed,
+            network=network,
         )
 
     return make_tool(

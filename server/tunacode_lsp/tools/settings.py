@@ -14,3 +14,5 @@ class ToolSettings:
     max_output_chars: int = 30_000
     shell_sandbox: str = "auto"  # auto | required | off (tools/sandbox.py)
     shell_network: bool = True
+    shell_env_passthrough: tuple[str, ...] = ()  # variable names handed to the shell as they are
+    shell_read_only_paths: tuple[str, ...] = ()  # absolute folders the sandbox shows read-only

@@ -18,7 +18,7 @@ from typing import Any
 from tinyagent import AssistantMessage, AssistantMessageEvent, Context, Model, SimpleStreamOptions, TextContent
 from tinyagent.agent_types import ZERO_USAGE
 
-from tunacode_lsp.agent.provider.openai_chat import stream_openai_chat
+from tunacode_lsp.agent.provider.registry import stream_model
 from tunacode_lsp.core.abort import race_abort
 
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -200,7 +200,7 @@ def make_stream_fn(
     notify: Callable[[str], None],
     on_model_call: Callable[[], None],
     on_text_tool_calls: Callable[[], None] | None = None,
-    provider: ProviderFn = stream_openai_chat,
+    provider: ProviderFn = stream_model,
 ) -> Callable[[Model, Context, SimpleStreamOptions], Awaitable[RetryingStream]]:
     """A tinyagent StreamFn bound to one request's abort signal and retry policy."""
 

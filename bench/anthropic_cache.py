@@ -1,0 +1,117 @@
+"""Anthropic prompt-cache reuse: the share of each call's input that Anthropic would read from
+its cache, for the request shape our Anthropic adapter sends (agent/provider/anthropic_messages.py).
+
+The same 40-turn request as bench/prefix_reuse.py (a different 20 KB file read on every turn),
+run in-process on our runner against the scripted model's Messages endpoint, which records
+each request body. The cache is modelled as Anthropic documents it: a call writes a cache
+entry at each `cache_control` breakpoint (the prefix of tools, system and messages up to the
+end of that block); a later call reads the longest written prefix that ends at one of its own
+breakpoints or at a block boundary at most 20 blocks before one (the lookback). The figure per
+run: the mean over calls 2..40 of (cached prefix length) / (this call's input length), lengths
+in characters of the blocks' canonical JSON (cache_control itself left out). The baseline is
+the no-pruning run; the goal (issue 28) is reuse >= 0.90 at the default history budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from tunacode_lsp.agent.models import resolve_model
+from tunacode_lsp.agent.ports import RequestSpec
+from tunacode_lsp.agent.runner import RequestRun, new_request_id
+from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
+
+from .config import BenchConfig
+from .inprocess import MemoryLog, NullSink
+from .prefix_reuse import BUDGETS, TURNS, make_files, script
+from .stats import Goal, Row, Samples
+
+MODEL = "anthropic:claude-sonnet-4-5"
+LOOKBACK_BLOCKS = 20
+
+
+def blocks_of(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The request as Anthropic reads it for caching, in order (tools, system, messages):
+    (canonical JSON of the block without cache_control, whether it carries a breakpoint)."""
+
+    def entry(kind: str, block: dict[str, Any]) -> tuple[str, bool]:
+        plain = {k: v for k, v in block.items() if k != "cache_control"}
+        return json.dumps([kind, plain], sort_keys=True, ensure_ascii=False), "cache_control" in block
+
+    out = [entry("tool", tool) for tool in body.get("tools") or []]
+    system = body.get("system") or []
+    out += [entry("system", block) for block in (system if isinstance(system, list) else [{"text": system}])]
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        out += [entry(message.get("role", ""), block) for block in blocks]
+    return out
+
+
+def cached_shares(bodies: list[dict[str, Any]]) -> list[float]:
+    """For each call after the first: the share of its input read from the cache."""
+
+    written: set[bytes] = set()
+    shares: list[float] = []
+    for index, body in enumerate(bodies):
+        blocks = blocks_of(body)
+        digests, ends, hasher, length = [], [], hashlib.sha256(), 0
+        for text, _ in blocks:
+            hasher.update(text.encode())
+            digests.append(hasher.copy().digest())  # the prefix up to and including this block
+            length += len(text)
+            ends.append(length)
+        breakpoints = [n for n, (_, marked) in enumerate(blocks) if marked]
+        if index:
+            hit = 0
+            for point in breakpoints:
+                for n in range(point, max(-1, point - LOOKBACK_BLOCKS - 1), -1):
+                    if digests[n] in written:
+                        hit = max(hit, ends[n])
+                        break
+            shares.append(hit / length if length else 0.0)
+        written.update(digests[n] for n in breakpoints)
+    return shares
+
+
+async def one_run(workspace: Path, budget: int, turns: int) -> float:
+    with ScriptedModelServer(script(turns)) as model:
+        env = {"ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": model.base_url.removesuffix("/v1")}
+        spec = RequestSpec(
+            request_id=new_request_id(),
+            session_id="anthropic-cache",
+            prompt="Read every file, one per turn.",
+            model=resolve_model(MODEL, env=env),
+            workspace_root=workspace,
+            history=[],
+            max_turns=turns + 1,
+            approval="auto",
+            history_token_budget=budget,
+        )
+        result = await RequestRun(spec, NullSink(), MemoryLog()).run()
+        if result.stop_reason != "end_turn":
+            raise RuntimeError(f"anthropic cache: the request ended with {result.stop_reason}: {result.error}")
+        shares = cached_shares(model.requests)
+    return sum(shares) / len(shares)
+
+
+async def run(config: BenchConfig) -> list[Row]:
+    workspace = config.folder("anthropic-cache")
+    turns = config.reps(TURNS, 12)
+    make_files(workspace, turns)
+    results = {name: await one_run(workspace, budget, turns) for name, budget in BUDGETS.items()}
+    base = results["no pruning (baseline)"]
+    rows = []
+    for name, reuse in results.items():
+        if name == "no pruning (baseline)":
+            continue
+        rows.append(Row(
+            f"Anthropic: input not read from the prompt cache, {turns} turns x 20 KB, {name}",
+            Samples([1 - reuse], unit="share"), Samples([1 - base], unit="share"),
+            f"no pruning: {1 - base:.3f} not cached", Goal("p50", 0.10),
+            note=f"cached share {reuse:.3f} (no pruning {base:.3f}); breakpoints: tools, system, latest turn",
+        ))
+    return rows

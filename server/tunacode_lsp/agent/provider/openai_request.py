@@ -1,0 +1,260 @@
+"""Chat completions, the request: tinyagent's context -> the JSON body and headers.
+
+Pure functions (no I/O): the body is built and encoded on a worker thread for a long
+session (openai_chat.stream_openai_chat). Also the chat-completions usage -> tinyagent usage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tinyagent import (
+    AgentTool,
+    AssistantMessage,
+    Context,
+    ImageContent,
+    SimpleStreamOptions,
+    TextContent,
+    ToolCallContent,
+    ToolResultMessage,
+    UserMessage,
+)
+from tinyagent.agent_types import ThinkingContent
+
+from tunacode_lsp.agent.provider.model import OpenAICompatModel
+from tunacode_lsp.core.codec import bulk_decoding
+from tunacode_lsp.core.history import PRUNED_MARK_PREFIX
+
+
+@dataclass(frozen=True)
+class EncodedBody:
+    """A request body's bytes on the wire, and the body without its messages (the stream
+    reads the tool names from it; the converted messages are dropped once encoded)."""
+
+    body: dict[str, Any]
+    content: bytes
+
+
+def encode_request_body(
+    model: OpenAICompatModel, context: Context, options: SimpleStreamOptions
+) -> EncodedBody:
+    """The request body's bytes, exactly as httpx's `json=` encodes them (pure: it reads
+    the context and builds new objects, so it runs on a worker thread).
+
+    The cyclic garbage collector is paused meanwhile (`bulk_decoding`): converting a long
+    history allocates a container per message and block, which would start collections
+    that scan the whole heap while holding the GIL (hundreds of ms at 30k messages, the
+    event loop stalled with them); all of it is freed by reference counting right after.
+    """
+
+    with bulk_decoding():
+        body = build_request_body(model, context, options)
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        del body["messages"]
+    return EncodedBody(body, content)
+
+
+def build_headers(model: OpenAICompatModel, options: SimpleStreamOptions) -> dict[str, str]:
+    headers = {"Accept": "text/event-stream"}
+    if options.api_key:
+        headers["Authorization"] = f"Bearer {options.api_key}"
+    headers.update(model.headers or {})
+    return headers
+
+
+def build_request_body(
+    model: OpenAICompatModel, context: Context, options: SimpleStreamOptions
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(
+            context, reasoning_back=sends_reasoning_back(model.id), signatures_back=model.provider == "gemini"
+        ),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if context.tools:
+        body["tools"] = [_tool_json(tool) for tool in context.tools]
+    if wants_cache_hints(model):
+        add_cache_hints(body["messages"])
+    max_tokens = options.max_tokens if options.max_tokens is not None else model.max_tokens
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    return body
+
+
+# Providers that cache a prompt's prefix only where the request marks it: Anthropic models
+# (and Gemini) through OpenRouter. OpenAI, DeepSeek and most others cache automatically and
+# get no marker (docs/configuration.md, "Prompt caching").
+CACHE_HINT_PREFIXES = ("anthropic/", "google/gemini")
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def wants_cache_hints(model: OpenAICompatModel) -> bool:
+    return model.provider == "openrouter" and model.id.startswith(CACHE_HINT_PREFIXES)
+
+
+def add_cache_hints(messages: list[dict[str, Any]]) -> None:
+    """Mark the system prompt, the last pruned tool output and the last message as cache
+    breakpoints (in place).
+
+    Everything up to a marked block is cached; the next call, which appends to this
+    input, reads it back. Three markers of Anthropic's four: the system prompt (stable for
+    the whole session), the last pruned output (pruning goes on after it, so the input up
+    to it stays the same through the next pruning step, whose call reads it back instead
+    of nothing: Anthropic looks back only ~20 blocks from a breakpoint), and the end of
+    this call's input.
+    """
+
+    last_pruned = next((i for i in range(len(messages) - 1, 0, -1) if _is_pruned_output(messages[i])), None)
+    for position in {0, len(messages) - 1, last_pruned}:
+        if position is not None and 0 <= position < len(messages):
+            _mark(messages[position])
+
+
+def _is_pruned_output(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return message.get("role") == "tool" and isinstance(content, str) and content.startswith(PRUNED_MARK_PREFIX)
+
+
+def _mark(message: dict[str, Any]) -> None:
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": CACHE_CONTROL}]
+    elif isinstance(content, list) and content and isinstance(content[-1], dict):
+        content[-1] = {**content[-1], "cache_control": CACHE_CONTROL}
+
+
+def convert_messages(
+    context: Context, *, reasoning_back: bool = False, signatures_back: bool = False
+) -> list[dict[str, Any]]:
+    """tinyagent messages -> OpenAI chat messages. Thinking is sent back only with
+    `reasoning_back` (as `reasoning_content` of assistant turns that made tool calls)."""
+
+    messages: list[dict[str, Any]] = []
+    if context.system_prompt:
+        messages.append({"role": "system", "content": context.system_prompt})
+    for message in context.messages:
+        if isinstance(message, UserMessage):
+            messages.append({"role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            messages.append(_assistant_json(message, reasoning_back=reasoning_back, signatures_back=signatures_back))
+        elif isinstance(message, ToolResultMessage):
+            text = "".join(part.text or "" for part in message.content if isinstance(part, TextContent))
+            messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
+    return messages
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, TextContent) for part in message.content):
+        return "\n".join(part.text or "" for part in message.content if isinstance(part, TextContent))
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, TextContent):
+            parts.append({"type": "text", "text": part.text or ""})
+        elif isinstance(part, ImageContent) and part.url:
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(part)}})
+    return parts
+
+
+def _image_url(image: ImageContent) -> str:
+    url = image.url or ""
+    if url.startswith(("data:", "http://", "https://")) or not image.mime_type:
+        return url
+    return f"data:{image.mime_type};base64,{url}"  # bare base64 payload
+
+
+# Gemini (its OpenAI-compatible endpoint) signs its tool calls (`extra_content.google.
+# thought_signature`); the signature must come back with the call on the next request
+# (https://ai.google.dev/gemini-api/docs/thought-signatures). Kept on the stored call block.
+THOUGHT_SIGNATURE = "thought_signature"
+
+
+def _tool_call_json(block: ToolCallContent, *, signatures_back: bool) -> dict[str, Any]:
+    call: dict[str, Any] = {
+        "id": block.id,
+        "type": "function",
+        "function": {"name": block.name, "arguments": json.dumps(block.arguments)},
+    }
+    signature = getattr(block, THOUGHT_SIGNATURE, None)
+    if signatures_back and isinstance(signature, str) and signature:
+        call["extra_content"] = {"google": {THOUGHT_SIGNATURE: signature}}
+    return call
+
+
+def _assistant_json(message: AssistantMessage, *, reasoning_back: bool = False, signatures_back: bool = False) -> dict[str, Any]:
+    """`signatures_back`: Gemini's tool-call thought signatures go back with their calls (to
+    Gemini only: another provider may refuse the unknown field)."""
+
+    text = "".join(
+        block.text or "" for block in message.content if isinstance(block, TextContent)
+    )
+    tool_calls = [
+        _tool_call_json(block, signatures_back=signatures_back)
+        for block in message.content
+        if isinstance(block, ToolCallContent)
+    ]
+    result: dict[str, Any] = {"role": "assistant", "content": text or (None if tool_calls else "")}
+    if tool_calls:
+        result["tool_calls"] = tool_calls
+        if reasoning_back:
+            result["reasoning_content"] = "".join(
+                block.thinking or "" for block in message.content if isinstance(block, ThinkingContent)
+            )
+    return result
+
+
+def sends_reasoning_back(model_id: str | None) -> bool:
+    """DeepSeek's thinking models require the reasoning of an assistant turn that made tool
+    calls to come back with it (HTTP 400 "Missing `reasoning_content` field" otherwise);
+    other providers do not take the field, so it is sent to DeepSeek models only."""
+
+    return "deepseek" in (model_id or "").lower()
+
+
+def _tool_json(tool: AgentTool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters or {"type": "object", "properties": {}},
+        },
+    }
+
+
+# ---------------------------------------------------------------- usage
+
+
+def convert_usage(raw: dict[str, Any] | None) -> dict[str, Any]:
+    """OpenAI usage -> tinyagent usage. Cost is only what the provider reports (OpenRouter)."""
+
+    raw = raw or {}
+    prompt = _int(raw.get("prompt_tokens"))
+    completion = _int(raw.get("completion_tokens"))
+    details = raw.get("prompt_tokens_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    # Cache writes: OpenRouter's prompt_tokens_details.cache_write_tokens, or Anthropic's
+    # cache_creation_input_tokens passed through; both are part of prompt_tokens.
+    written = _int(details.get("cache_write_tokens")) if isinstance(details, dict) else 0
+    written = written or _int(raw.get("cache_creation_input_tokens"))
+    total = _int(raw.get("total_tokens")) or prompt + completion
+    cost = raw.get("cost")
+    cost_total = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
+    return {
+        "input": max(0, prompt - cached - written),
+        "output": completion,
+        "cache_read": cached,
+        "cache_write": written,
+        "total_tokens": total,
+        "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": cost_total},
+    }
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
