@@ -33,6 +33,7 @@ def _import(home: Path, document: dict) -> subprocess.CompletedProcess[str]:
 def _document(workspace: Path, tokens: int) -> dict:
     document = valid_document()
     document["working_directory"] = str(workspace)
+    document["current_model"] = "openai-compatible:scripted"
     document["session_total_usage"].update({"input_tokens": tokens, "total_tokens": tokens})
     document["total_tokens"] = tokens
     return document
@@ -45,9 +46,18 @@ def test_a_document_above_2_53_is_refused_naming_the_field(home, workspace, toke
     assert "total_tokens: too large" in done.stderr and str(MAX_COUNT) in done.stderr
 
 
+async def _request(server: RawServer, msg_id: int, session_id: str) -> None:
+    server.request(msg_id, "workspace/executeCommand",
+                   {"command": "tunacode.request", "arguments": [{"prompt": "count", "sessionId": session_id}]})
+    answer = await server.answer_to(msg_id, timeout=30)
+    assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+
+
 async def _session_usage(server: RawServer, msg_id: int, session_id: str) -> dict:
     server.request(msg_id, "workspace/executeCommand", {"command": "tunacode.session.get", "arguments": [{"sessionId": session_id}]})
-    return (await server.answer_to(msg_id))["result"]["session"]["usage"]
+    answer = await server.answer_to(msg_id)
+    assert "result" in answer, answer
+    return answer["result"]["session"]["usage"]
 
 
 async def test_a_total_at_the_cap_stays_an_integer_after_more_requests(home, workspace, model):
@@ -59,9 +69,7 @@ async def test_a_total_at_the_cap_stays_an_integer_after_more_requests(home, wor
     try:
         await server.initialize(workspace, scripted_options(model))
         for msg_id in (10, 11):
-            server.request(msg_id, "workspace/executeCommand",
-                           {"command": "tunacode.request", "arguments": [{"prompt": "count", "sessionId": session_id}]})
-            assert (await server.answer_to(msg_id, timeout=30))["result"]["stopReason"] == "end_turn"
+            await _request(server, msg_id, session_id)
         usage = await _session_usage(server, 12, session_id)
     finally:
         await server.close()
@@ -84,9 +92,7 @@ async def test_a_row_stored_before_the_cap_is_read_and_added_to_as_an_integer(ho
     try:
         await server.initialize(workspace, scripted_options(model))
         before = await _session_usage(server, 9, session_id)
-        server.request(10, "workspace/executeCommand",
-                       {"command": "tunacode.request", "arguments": [{"prompt": "count", "sessionId": session_id}]})
-        assert (await server.answer_to(10, timeout=30))["result"]["stopReason"] == "end_turn"
+        await _request(server, 10, session_id)
         after = await _session_usage(server, 11, session_id)
     finally:
         await server.close()
