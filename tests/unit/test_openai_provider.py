@@ -575,3 +575,54 @@ def test_usage_reports_cache_writes_apart_from_input() -> None:
     assert (openrouter["input"], openrouter["cache_read"], openrouter["cache_write"]) == (100, 600, 300)
     anthropic = convert_usage({"prompt_tokens": 1000, "completion_tokens": 5, "cache_creation_input_tokens": 400})
     assert (anthropic["input"], anthropic["cache_read"], anthropic["cache_write"]) == (600, 0, 400)
+
+
+async def test_an_endless_sse_line_from_a_gateway_is_an_error_not_the_servers_memory() -> None:
+    """A hostile gateway sends `data: ` and then never a newline: the stream stops at the
+    decoder's bound (MAX_EVENT_BYTES) with a clear error and closes the connection; before, every
+    byte was kept (and rescanned for a newline on each chunk) until the server chose to stop."""
+
+    from tunacode_lsp.agent.provider.sse import MAX_EVENT_BYTES
+
+    piece = b"a" * (1024 * 1024)
+    sent = 0
+    stopped_by_client = asyncio.Event()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal sent
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: ")
+        try:
+            while sent < 4 * MAX_EVENT_BYTES:
+                writer.write(piece)
+                await writer.drain()
+                sent += len(piece)
+        except (ConnectionError, OSError):
+            stopped_by_client.set()
+        finally:
+            writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        model = OpenAICompatModel(id="m", base_url=f"http://127.0.0.1:{port}/v1/chat/completions")
+        stream, _, final = await asyncio.wait_for(run_stream(model), 60)
+        await asyncio.wait_for(stopped_by_client.wait(), 30)
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert final.stop_reason == "error" and stream.error_kind == "malformed"
+    assert "one server-sent event is over 16 MB" in (final.error_message or "")
+    assert sent < 4 * MAX_EVENT_BYTES
+
+
+def test_sse_decoder_bounds_one_event_across_lines_and_chunks() -> None:
+    from tunacode_lsp.agent.provider.sse import MAX_EVENT_BYTES, SSEEventTooLarge
+
+    decoder = SSEDecoder()
+    line = b"data: " + b"x" * (1024 * 1024) + b"\n"
+    with pytest.raises(SSEEventTooLarge):
+        for _ in range(MAX_EVENT_BYTES // (1024 * 1024) + 2):  # many data lines, never a blank one
+            assert decoder.feed(line) == []
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a") == [] and decoder.feed(b"b\n") == [] and decoder.feed(b"\ndata: c\n\n") == ["ab", "c"]

@@ -41,7 +41,7 @@ from tunacode_lsp.agent.provider.openai_request import (
     encode_request_body,
     sends_reasoning_back,
 )
-from tunacode_lsp.agent.provider.sse import SSEDecoder
+from tunacode_lsp.agent.provider.sse import SSEDecoder, SSEEventTooLarge
 from tunacode_lsp.agent.provider.text_tool_calls import extract_text_tool_calls
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.text import loads_text
@@ -259,7 +259,12 @@ class OpenAIChatStream(AssembledStream):
         if chunk is None:
             await self._stream_ended()
             return
-        self._on_payloads(self._decoder.feed(chunk))
+        try:
+            payloads = self._decoder.feed(chunk)
+        except SSEEventTooLarge as exc:  # an endless line from a gateway: not the server's memory
+            await self._fail(f"model stream failed: {exc}", "malformed")
+            return
+        self._on_payloads(payloads)
         if self._final is not None:
             await self._release()  # a malformed or error chunk ended the stream
 

@@ -1,31 +1,54 @@
-"""Server-sent events: bytes -> the data payload of each event."""
+"""Server-sent events: bytes -> the data payload of each event.
+
+One event (its pending line and its data lines together) is bounded by MAX_EVENT_BYTES: a
+gateway that sends an endless line or never ends an event gets SSEEventTooLarge instead of
+the server's memory. Each byte is scanned once (a long line in many chunks costs linear time).
+"""
 
 from __future__ import annotations
+
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+class SSEEventTooLarge(ValueError):
+    """One server-sent event grew past MAX_EVENT_BYTES."""
 
 
 class SSEDecoder:
     """Bytes -> the data payloads of server-sent events (comments and other fields ignored)."""
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no newline
         self._data: list[str] = []
+        self._data_bytes = 0
 
     def feed(self, chunk: bytes) -> list[str]:
         self._buffer += chunk
         events: list[str] = []
         start = 0
-        while (newline := self._buffer.find(b"\n", start)) >= 0:
-            line = self._buffer[start:newline].rstrip(b"\r")
-            start = newline + 1
+        search = self._scanned
+        while (newline := self._buffer.find(b"\n", search)) >= 0:
+            line = bytes(self._buffer[start:newline]).rstrip(b"\r")
+            start = search = newline + 1
             if not line:
                 if self._data:
                     events.append("\n".join(self._data))
                     self._data = []
+                    self._data_bytes = 0
                 continue
             name, _, value = line.partition(b":")
             if name == b"data":
                 self._data.append(value.removeprefix(b" ").decode("utf-8", errors="replace"))
-        self._buffer = self._buffer[start:]
+                self._data_bytes += len(value)
+        del self._buffer[:start]
+        self._scanned = len(self._buffer)
+        if len(self._buffer) + self._data_bytes > MAX_EVENT_BYTES:
+            self._buffer = bytearray()
+            self._data = []
+            raise SSEEventTooLarge(
+                f"one server-sent event is over {MAX_EVENT_BYTES // (1024 * 1024)} MB: the stream was stopped"
+            )
         return events
 
     def flush(self) -> list[str]:
@@ -33,4 +56,3 @@ class SSEDecoder:
 
         events = self.feed(b"\n\n") if self._buffer or self._data else []
         return events
-
