@@ -25,6 +25,7 @@ from tunacode_lsp.core.redact import redact_value
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.store.document import build_document, parse_document
 from tunacode_lsp.store.errors import (
+    DocumentError,
     MessageFormatError,
     SessionBusy,
     SessionExists,
@@ -403,7 +404,10 @@ class SessionStore:
                     *(parsed.usage[key] for key in (*TOKEN_KEYS, "cost")),
                 ),
             )
-            _insert_messages(conn, session_id, messages)
+            try:
+                _insert_messages(conn, session_id, messages)
+            except MessageFormatError as exc:  # e.g. an integer past 64 bits deep in a result's details
+                raise DocumentError(f"messages: {exc}") from None
         return self._require(session_id)
 
     def fork_session(self, session_id: str, message_count: int | None = None) -> SessionInfo:
