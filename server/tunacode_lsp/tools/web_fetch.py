@@ -7,6 +7,10 @@ is on; the connection then goes to the address that was checked (the URL's host 
 the Host header and TLS's server name), so a name cannot resolve to a public address for the
 check and a private one for the connection. Every redirect is checked the same way. No
 proxy from the environment is used.
+
+Bodies: the bound is on what is decoded, and decoding stops at it (one gzip or deflate layer,
+decompressed at most MAX_BODY_BYTES + 1 at a time); stacked encodings (`gzip, gzip`: 980 bytes
+that decode to a gigabyte in one step) and others are refused.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import zlib
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -125,18 +130,51 @@ def _to_markdown(html: str) -> str:
     return "\n".join(out).strip() + "\n"
 
 
+class _BodyDecoder:
+    """The response's Content-Encoding undone, never more than `room` bytes per step."""
+
+    def __init__(self, header: str) -> None:
+        codings = [c.strip().lower() for c in header.split(",") if c.strip().lower() not in ("", "identity")]
+        if len(codings) > 1:
+            raise ToolError(f"The page is sent with stacked encodings ({clip(header, 100)}): refused.")
+        self.coding = codings[0] if codings else None
+        if self.coding not in (None, "gzip", "x-gzip", "deflate"):
+            raise ToolError(f"The page is sent with the encoding '{clip(self.coding or '', 50)}', which web_fetch does not read.")
+        self.raw_deflate = False
+        self.first = True
+        self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if self.coding in ("gzip", "x-gzip") else zlib.MAX_WBITS)
+
+    def decode(self, data: bytes, room: int) -> bytes:
+        if self.coding is None:
+            return data[:room]
+        try:
+            try:
+                return self.inflater.decompress(data, room)
+            except zlib.error:
+                if self.coding != "deflate" or not self.first:
+                    raise
+                self.inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # deflate without its zlib header
+                return self.inflater.decompress(data, room)
+        except zlib.error as exc:
+            raise ToolError(f"The page's {self.coding} body is corrupt: {exc}.") from None
+        finally:
+            self.first = False
+
+
 async def _get(client: httpx.AsyncClient, url: httpx.URL, address: str, call: ToolCall) -> tuple[httpx.Response, bytes]:
     host = url.host
     target = url.copy_with(host=address)
-    headers = {"Host": url.netloc.decode("ascii"), "User-Agent": USER_AGENT, "Accept": "text/html, text/*;q=0.9, */*;q=0.5"}
+    headers = {"Host": url.netloc.decode("ascii"), "User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate",
+               "Accept": "text/html, text/*;q=0.9, */*;q=0.5"}
     extensions = {"sni_hostname": host} if url.scheme == "https" else {}
     request = client.build_request("GET", target, headers=headers, extensions=extensions)
     response = await client.send(request, stream=True)
     try:
+        decoder = _BodyDecoder(response.headers.get("content-encoding", ""))
         body = bytearray()
-        async for chunk in response.aiter_bytes():  # decoded (gzip...): the bound is on what is read
+        async for chunk in response.aiter_raw():  # decoded here, bounded: never more than the bound + 1
             call.check_abort()
-            body += chunk
+            body += decoder.decode(chunk, MAX_BODY_BYTES + 1 - len(body))
             if len(body) > MAX_BODY_BYTES:
                 body = body[:MAX_BODY_BYTES]
                 break

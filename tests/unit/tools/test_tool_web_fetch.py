@@ -36,3 +36,59 @@ async def test_not_http() -> None:
     for url in ("file:///etc/passwd", "ftp://example.org/", "gopher://x", "http://"):
         with pytest.raises(ToolError):
             await call(tool, {"url": url})
+
+
+def _gzip(data: bytes) -> bytes:
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+async def _serve_once(body: bytes, encoding: str):
+    import asyncio
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: %s\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (encoding.encode(), len(body)) + body)
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(answer, "127.0.0.1", 0)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "layers", "size", "expected"),
+    [
+        pytest.param("gzip, gzip", 2, 256 * 1024 * 1024, "stacked encodings", id="gzip-bomb-stacked"),  # 980 bytes -> 256 MB
+        pytest.param("gzip", 1, 64 * 1024 * 1024, None, id="gzip-bomb"),
+        pytest.param("gzip", 1, 1000, None, id="plain-gzip"),
+        pytest.param("br", 0, 10, "does not read", id="unknown-encoding"),
+    ],
+)
+async def test_a_compressed_body_is_decoded_within_the_bound(encoding, layers, size, expected) -> None:
+    """A hostile page's decompression bomb: before, httpx decoded each chunk whole (and each
+    layer of `gzip, gzip` in turn), so 980 bytes on the wire took a gigabyte of the server's memory
+    in one step; now one layer is undone at most MAX_BODY_BYTES + 1 at a time."""
+    import resource
+
+    body = b"a" * size
+    for _ in range(layers):
+        body = _gzip(body)
+    listener = await _serve_once(body, encoding)
+    port = listener.sockets[0].getsockname()[1]
+    tool = wf.create_web_fetch_tool(ToolSettings(web_private_addresses=True))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        if expected:
+            with pytest.raises(ToolError, match=expected):
+                await call(tool, {"url": f"http://127.0.0.1:{port}/"})
+        else:
+            result = await call(tool, {"url": f"http://127.0.0.1:{port}/"})
+            assert result.details["bytes"] == min(size, wf.MAX_BODY_BYTES)
+            assert "aaaa" in result.content[0].text
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024  # KB: well under the bombs
