@@ -112,3 +112,44 @@ async def test_a_stream_cut_midway_is_an_error(serve) -> None:
     server = serve([{"steps": [{"text": "half"}, {"drop": True}]}])
     _, final = await run(anthropic_model(server), Context(messages=[UserMessage(content=[TextContent(text="hi")])]))
     assert final.stop_reason == "error" and final.content[0].text == "half"
+
+
+async def test_an_endless_event_from_a_gateway_is_an_error_not_the_servers_memory() -> None:
+    """A hostile gateway (ANTHROPIC_BASE_URL) starts an event and never ends it: the SDK's decoder
+    kept every byte (re-copying them per line) until the gateway stopped; now the shared client
+    stops at sse.MAX_EVENT_BYTES with a clear error and closes the connection."""
+    from tunacode_lsp.agent.provider.sse import MAX_EVENT_BYTES
+
+    piece = b"a" * (1024 * 1024)
+    sent = 0
+    stopped_by_client = asyncio.Event()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal sent
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                     b"event: message_start\ndata: ")
+        try:
+            while sent < 4 * MAX_EVENT_BYTES:
+                writer.write(piece + b"\n")  # lines, but never the blank one that ends the event
+                await writer.drain()
+                sent += len(piece)
+        except (ConnectionError, OSError):
+            stopped_by_client.set()
+        finally:
+            writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
+        resolved = resolve_model("anthropic:claude-sonnet-5-5", env=env)
+        context = Context(messages=[UserMessage(content=[TextContent(text="hi")])])
+        _, final = await asyncio.wait_for(run(resolved, context), 60)
+        await asyncio.wait_for(stopped_by_client.wait(), 30)
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert final.stop_reason == "error"
+    assert "one server-sent event is over 16 MB" in (final.error_message or ""), final.error_message
+    assert sent < 4 * MAX_EVENT_BYTES

@@ -4,7 +4,9 @@ The SDK opens the call and decodes its events; this class races every wait again
 abort signal (assembly.py), closes the SDK's stream the moment it is set, maps the SDK's
 errors to the retry layer's status/kind, and says which variable to check on 401/403.
 The SDK's own retries are off (`max_retries=0`): stream.py retries every provider alike.
-The SDKs speak httpx2; one AsyncClient per event loop is shared by every SDK client.
+The SDKs speak httpx2; one AsyncClient per event loop is shared by every SDK client. Its
+event streams are bounded per event (sse.MAX_EVENT_BYTES, `bounded_events`): the SDKs' own
+decoders keep an event's bytes whole (and re-copy them per line) until its blank line comes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from tunacode_lsp.agent.provider.assembly import Aborted, AssembledStream
 from tunacode_lsp.agent.provider.http_errors import ERROR_DETAIL_LIMIT, parse_retry_after
 from tunacode_lsp.agent.provider.model import ProviderModel
+from tunacode_lsp.agent.provider.sse import MAX_EVENT_BYTES, SSEEventTooLarge
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
@@ -29,9 +32,54 @@ def shared_http_client() -> Any:
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
-        client = httpx2.AsyncClient(timeout=None, limits=httpx2.Limits(max_keepalive_connections=20))
+        client = httpx2.AsyncClient(
+            timeout=None, limits=httpx2.Limits(max_keepalive_connections=20),
+            event_hooks={"response": [bounded_events]},
+        )
         _clients[loop] = client
     return client
+
+
+_EVENT_ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n")
+
+
+def _bounded_event_stream(inner: Any) -> Any:
+    """A response's raw bytes, passed on as they come, that fail with SSEEventTooLarge once
+    MAX_EVENT_BYTES arrive without the blank line that ends an event."""
+
+    import httpx2
+
+    class BoundedEventStream(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            async for chunk in _bounded_chunks(inner):
+                yield chunk
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return BoundedEventStream()
+
+
+async def _bounded_chunks(inner: Any) -> Any:
+    pending = 0  # bytes since the last blank line
+    tail = b""  # the previous chunk's last bytes: a blank line may straddle two chunks
+    async for chunk in inner:
+        window = tail + chunk
+        end = max(window.rfind(marker) + len(marker) if marker in window else -1 for marker in _EVENT_ENDS)
+        pending = len(window) - end if end >= 0 else pending + len(chunk)
+        if pending > MAX_EVENT_BYTES:
+            raise SSEEventTooLarge(
+                f"one server-sent event is over {MAX_EVENT_BYTES // (1024 * 1024)} MB: the stream was stopped"
+            )
+        tail = window[-3:]
+        yield chunk
+
+
+async def bounded_events(response: Any) -> None:
+    """httpx2 response hook: an event stream's body is read through _bounded_event_stream."""
+
+    if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+        response.stream = _bounded_event_stream(response.stream)
 
 
 async def close_shared_http_client() -> None:
@@ -123,6 +171,9 @@ class SdkStream(AssembledStream):
             if status in (401, 403) and self._key_hint:
                 detail += f" (check {self._key_hint})"
             await self._fail(f"HTTP {status}: {detail}", "http")
+            return
+        if isinstance(exc, SSEEventTooLarge):  # an endless line from a gateway: not the server's memory
+            await self._fail(f"model stream failed: {exc}", "malformed")
             return
         kind_of_body = error_type(exc)
         if kind_of_body in ("overloaded_error", "rate_limit_error", "api_error"):
