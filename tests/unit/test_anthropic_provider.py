@@ -153,3 +153,36 @@ async def test_an_endless_event_from_a_gateway_is_an_error_not_the_servers_memor
     assert final.stop_reason == "error"
     assert "one server-sent event is over 16 MB" in (final.error_message or ""), final.error_message
     assert sent < 4 * MAX_EVENT_BYTES
+
+
+async def test_a_stacked_gzip_bomb_from_a_gateway_is_refused() -> None:
+    """The same bomb through the SDK's client (httpx2 inflates every layer of each chunk)."""
+    import resource
+    import zlib
+
+    def gz(data: bytes) -> bytes:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return packer.compress(data) + packer.flush()
+
+    body = gz(gz(b"event: message_start\ndata: " + b"a" * (256 * 1024 * 1024)))
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip, gzip\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
+        resolved = resolve_model("anthropic:claude-sonnet-5-5", env=env)
+        _, final = await asyncio.wait_for(run(resolved, Context(messages=[UserMessage(content=[TextContent(text="hi")])])), 60)
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert final.stop_reason == "error"
+    assert "stacked encodings (gzip, gzip)" in (final.error_message or ""), final.error_message
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024  # KB

@@ -626,3 +626,36 @@ def test_sse_decoder_bounds_one_event_across_lines_and_chunks() -> None:
             assert decoder.feed(line) == []
     decoder = SSEDecoder()
     assert decoder.feed(b"data: a") == [] and decoder.feed(b"b\n") == [] and decoder.feed(b"\ndata: c\n\n") == ["ab", "c"]
+
+
+async def test_a_stacked_gzip_bomb_from_a_gateway_is_refused_before_it_is_read() -> None:
+    """`Content-Encoding: gzip, gzip`: about a kilobyte that httpx inflates to 256 MB in one
+    step; refused with a clear error before the body is read."""
+    import resource
+    import zlib
+
+    def gz(data: bytes) -> bytes:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return packer.compress(data) + packer.flush()
+
+    body = gz(gz(b"data: " + b"a" * (256 * 1024 * 1024)))
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip, gzip\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        model = OpenAICompatModel(id="m", base_url=f"http://127.0.0.1:{port}/v1/chat/completions")
+        stream, _, final = await asyncio.wait_for(run_stream(model), 60)
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert final.stop_reason == "error" and stream.error_kind == "malformed"
+    assert "stacked encodings (gzip, gzip)" in (final.error_message or "")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024  # KB

@@ -41,7 +41,7 @@ from tunacode_lsp.agent.provider.openai_request import (
     encode_request_body,
     sends_reasoning_back,
 )
-from tunacode_lsp.agent.provider.sse import SSEDecoder, SSEEventTooLarge
+from tunacode_lsp.agent.provider.sse import SSEDecoder, SSEEventTooLarge, stacked_encodings
 from tunacode_lsp.agent.provider.text_tool_calls import extract_text_tool_calls
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.text import loads_text
@@ -245,6 +245,10 @@ class OpenAIChatStream(AssembledStream):
             )
         self._response = await self._race(self._client.send(request, stream=True))
         self._chunks = self._response.aiter_bytes()
+        refused = stacked_encodings(self._response.headers.get("content-encoding", ""))
+        if refused:  # before any body is read, an error's too
+            await self._fail(f"model stream failed: {refused}", "malformed")
+            return
         if self._response.status_code >= 400:
             await self._http_error(self._response)
             return

@@ -19,7 +19,7 @@ from typing import Any
 from tunacode_lsp.agent.provider.assembly import Aborted, AssembledStream
 from tunacode_lsp.agent.provider.http_errors import ERROR_DETAIL_LIMIT, parse_retry_after
 from tunacode_lsp.agent.provider.model import ProviderModel
-from tunacode_lsp.agent.provider.sse import MAX_EVENT_BYTES, SSEEventTooLarge
+from tunacode_lsp.agent.provider.sse import MAX_EVENT_BYTES, SSEEventTooLarge, StreamRefused, stacked_encodings
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
@@ -43,7 +43,7 @@ def shared_http_client() -> Any:
 _EVENT_ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n")
 
 
-def _bounded_event_stream(inner: Any) -> Any:
+def _bounded_event_stream(inner: Any, refused: str | None = None) -> Any:
     """A response's raw bytes, passed on as they come, that fail with SSEEventTooLarge once
     MAX_EVENT_BYTES arrive without the blank line that ends an event."""
 
@@ -51,7 +51,7 @@ def _bounded_event_stream(inner: Any) -> Any:
 
     class BoundedEventStream(httpx2.AsyncByteStream):
         async def __aiter__(self) -> Any:
-            async for chunk in _bounded_chunks(inner):
+            async for chunk in _bounded_chunks(inner, refused):
                 yield chunk
 
         async def aclose(self) -> None:
@@ -60,7 +60,9 @@ def _bounded_event_stream(inner: Any) -> Any:
     return BoundedEventStream()
 
 
-async def _bounded_chunks(inner: Any) -> Any:
+async def _bounded_chunks(inner: Any, refused: str | None = None) -> Any:
+    if refused:
+        raise StreamRefused(refused)
     pending = 0  # bytes since the last blank line
     tail = b""  # the previous chunk's last bytes: a blank line may straddle two chunks
     async for chunk in inner:
@@ -78,8 +80,9 @@ async def _bounded_chunks(inner: Any) -> Any:
 async def bounded_events(response: Any) -> None:
     """httpx2 response hook: an event stream's body is read through _bounded_event_stream."""
 
-    if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
-        response.stream = _bounded_event_stream(response.stream)
+    refused = stacked_encodings(response.headers.get("content-encoding", ""))
+    if refused or response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+        response.stream = _bounded_event_stream(response.stream, refused)
 
 
 async def close_shared_http_client() -> None:
@@ -172,7 +175,7 @@ class SdkStream(AssembledStream):
                 detail += f" (check {self._key_hint})"
             await self._fail(f"HTTP {status}: {detail}", "http")
             return
-        if isinstance(exc, SSEEventTooLarge):  # an endless line from a gateway: not the server's memory
+        if isinstance(exc, StreamRefused):  # an endless line or a bomb from a gateway: not the server's memory
             await self._fail(f"model stream failed: {exc}", "malformed")
             return
         kind_of_body = error_type(exc)

@@ -10,8 +10,20 @@ from __future__ import annotations
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
-class SSEEventTooLarge(ValueError):
+class StreamRefused(ValueError):
+    """A model stream read no further (too large an event, stacked encodings)."""
+
+
+class SSEEventTooLarge(StreamRefused):
     """One server-sent event grew past MAX_EVENT_BYTES."""
+
+
+def stacked_encodings(content_encoding: str) -> str | None:
+    """Why a body with this Content-Encoding is refused: more than one compression layer
+    (`gzip, gzip`: a kilobyte that the HTTP client would inflate to gigabytes in one step)."""
+
+    layers = [c.strip() for c in content_encoding.lower().split(",") if c.strip() not in ("", "identity")]
+    return f"the body is sent with stacked encodings ({', '.join(layers)[:100]}): refused" if len(layers) > 1 else None
 
 
 class SSEDecoder:
