@@ -4,7 +4,9 @@ dev server, a watcher), in the same sandbox and after the same approval as any c
 
 One `BackgroundProcesses` per server (the agent layer holds it); each request's tools see
 their session's processes only (`SessionProcesses`). Each process keeps the last
-MAX_BUFFER_BYTES of its output; at most MAX_PER_SESSION run per session. They end on
+MAX_BUFFER_BYTES of its output; at most MAX_PER_SESSION run per session, and the newest
+MAX_EXITED_KEPT that ended stay readable (older ended ones are forgotten as new ones start,
+so a model that starts thousands of short commands does not pile up their buffers). They end on
 `process_kill`, when their session is deleted (`kill_session`), and when the server exits
 (the environment marker every command carries, tools/bash.py `_kill_leftovers`).
 """
@@ -28,6 +30,7 @@ from tunacode_lsp.tools.errors import ToolError
 MAX_BUFFER_BYTES = 1024 * 1024  # the newest output kept per process
 MAX_PER_SESSION = 8  # running at once
 MAX_PER_SERVER = 32  # running at once, all sessions together
+MAX_EXITED_KEPT = 16  # ended processes per session whose last output can still be read
 KILL_WAIT_SECONDS = 3.0
 
 
@@ -108,6 +111,9 @@ class BackgroundProcesses:
                 f"{len(running)} background processes already run in this session (at most {MAX_PER_SESSION}): "
                 "end one with process_kill first."
             )
+        ended = [p for p in self.processes.values() if p.session_id == session_id and not p.running]
+        for process in ended[: max(0, len(ended) - MAX_EXITED_KEPT + 1)]:  # the oldest first
+            self.processes.pop(process.process_id, None)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,

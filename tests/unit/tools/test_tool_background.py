@@ -79,3 +79,22 @@ async def test_what_runs_code_outside_is_removed_when_it_ends(ws: Path) -> None:
         registry.kill_session("s1")
     assert "made" in seen
     assert not (ws / ".vscode").exists() and not (ws / ".envrc").exists()
+
+
+async def test_ended_processes_do_not_pile_up(ws: Path) -> None:
+    """A hostile model starts short commands in a loop: each ended one kept its buffer (up to
+    1 MB) until the session was deleted; now the newest MAX_EXITED_KEPT stay readable."""
+    registry = bg.BackgroundProcesses()
+    tools = tools_for(ws, ToolSettings(background=registry.for_session("s1"), shell_sandbox="off"))
+    try:
+        for _ in range(bg.MAX_EXITED_KEPT + 8):
+            await call(tools["bash"], {"command": "echo hi", "background": True})
+            newest = list(registry.processes.values())[-1]
+            await newest.tasks[1]  # ended
+        ids = [p.process_id for p in registry.processes.values()]
+        assert len(ids) == bg.MAX_EXITED_KEPT and ids[-1] == f"p{bg.MAX_EXITED_KEPT + 8}"
+        assert "hi" in (await call(tools["process_output"], {"processId": ids[-1]})).content[0].text
+        with pytest.raises(ToolError, match="No background process 'p1'"):
+            await call(tools["process_output"], {"processId": "p1"})
+    finally:
+        registry.kill_session("s1")
