@@ -201,26 +201,25 @@ def _leading(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _reindent(model: list[str], file: list[str]) -> Callable[[str], str] | None:
-    """A hunk found ignoring indentation: its added lines moved to the file's indentation (the
-    model's first indented line's indentation becomes the file's). None when they differ
-    otherwise than by one consistent prefix (the lines are then kept as the model wrote them)."""
+def _reindent(body: str, model_lead: str, file_lead: str, shown: str, what: str) -> str:
+    """An added line of a hunk found ignoring indentation, moved to the file's indentation by
+    the line before it in the hunk (`model_lead` as the model wrote it, `file_lead` as the file
+    has it). A line whose indentation cannot be told for sure is an error, never a guess."""
 
-    pairs = [(_leading(m), _leading(f)) for m, f in zip(model, file) if m.strip()]
-    if not pairs:
-        return None
-    model_indent, file_indent = min(pairs, key=lambda pair: len(pair[0]))
-    if any(not m.startswith(model_indent) or not f.startswith(file_indent) for m, f in pairs):
-        return None
-
-    def move(line: str) -> str:
-        if not line.strip():
-            return line
-        if line.startswith(model_indent):
-            return file_indent + line[len(model_indent) :]
-        return line
-
-    return move
+    lead = body[: len(body) - len(body.lstrip())]
+    rest = body[len(lead) :]
+    if not rest or model_lead == file_lead:
+        return body
+    if lead == model_lead:
+        return file_lead + rest
+    extra = lead[len(model_lead) :]
+    same_kind = not file_lead or set(extra) <= set(file_lead)
+    if lead.startswith(model_lead) and lead != file_lead and same_kind:
+        return file_lead + extra + rest
+    raise PatchError(
+        f"In '{shown}', {what} was found only ignoring indentation, and the indentation of its added line "
+        f"{rest[:80]!r} cannot be told for sure. Nothing was written. Copy the lines with the file's indentation."
+    )
 
 
 def apply_hunks(text: str, hunks: list[Hunk], shown: str) -> tuple[str, list[str]]:
@@ -266,17 +265,23 @@ def apply_hunks(text: str, hunks: list[Hunk], shown: str) -> tuple[str, list[str
                 at, level = _find(lines, old, position, shown, what)
         if level != "exactly":
             notes.append(f"{what} matched lines {at + 1}-{at + len(old)} {level}")
-        reindent = _reindent(hunk.old, lines[at : at + len(old)]) if level == "ignoring indentation" else None
+        moved = level == "ignoring indentation"
+        # found only ignoring whitespace, in lines that have no trailing blanks: the model's copy
+        # added them, to its added lines too
+        clean = level != "exactly" and all(line == line.rstrip() for line in lines[at : at + len(old)])
         replacement: list[str] = []
         cursor = at
+        reference = ("", "")  # (the model's, the file's) indentation of the last line matched
         for op, body in hunk.lines:
-            if op == " ":
-                replacement.append(lines[cursor])  # the file's own line, byte for byte
-                cursor += 1
-            elif op == "-":
+            if op in " -":
+                if body.strip():
+                    reference = (_leading(body), _leading(lines[cursor]))
+                if op == " ":
+                    replacement.append(lines[cursor])  # the file's own line, byte for byte
                 cursor += 1
             else:
-                replacement.append(reindent(body) if reindent is not None else body)
+                added = _reindent(body, *reference, shown, what) if moved else body
+                replacement.append(added.rstrip() if clean else added)
         replacements.append((at, at + len(old), replacement))
         position = at + len(old)
     for start, end, new in reversed(replacements):

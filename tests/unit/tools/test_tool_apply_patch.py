@@ -102,10 +102,15 @@ def test_hunks_apply_with_whitespace_drift_and_missing_anchor_but_never_ambiguou
     assert new == text.replace("    return x\n", "    return x + 1\n").replace("    return x + 1\n", "    return x\n", 1)
     assert notes == []
     # indentation drift (tabs, two spaces): found ignoring indentation, the file's own context kept
-    ops = parse_patch(patch("*** Update File: m.py", "@@ def g():", "   x = 1", "-\treturn x", "+    return 2"))
+    ops = parse_patch(patch("*** Update File: m.py", "@@ def g():", "   x = 1", "-\treturn x", "+\treturn 2"))
     new, notes = apply_hunks(text, ops[0].hunks, "m.py")
     assert new.endswith("def g():\n    x = 1\n    return 2\n")
     assert notes and "ignoring indentation" in notes[0]
+    # the context drifted but the added line is written at another depth: which one is meant
+    # cannot be told, so it is refused
+    ops = parse_patch(patch("*** Update File: m.py", "@@ def g():", " x = 1", "-return x", "+    return 2"))
+    with pytest.raises(PatchError, match="cannot be told"):
+        apply_hunks(text, ops[0].hunks, "m.py")
 
 
 def test_a_wrong_context_line_is_an_error_naming_it() -> None:
