@@ -20,9 +20,9 @@ from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, 
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
 from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
-from tunacode_lsp.agent.edit_format import uses_apply_patch
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
+from tunacode_lsp.agent.edit_format import uses_apply_patch
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.hooks import HookRunner
 from tunacode_lsp.agent.instructions import NestedInstructions

@@ -34,8 +34,8 @@ from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
-from tunacode_lsp.tools.process_guard import guarded_argv
 from tunacode_lsp.tools.kept_outputs import MAX_KEPT_BYTES, keep_output, kept_note, outputs_folder
+from tunacode_lsp.tools.process_guard import guarded_argv
 from tunacode_lsp.tools.textfile import cut_middle
 
 log = logging.getLogger(__name__)
