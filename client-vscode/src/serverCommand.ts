@@ -1,12 +1,21 @@
 /**
  * Which program starts the language server: `tunacode.server.command` if set, else
- * `tunacode-lsp` on PATH, else `<tunacode.server.python> -m tunacode_lsp` when that Python
+ * `tunacode-lsp` on PATH, else `<tunacode.server.python> -P -m tunacode_lsp` when that Python
  * can import it. Pure apart from the probes, so it is tested without VS Code.
+ *
+ * `-P` (Python 3.11+, which the server requires) keeps the working directory (the workspace)
+ * off `sys.path`: a checkout holding `tunacode_lsp/`, `pygls/` or `orjson.py` is never
+ * imported, neither by the probe nor by the server. Not `-I`: that would also drop
+ * PYTHONPATH and the user's site-packages, where the server may be installed.
  */
 
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
+
+/** The arguments after the Python program that start the server. */
+export const PYTHON_SERVER_ARGS = ["-P", "-m", "tunacode_lsp"];
 
 export interface ServerCommandSettings {
   command: string[];
@@ -48,11 +57,11 @@ export function resolveServerCommand(settings: ServerCommandSettings, probes: Pr
   if (onPath) return { ok: true, command: onPath, args: [], source: "path" };
 
   const python = settings.python || "python3";
-  tried.push(`${python} -m tunacode_lsp`);
+  tried.push(`${python} ${PYTHON_SERVER_ARGS.join(" ")}`);
   const pythonPath = probes.which(python);
   if (pythonPath) {
     const probe = probes.canImport(pythonPath);
-    if (probe.ok) return { ok: true, command: pythonPath, args: ["-m", "tunacode_lsp"], source: "python" };
+    if (probe.ok) return { ok: true, command: pythonPath, args: [...PYTHON_SERVER_ARGS], source: "python" };
     return {
       ok: false,
       tried,
@@ -74,14 +83,14 @@ export function systemProbes(env: NodeJS.ProcessEnv = process.env): Probes {
         return isExecutable(program) ? path.resolve(program) : undefined;
       }
       for (const dir of (env.PATH ?? "").split(path.delimiter)) {
-        if (!dir) continue;
+        if (!path.isAbsolute(dir)) continue; // "" or "." would mean the working directory: the workspace
         const candidate = path.join(dir, program);
         if (isExecutable(candidate)) return candidate;
       }
       return undefined;
     },
     canImport(python: string) {
-      const run = spawnSync(python, ["-c", "import tunacode_lsp"], { env, timeout: 15_000, encoding: "utf8" });
+      const run = spawnSync(python, ["-P", "-c", "import tunacode_lsp"], { env, cwd: os.tmpdir(), timeout: 15_000, encoding: "utf8" });
       if (run.error) return { ok: false, detail: run.error.message };
       if (run.status === 0) return { ok: true };
       const lastLine = (run.stderr ?? "").trim().split("\n").pop() ?? "";

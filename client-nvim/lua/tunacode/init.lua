@@ -24,7 +24,7 @@ local diagnostics = require('tunacode.diagnostics')
 local M = {}
 
 local defaults = {
-  --- command that starts the server; default: tunacode-lsp if on PATH, else python3 -m tunacode_lsp
+  --- command that starts the server; default: tunacode-lsp if on PATH, else python3 -P -m tunacode_lsp
   cmd = nil, ---@type string[]?
   --- the tunacode.* settings: model, baseUrl, approval, maxTurns, requestTimeout, sessionStore, ...
   settings = {},
@@ -61,12 +61,31 @@ local function notify(message, level)
   vim.notify('TunaCode: ' .. message, level or vim.log.levels.INFO)
 end
 
+--- The program `name` in an absolute folder of $PATH (a relative entry such as `.` would
+--- find the workspace's own file), or nil.
+---@param name string
+---@return string?
+local function on_path(name)
+  for dir in vim.gsplit(vim.env.PATH or '', ':', { plain = true }) do
+    if dir:sub(1, 1) == '/' then
+      local candidate = vim.fs.joinpath(dir, name)
+      if vim.fn.executable(candidate) == 1 then
+        return candidate
+      end
+    end
+  end
+  return nil
+end
+
+--- tunacode-lsp from $PATH, else python3 -P -m tunacode_lsp: `-P` keeps the working directory
+--- (the workspace) off sys.path, so a checkout's `tunacode_lsp/` or `pygls/` is never imported.
 ---@return string[]
 function M.default_cmd()
-  if vim.fn.executable('tunacode-lsp') == 1 then
-    return { 'tunacode-lsp' }
+  local program = on_path('tunacode-lsp')
+  if program then
+    return { program }
   end
-  return { 'python3', '-m', 'tunacode_lsp' }
+  return { 'python3', '-P', '-m', 'tunacode_lsp' }
 end
 
 ---@return string

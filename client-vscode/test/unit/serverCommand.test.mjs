@@ -39,7 +39,7 @@ describe("resolveServerCommand", () => {
 
   it("falls back to the configured Python with -m tunacode_lsp", () => {
     const r = resolveServerCommand({ command: [], python: "/v/bin/python" }, fakeProbes({ onPath: { "/v/bin/python": "/v/bin/python" }, importable: ["/v/bin/python"] }));
-    assert.deepEqual(r, { ok: true, command: "/v/bin/python", args: ["-m", "tunacode_lsp"], source: "python" });
+    assert.deepEqual(r, { ok: true, command: "/v/bin/python", args: ["-P", "-m", "tunacode_lsp"], source: "python" });
   });
 
   it("explains what to install or set when nothing works", () => {

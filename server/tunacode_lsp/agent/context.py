@@ -26,6 +26,7 @@ from tunacode_lsp.contract.protocol import (
     SelectionContext,
 )
 from tunacode_lsp.core.text import clip
+from tunacode_lsp.tools.confined_read import read_confined
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 
@@ -86,10 +87,10 @@ def resolve_context(
         path = _path_of(item.uri, root, where)
         shown_path = display_path(root, path)
         if isinstance(item, FileContext):
-            text = _document_text(path, where, text_of)
+            text = _document_text(root, path, where, text_of)
             block = _file_block(shown_path, text, min(MAX_FILE_CHARS, budget))
         elif isinstance(item, SelectionContext):
-            text = item.text if item.text is not None else _slice(_document_text(path, where, text_of), item.range, where)
+            text = item.text if item.text is not None else _slice(_document_text(root, path, where, text_of), item.range, where)
             block = _selection_block(shown_path, item.range, text, budget)
         else:
             block = _diagnostic_line(shown_path, item)
@@ -115,21 +116,21 @@ def _path_of(uri: str, root: Path, where: str) -> Path:
         raise ParamsError(f"{where}.uri: {clip(uri, 80)!r} is outside the workspace ({root})") from None
 
 
-def _document_text(path: Path, where: str, text_of: TextOf | None) -> str:
+def _document_text(root: Path, path: Path, where: str, text_of: TextOf | None) -> str:
     if text_of is not None:
         open_text = text_of(path)
         if open_text is not None:
             return open_text
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except IsADirectoryError:
-        raise ParamsError(f"{where}.uri: {path.name} is a folder, not a file") from None
-    except OSError as exc:
-        raise ParamsError(f"{where}.uri: cannot read {path.name}: {exc.strerror or exc}") from None
+    # the confined reader: beneath the root, a regular file (a FIFO never blocks), bounded
+    found = read_confined(root, path, limit=MAX_FILE_BYTES, truncate=True)
+    if found.notice is not None:
+        raise ParamsError(f"{where}.uri: {found.notice}")
+    if found.data is None:
+        raise ParamsError(f"{where}.uri: cannot read {path.name}: no such file")
+    data = found.data
     if b"\0" in data[:8192]:
         raise ParamsError(f"{where}.uri: {path.name} is a binary file")
-    return data[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace")
 
 
 def _column(line: str, utf16_units: int, where: str) -> int:

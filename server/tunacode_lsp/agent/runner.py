@@ -27,7 +27,7 @@ from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalReques
 from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
-from tunacode_lsp.agent.system_prompt import build_system_prompt
+from tunacode_lsp.agent.system_prompt import build_system_prompt, load_system_prompt
 from tunacode_lsp.contract.protocol import (
     Compaction,
     ErrorInfo,
@@ -223,7 +223,10 @@ class RequestRun:
             # Validating a long history is CPU work (~25 us a message): on a thread, not the loop.
             # (no local for the history: this frame ends up in an exception's traceback, a cycle
             # that would keep 30k models alive until the collector finds it)
-            agent = self._build_agent(await asyncio.to_thread(self._load_history))
+            system_prompt, notices = await asyncio.to_thread(load_system_prompt, self.spec.workspace_root)
+            for notice in notices:  # an instruction file skipped (a link out, a FIFO, ...)
+                self.sink.emit(Notice(notice))
+            agent = self._build_agent(await asyncio.to_thread(self._load_history), system_prompt)
         except Exception as exc:  # a stored history or a tool that cannot be loaded: an error result
             log.exception("the agent could not be built")
             self.abort_signal.set()
@@ -305,7 +308,7 @@ class RequestRun:
             models.append(model)
         return models
 
-    def _build_agent(self, history: list[Any] | None = None) -> Agent:
+    def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:
         spec = self.spec
         agent = Agent(
             AgentOptions(
@@ -325,7 +328,7 @@ class RequestRun:
             )
         )
         agent.set_model(spec.model.model)
-        agent.set_system_prompt(build_system_prompt(spec.workspace_root))
+        agent.set_system_prompt(system_prompt if system_prompt is not None else build_system_prompt(spec.workspace_root))
         tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved, documents=spec.documents)
         agent.set_tools([self._wrap_tool(t) for t in [*tools, *spec.extra_tools]])
         agent.replace_messages(history if history is not None else [load_message(m) for m in spec.history])

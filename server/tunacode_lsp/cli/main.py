@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the program (the console script): no module from the working directory
+        from tunacode_lsp.cli.safe_path import drop_working_directory
+
+        drop_working_directory()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in DELEGATED:
         module, _ = DELEGATED[argv[0]]

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
+from tunacode_lsp.cli.safe_path import safe_python_path
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -260,7 +262,21 @@ def outcome_exit_code(opts: RunOptions, stop_reason: str, *, denied: int, change
 
 
 def server_command() -> list[str]:
-    return [sys.executable, "-m", "tunacode_lsp"]
+    # -P: the working directory (the checkout) is not on sys.path, so no `pygls/` or
+    # `tunacode_lsp/` of the workspace is imported; not -I, which would also drop the
+    # user's site-packages and PYTHONPATH, where this very package may be installed.
+    return [sys.executable, "-P", "-m", "tunacode_lsp"]
+
+
+def server_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: `PYTHONPATH` keeps only absolute entries (an empty or
+    relative one would put the checkout back on sys.path)."""
+
+    out = dict(env)
+    python_path = safe_python_path(out.pop("PYTHONPATH", None))
+    if python_path:
+        out["PYTHONPATH"] = python_path
+    return out
 
 
 def spawn_server(cwd: Path, env: Mapping[str, str], command: list[str] | None = None) -> subprocess.Popen[bytes]:
@@ -269,7 +285,7 @@ def spawn_server(cwd: Path, env: Mapping[str, str], command: list[str] | None = 
     return subprocess.Popen(
         command or server_command(),
         cwd=str(cwd),
-        env=dict(env),
+        env=server_env(env),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

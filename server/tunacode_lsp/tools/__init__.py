@@ -3,25 +3,42 @@ to the workspace root (paths.py). The agent layer calls build_tools and summariz
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
-from typing import Any
-
-from tinyagent.agent_types import AgentTool
+from typing import TYPE_CHECKING, Any
 
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools.bash import create_bash_tool
-from tunacode_lsp.tools.diagnostics import DiagnosticsSource, create_diagnostics_tool
 from tunacode_lsp.tools.documents import DocumentOverlay
-from tunacode_lsp.tools.edit_file import create_edit_file_tool
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
-from tunacode_lsp.tools.grep import create_grep_tool
 from tunacode_lsp.tools.line_refs import LineRefLedger
-from tunacode_lsp.tools.list_files import create_list_files_tool
-from tunacode_lsp.tools.read_file import create_read_file_tool
 from tunacode_lsp.tools.settings import ToolSettings
-from tunacode_lsp.tools.todo_write import create_todo_write_tool
-from tunacode_lsp.tools.write_file import create_write_file_tool
+
+if TYPE_CHECKING:
+    from tinyagent.agent_types import AgentTool
+
+    from tunacode_lsp.tools.diagnostics import DiagnosticsSource
+
+# The tool factories load tinyagent: imported when first asked for, so that a light module of
+# this package (confined_read, beneath, paths) costs nothing at the server's start-up.
+_FACTORIES = {
+    "create_bash_tool": "bash",
+    "create_diagnostics_tool": "diagnostics",
+    "create_edit_file_tool": "edit_file",
+    "create_grep_tool": "grep",
+    "create_list_files_tool": "list_files",
+    "create_read_file_tool": "read_file",
+    "create_todo_write_tool": "todo_write",
+    "create_write_file_tool": "write_file",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FACTORIES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "CHANGING_TOOLS",
@@ -57,6 +74,15 @@ def build_tools(
     """All tools for one workspace. read_file and edit_file share `ledger`, the record of the line
     references the model has seen; pass one ledger per session so that references from an earlier
     request stay usable (without it, a new request must read a file again before line edits)."""
+    from tunacode_lsp.tools.bash import create_bash_tool
+    from tunacode_lsp.tools.diagnostics import create_diagnostics_tool
+    from tunacode_lsp.tools.edit_file import create_edit_file_tool
+    from tunacode_lsp.tools.grep import create_grep_tool
+    from tunacode_lsp.tools.list_files import create_list_files_tool
+    from tunacode_lsp.tools.read_file import create_read_file_tool
+    from tunacode_lsp.tools.todo_write import create_todo_write_tool
+    from tunacode_lsp.tools.write_file import create_write_file_tool
+
     root = Path(workspace_root)
     ledger = ledger if ledger is not None else LineRefLedger()
     tools = [

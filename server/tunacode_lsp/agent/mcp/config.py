@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tunacode_lsp.tools.confined_read import read_confined
+
 WORKSPACE_FILE = ".mcp.json"
 MAX_WORKSPACE_FILE_BYTES = 1_000_000
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -139,14 +141,13 @@ def _spec(name: str, entry: dict[str, Any], source: Source, env: Mapping[str, st
 def read_workspace_file(root: Path) -> tuple[Any, list[str]]:
     """The `mcpServers` object of `<root>/.mcp.json`, or None; warnings for a bad file."""
 
-    path = root / WORKSPACE_FILE
+    # the confined reader: beneath the root, a regular file, bounded (a link out, a FIFO: a notice)
+    found = read_confined(root, WORKSPACE_FILE, limit=MAX_WORKSPACE_FILE_BYTES)
+    if found.data is None:
+        return None, [found.notice] if found.notice else []
     try:
-        if not path.is_file():
-            return None, []
-        if path.stat().st_size > MAX_WORKSPACE_FILE_BYTES:
-            return None, [f"{WORKSPACE_FILE} is larger than 1 MB; ignored"]
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(found.data.decode("utf-8"))
+    except ValueError as exc:
         return None, [f"{WORKSPACE_FILE} cannot be read: {str(exc)[:200]}; ignored"]
     if not isinstance(data, dict):
         return None, [f"{WORKSPACE_FILE}: expected an object with `mcpServers`; ignored"]
