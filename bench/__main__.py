@@ -13,6 +13,7 @@ from pathlib import Path
 from . import (
     abort,
     anthropic_cache,
+    big_workspace,
     checkpoints,
     concurrency,
     headless,
@@ -43,6 +44,7 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "resume": resume.run,
     "checkpoints": checkpoints.run,
     "turn_stall": turn_stall.run,
+    "big_workspace": big_workspace.run,
 }
 
 
