@@ -109,7 +109,17 @@ class SnapshotQueue:
     def _take(self, repo: ShadowRepo, key: str) -> str:
         with self._lock:
             self._queued.pop(key, None)  # started: a later caller needs a later snapshot
-        return repo.snapshot()
+        tree = repo.snapshot()
+        if repo.borrowing():  # seeded from the workspace's git: make its objects ours, after this
+            self._pool.submit(self._absorb, repo)
+        return tree
+
+    @staticmethod
+    def _absorb(repo: ShadowRepo) -> None:
+        try:
+            repo.absorb()
+        except CheckpointError as exc:
+            log.warning("copying the objects borrowed from %s/.git failed (still borrowed): %s", repo.root, exc)
 
     async def snapshot(self, repo: ShadowRepo) -> str:
         """Await a snapshot; cancelling the wait never cancels the (shared) snapshot."""
