@@ -4,7 +4,8 @@ snapshot of a big workspace takes tens of seconds, and a read-only request (`lis
 the checkpoint lock, taken by the test (as another server on the same workspace would): a
 read-only request still answers at once, while a request that writes waits for its 'before'
 snapshot; once the lock is free, the read-only request's checkpoint is whole ('after' =
-'before') and `tunacode.changes` lists nothing for it."""
+'before') and `tunacode.changes` lists nothing for it. The first snapshot, held up over a
+second, shows work-done progress until it ends."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ async def test_a_read_only_request_never_waits_for_a_snapshot(lsp, model, worksp
             call("list_files", {"path": "."}), call("grep", {"pattern": "print"}), DONE,
             call("write_file", {"filepath": "b.py", "content": "b\n"}), DONE,
         ]})
-        await lsp.start(init_options=scripted_options(model))
+        client = await lsp.start(init_options=scripted_options(model))
         started = time.monotonic()
         result = await asyncio.wait_for(lsp.command("tunacode.request", {"prompt": "look"}), 15)
         took = time.monotonic() - started
@@ -57,6 +58,10 @@ async def test_a_read_only_request_never_waits_for_a_snapshot(lsp, model, worksp
         fcntl.flock(held, fcntl.LOCK_UN)
         os.close(held)
     second = await asyncio.wait_for(writing, 60)
+    # the first snapshot (held up > 1 s) was not silent: work-done progress, begun and ended
+    reports = client.progress_reports.get("tunacode/checkpoints", [])
+    assert reports and reports[0].kind == "begin" and "checkpoints" in reports[0].title
+    assert reports[-1].kind == "end" and "recorded in" in reports[-1].message
     assert second["stopReason"] == "end_turn" and second["changedFiles"] == ["b.py"]
     changes = await lsp.command("tunacode.changes", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
     assert changes == {"files": [], "truncated": False}

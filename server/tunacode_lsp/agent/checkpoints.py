@@ -376,16 +376,18 @@ class Checkpoints:
         self._off[real] = why
         self._said.add("checkpoints_off")
 
-    def warm(self, root: Path) -> None:
-        """Take a snapshot now (on a worker thread, at start-up): the first one of a workspace
-        reads every file, and the first request need not wait for it."""
+    def warm(self, root: Path) -> concurrent.futures.Future[str]:
+        """Start a snapshot now (on the checkpoints' worker, at start-up): the first one of a
+        workspace reads every file, and the first request need not wait for it. Returns it."""
 
         def said(done: concurrent.futures.Future[str]) -> None:
             exc = None if done.cancelled() else done.exception()
             if exc is not None:
                 log.info("no start-up checkpoint of %s: %s", root, exc)
 
-        self.queue.submit(self.repo(root)).add_done_callback(said)  # a request's 'before' queued meanwhile shares it
+        snapshot = self.queue.submit(self.repo(root))  # a request's 'before' queued meanwhile shares it
+        snapshot.add_done_callback(said)
+        return snapshot
 
     # ------------------------------------------------------------ commands
 
