@@ -16,6 +16,7 @@ from . import (
     big_workspace,
     checkpoints,
     concurrency,
+    crowd,
     headless,
     overhead,
     prefix_reuse,
@@ -45,6 +46,7 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "checkpoints": checkpoints.run,
     "turn_stall": turn_stall.run,
     "big_workspace": big_workspace.run,
+    "crowd": crowd.run,
 }
 
 
