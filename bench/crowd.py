@@ -1,7 +1,8 @@
 """`tunacode.status` while 200 requests run at once (issue 35): 200 requests in 200 new
 sessions, each streaming a slow answer; once every one has started, `tunacode.status` round
-trips one at a time. Baseline: the same round trip on the idle server, same run. Goal: p50
-under 1 s (version 2 answered in under a second; the figure was 1.7 s)."""
+trips one at a time. Baseline: the same round trip on the idle server, same run. Goal: p99
+(with 15 samples, the longest) under 1 s (version 2 answered in under a second; the figure
+was 1.7 s)."""
 
 from __future__ import annotations
 
@@ -43,4 +44,4 @@ async def run(config: BenchConfig) -> list[Row]:
         finally:
             await server.stop()
     return [Row(f"tunacode.status while {count} requests run", busy, idle, "tunacode.status, idle server",
-                Goal("p50", 1000), note=f"active requests seen by status: {starts.low:.0f}..{starts.high:.0f}")]
+                Goal("p99", 1000), ratio_of="p99", note=f"active requests seen by status: {starts.low:.0f}..{starts.high:.0f}")]

@@ -141,6 +141,9 @@ def test_borrowed_objects_are_copied_in_and_a_restore_gives_the_exact_bytes_afte
     repo = ShadowRepo(root, tmp_path / "data" / "repo")
     tree = repo.snapshot()
     assert repo.borrowing()
+    (root / "pkg/f0.bin").write_bytes(b"edited\n")  # restored while still borrowing
+    assert repo.restore(tree, ["pkg/f0.bin"]) == ["pkg/f0.bin"]
+    assert (root / "pkg/f0.bin").read_bytes() == files["pkg/f0.bin"]
     repo.absorb()
     assert not repo.borrowing()
     shutil.rmtree(root / ".git")  # the workspace's objects are gone (a gc, a new clone)

@@ -1,6 +1,7 @@
 """A shadow git repository of one workspace: snapshots of its files as git trees, the changes
 and diffs between two snapshots, and restoring files from one. The workspace's own `.git` is
-never read or written (git never enters a folder named `.git`).
+never written, and git never runs in it (git never enters a folder named `.git`); only the
+first snapshot reads its index and objects (below).
 
 Layout: `<data folder>/checkpoints/<project id>/` is the repository (its own GIT_DIR), the
 workspace is its work tree, the index is the repository's own file, and
@@ -377,7 +378,6 @@ class ShadowRepo:
                 excluded = kept
             head = self.head_tree()
             if head is None and self.seed_from_workspace and not (self.git_dir / "index").exists() and self._seed():
-                excluded = self._load_excluded()
                 head = self.head_tree()
             status = self._git("status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all")
             entries = [e for e in status.split(b"\0") if e]
@@ -487,14 +487,13 @@ class ShadowRepo:
                 if mode == b"160000":
                     gitlinks.append(path)  # a submodule: the full path records none
             drop = gitlinks + [p for p in self._git("ls-files", "-z", "-c", "-i", "--exclude-standard").split(b"\0") if p]
-            big = {os.fsdecode(m[1]): "size" for m in DEBUG_ENTRY.finditer(self._git("ls-files", "-z", "--debug"))
-                   if int(m[2]) > self.max_file_bytes}
-            if big:
-                self._save_excluded({**self._load_excluded(), **big})
-                drop += [os.fsencode(p) for p in big]
+            # entries over the size limit leave the index: the status then sees each file as new,
+            # and the usual rules record or exclude it by its size now
+            big = [m[1] for m in DEBUG_ENTRY.finditer(self._git("ls-files", "-z", "--debug")) if int(m[2]) > self.max_file_bytes]
+            drop += big
             if drop:
-                self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
-                          stdin=b"\0".join(drop))
+                self._git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
+                          "--pathspec-file-nul", stdin=b"\0".join(drop))
             # the seeded index as the first commit: the snapshot's status then lists only what
             # differs from it (its trees are written here, its blobs borrowed)
             tree = self._git("write-tree", "--missing-ok").decode().strip()
