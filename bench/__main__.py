@@ -22,6 +22,7 @@ from . import (
     prefix_reuse,
     provider_abort,
     resume,
+    sandbox,
     search,
     startup,
     storage,
@@ -47,6 +48,7 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "turn_stall": turn_stall.run,
     "big_workspace": big_workspace.run,
     "crowd": crowd.run,
+    "sandbox": sandbox.run,
 }
 
 

@@ -1,5 +1,6 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
--- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus.
+-- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus, :TunaMode [agent|plan].
+-- :TunaAsk /<Tab> completes the prompt commands.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -22,7 +23,21 @@ vim.api.nvim_create_user_command('TunaAsk', function(opts)
       tunacode.ask(prompt, ask_opts)
     end
   end)
-end, { nargs = '*', range = true, desc = 'Ask the TunaCode agent (about the range); the answer streams into a scratch buffer' })
+end, {
+  nargs = '*', range = true, desc = 'Ask the TunaCode agent (about the range); the answer streams into a scratch buffer',
+  complete = function(arglead, cmdline)
+    return require('tunacode').complete_ask(arglead, cmdline)
+  end,
+})
+
+vim.api.nvim_create_user_command('TunaMode', function(opts)
+  require('tunacode').set_mode(opts.args)
+end, {
+  nargs = '?', desc = 'Set the mode of the next TunaCode requests: agent, or plan (read-only tools; the answer is a plan)',
+  complete = function()
+    return { 'agent', 'plan' }
+  end,
+})
 
 vim.api.nvim_create_user_command('TunaStop', function()
   require('tunacode').stop()

@@ -68,7 +68,7 @@ export class Conversation implements vscode.Disposable {
     return this.active !== undefined;
   }
 
-  async ask(prompt: string, context: ContextItem[] = []): Promise<void> {
+  async ask(prompt: string, context: ContextItem[] = [], mode?: "plan"): Promise<void> {
     const text = prompt.trim();
     if (!text) return;
     if (this.active) {
@@ -88,6 +88,7 @@ export class Conversation implements vscode.Disposable {
         prompt: text,
         ...(this.sessionId ? { sessionId: this.sessionId } : {}),
         ...(context.length > 0 ? { context } : {}),
+        ...(mode ? { mode } : {}),
       };
       const result = await this.server.executeCommand<RequestResult>(Commands.request, params, {
         token: active.cancel.token,
@@ -166,10 +167,10 @@ export class Conversation implements vscode.Disposable {
       return;
     }
     try {
-      const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId });
+      const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId, events: true });
       if (this.active) return;
       this.setSession(result.session.sessionId);
-      this.view.dispatch({ type: "session_loaded", session: result.session, messages: result.messages, requests: result.requests });
+      this.view.dispatch({ type: "session_loaded", session: result.session, events: result.events ?? [], requests: result.requests });
     } catch (err) {
       this.log.error(`tunacode.session.get failed: ${errorMessage(err)}`);
       if (quiet) {

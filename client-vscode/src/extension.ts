@@ -15,6 +15,7 @@ import { errorMessage, TunaServer } from "./server";
 import { needsRestart } from "./settings";
 import type { ApprovalDecision, ContextItem, LspRange, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
+import { parseCommands } from "./webview/slash";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
 
@@ -38,6 +39,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       panel.dispatch({ type: "server_state", ...tuna.status });
       void refreshModel();
       void refreshStatus();
+      void sendCommands();
       void conversation?.reload();
     },
     onMessage: (message) => void handleWebviewMessage(message),
@@ -69,7 +71,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   async function handleWebviewMessage(message: WebviewMessage): Promise<void> {
     switch (message.type) {
       case "send":
-        return convo.ask(message.prompt, await withMentions(message.prompt, Array.isArray(message.context) ? message.context : []));
+        return convo.ask(
+          message.prompt,
+          await withMentions(message.prompt, Array.isArray(message.context) ? message.context : []),
+          message.mode === "plan" ? "plan" : undefined,
+        );
       case "pick_files":
         return pickFiles();
       case "attach_uris":
@@ -114,6 +120,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return changes.undoFile(message.requestId, message.path, message.status, message.diff);
       case "ready":
         return;
+    }
+  }
+
+  /** The prompt commands for the composer's `/` completion (none when the server cannot say). */
+  async function sendCommands(): Promise<void> {
+    if (tuna.status.state !== "running") return;
+    try {
+      const raw = await tuna.executeCommand<unknown>(Commands.commandsList, {});
+      panel.post({ type: "commands", commands: parseCommands(raw) });
+    } catch (err) {
+      log.info(`tunacode.commands.list: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
@@ -346,6 +363,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (status.state === "running") {
         void refreshModel();
         void refreshStatus();
+        void sendCommands();
       }
     }),
     approvals,

@@ -4,7 +4,11 @@
  */
 
 import type { ApprovalDecision, ContextItem } from "./protocol";
+import type { SlashCommand } from "./webview/slash";
 import type { Action, BannerAction } from "./webview/state";
+
+/** v3: `tunacode.request` mode; `plan`: read-only tools, the answer is a plan. */
+export type RequestMode = "agent" | "plan";
 
 /** Host -> webview. */
 export type HostMessage =
@@ -13,12 +17,14 @@ export type HostMessage =
   | { type: "show_sessions" }
   | { type: "focus_approval"; toolCallId?: string }
   /** After a rewind: the prompt back in the box, unless the person is typing another. */
-  | { type: "restore_prompt"; text: string };
+  | { type: "restore_prompt"; text: string }
+  /** v3: the prompt commands (`tunacode.commands.list`), for `/` completion. */
+  | { type: "commands"; commands: SlashCommand[] };
 
 /** Webview -> host. */
 export type WebviewMessage =
   | { type: "ready" }
-  | { type: "send"; prompt: string; context?: ContextItem[] }
+  | { type: "send"; prompt: string; context?: ContextItem[]; mode?: RequestMode }
   | { type: "pick_files" }
   | { type: "attach_uris"; uris: string[] }
   | { type: "stop" }

@@ -42,3 +42,38 @@ export function initializationOptions(agent: AgentSettings): Record<string, unkn
   if (agent.sessionStore) options.sessionStore = agent.sessionStore;
   return options;
 }
+
+/**
+ * Settings that start processes, choose the model's endpoint, loosen approvals or move the
+ * session store: package.json gives them `machine` or `application` scope and lists them
+ * in `untrustedWorkspaces.restrictedConfigurations`, and they are read from the user's own
+ * settings only (`userLevelValue`), so a checked-out `.vscode/settings.json` never sets them.
+ * (Keys under `tunacode.`; the shell and MCP ones are listed ahead of their settings.)
+ */
+export const USER_ONLY_KEYS: readonly string[] = [
+  "server.command",
+  "server.python",
+  "server.env",
+  "baseUrl",
+  "approval",
+  "sessionStore",
+  "shellSandbox",
+  "shellNetwork",
+  "shellEnvPassthrough",
+  "shellInheritSecrets",
+  "mcpServers",
+];
+
+/** What `WorkspaceConfiguration.inspect` returns (the parts used here). */
+export interface InspectedSetting<T> {
+  defaultValue?: T;
+  globalValue?: T;
+  workspaceValue?: T;
+  workspaceFolderValue?: T;
+}
+
+/** The user's value (user, or remote machine, settings), else the default: never a workspace's. */
+export function userLevelValue<T>(inspected: InspectedSetting<T> | undefined): T | undefined {
+  if (inspected === undefined) return undefined;
+  return inspected.globalValue !== undefined ? inspected.globalValue : inspected.defaultValue;
+}

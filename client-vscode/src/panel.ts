@@ -121,9 +121,14 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
     <form id="composer" aria-label="Ask TunaCode">
       <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Esc stops · @file adds a file</label>
       <ul id="attachments" class="attachments" aria-label="Context sent with the prompt" hidden></ul>
-      <textarea id="prompt" rows="3" placeholder="Ask TunaCode…" aria-label="Prompt"></textarea>
+      <ul id="slash" class="slash" role="listbox" aria-label="Commands" hidden></ul>
+      <textarea id="prompt" rows="3" placeholder="Ask TunaCode… (/ for commands)" aria-label="Prompt"></textarea>
       <div class="composer-actions">
         <button id="add-file" type="button" class="secondary" title="Add files of the workspace as context (paste an image into the prompt to add it)">Add file</button>
+        <select id="mode" title="Agent: the agent works. Plan: read-only tools, the answer is a plan" aria-label="Mode">
+          <option value="agent">Agent</option>
+          <option value="plan">Plan</option>
+        </select>
         <span class="composer-spacer"></span>
         <button id="send" type="submit">Send</button>
         <button id="stop" type="button" hidden title="Stop the running request (Esc)">Stop</button>

@@ -5,7 +5,7 @@
  */
 
 import * as vscode from "vscode";
-import { type AgentSettings, parseAgentSettings } from "./options";
+import { type AgentSettings, USER_ONLY_KEYS, parseAgentSettings, userLevelValue } from "./options";
 
 export { initializationOptions } from "./options";
 
@@ -28,11 +28,24 @@ export interface Settings {
  */
 export const RESTART_KEYS = ["server.command", "server.python", "server.env"] as const;
 
+/**
+ * One setting: a key of USER_ONLY_KEYS from the user's own settings only (a workspace's value
+ * is ignored, whatever VS Code's scope handling does), any other as VS Code merges it.
+ */
+export function settingValue(c: vscode.WorkspaceConfiguration, key: string, fallback?: unknown): unknown {
+  if (USER_ONLY_KEYS.includes(key)) {
+    const value = userLevelValue<unknown>(c.inspect<unknown>(key));
+    return value === undefined ? fallback : value;
+  }
+  return c.get<unknown>(key, fallback);
+}
+
 export function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration(SECTION);
-  const command = c.get<unknown>("server.command", []);
-  const env = c.get<unknown>("server.env", {});
-  const python = c.get<unknown>("server.python", "python3");
+  const get = (key: string, fallback?: unknown) => settingValue(c, key, fallback);
+  const command = get("server.command", []);
+  const env = get("server.env", {});
+  const python = get("server.python", "python3");
   return {
     server: {
       command: Array.isArray(command) ? command.filter((x): x is string => typeof x === "string") : [],
@@ -43,12 +56,12 @@ export function readSettings(): Settings {
           : {},
     },
     agent: parseAgentSettings({
-      model: c.get("model"),
-      baseUrl: c.get("baseUrl"),
-      approval: c.get("approval"),
-      maxTurns: c.get("maxTurns"),
-      requestTimeout: c.get("requestTimeout"),
-      sessionStore: c.get("sessionStore"),
+      model: get("model"),
+      baseUrl: get("baseUrl"),
+      approval: get("approval"),
+      maxTurns: get("maxTurns"),
+      requestTimeout: get("requestTimeout"),
+      sessionStore: get("sessionStore"),
     }),
   };
 }

@@ -125,6 +125,7 @@ def scripted_settings(model: ScriptedModelServer, **extra: Any) -> dict[str, Any
 def server_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")}
     env.update({"TUNACODE_HOME": str(home), "PYTHONUNBUFFERED": "1"})
+    env["XDG_CONFIG_HOME"] = str(home / "config")  # never the developer's own settings and commands
     return env
 
 

@@ -23,7 +23,9 @@ WAIT = 30.0  # seconds: generous, the machine is shared
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")}
+    env.pop("GITHUB_ACTIONS", None)  # a test run inside Actions: no workflow-command fence unless a test asks
     env.update({"TUNACODE_HOME": str(home), "PYTHONUNBUFFERED": "1"})
+    env["XDG_CONFIG_HOME"] = str(home / "config")  # never the developer's own settings files
     env.update(extra)
     return env
 

@@ -1,6 +1,7 @@
 -- :TunaStatus and :checkhealth tunacode show the MCP servers' state from the real server's
 -- tunacode.status: a ready one with its tool count (the tests' FastMCP demo server), a failed
--- one with its error, one of the workspace's .mcp.json that may not start (read-only).
+-- one with its error, one of the workspace's .mcp.json that may not start (its consent
+-- question, asked whatever the approval mode, is dismissed).
 -- TUNA_MCP_SERVERS is the mcpServers setting as JSON. Writes what it saw as JSON to TUNA_OUT.
 
 local env = vim.env
@@ -18,6 +19,14 @@ vim.notify = function(message, level)
 end
 
 local wait = H.wait
+
+-- The built-in window/showMessageRequest handler asks through vim.ui.select: the consent
+-- question for the workspace's server is dismissed, as by a user who does not answer.
+results.asked = {}
+vim.ui.select = function(_, opts, on_choice)
+  table.insert(results.asked, opts.prompt)
+  on_choice(nil)
+end
 
 --- :checkhealth tunacode -> the lines of its report
 local function checkhealth()

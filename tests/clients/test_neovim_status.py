@@ -24,7 +24,7 @@ def test_tunastatus_and_checkhealth_show_the_mcp_servers(nvim, tmp_path, workspa
     notes.mkdir()
     servers = {"demo": {"command": sys.executable, "args": [DEMO], "env": {"NOTES_DIR": str(notes)}},
                "bad": {"command": "/nonexistent/mcp-server"}}
-    # a server the repository defines: with approval read-only it never starts
+    # a server the repository defines: its consent question is dismissed, so it never starts
     (workspace / "calc.py").write_text("X = 1\n")
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"command": sys.executable,
                                                                               "args": ["-c", "pass"]}}}))

@@ -146,6 +146,7 @@ class LspHarness:
             k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")
         }
         server_env.update({"TUNACODE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"})
+        server_env["XDG_CONFIG_HOME"] = str(self.home / "config")  # never the developer's own settings files
         server_env.update(env or {})
         config = ClientServerConfig(
             server_command=[sys.executable, "-m", "tunacode_lsp"],

@@ -26,7 +26,10 @@ async def test_allow_runs_the_tool_after_asking(lsp, model, workspace):
     assert (workspace / "notes.txt").read_text() == "hello\n"
     [prompt] = lsp.approvals.prompts
     assert "create notes.txt (1 lines)" in prompt.message and "+hello" in prompt.message
-    assert [a.title for a in prompt.actions] == ["Allow", "Allow for this session", "Deny"]
+    assert [a.title for a in prompt.actions] == [
+        "Allow", "Allow for this session", "Deny", "Always allow (user settings)", "Always allow (project settings)"
+    ]
+    assert '"Always allow" saves: write_file(/notes.txt)' in prompt.message
     statuses = [e["status"] for e in lsp.events_of(result["requestId"]) if e["type"] == "tool_call_update"]
     assert statuses == ["awaiting_approval", "in_progress", "completed"]
 

@@ -128,6 +128,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
         "tunacode.request", "tunacode.abort", "tunacode.status", "tunacode.models.list",
         "tunacode.session.new", "tunacode.session.list", "tunacode.session.get", "tunacode.session.delete",
         "tunacode.session.export", "tunacode.session.import", "tunacode.session.fork", "tunacode.session.compact",
+        "tunacode.commands.list", "tunacode.settings.consent",
         "tunacode.changes", "tunacode.session.rewind", "tunacode.steer", "tunacode.request.result",
     }
     assert caps.experimental == {"tunacode": {"protocolVersion": 2}}

@@ -163,7 +163,9 @@ async def test_workspace_file_needs_the_users_allowance(lsp, model, workspace, t
     await again.stop()
 
 
-async def test_workspace_file_allowed_then_runs_and_read_only_never_starts(lsp, model, workspace, tmp_path, home):
+async def test_workspace_file_allowed_then_runs_whatever_the_approval(lsp, model, workspace, tmp_path, home):
+    """Consent is to the definition, not to tool calls: once given, read-only starts it too."""
+
     notes = tmp_path / "notes"
     notes.mkdir()
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": demo(notes)}}))
@@ -177,7 +179,7 @@ async def test_workspace_file_allowed_then_runs_and_read_only_never_starts(lsp, 
 
     ro = LspHarness(workspace, home)
     await ro.start(init_options=scripted_options(model, approval="read-only"))
-    await _status_until(ro, lambda s: s and s[0]["state"] == "not_allowed")
+    await _status_until(ro, _ready("demo"))
     assert ro.approvals.prompts == []
     await ro.stop()
 
@@ -212,7 +214,7 @@ async def test_third_party_server_from_pypi(lsp, model):
     assert '"timezone": "UTC"' in _tool_results(model, 1)[-1]
 
 
-def _mcp_processes() -> list[int]:
+def _mcp_processes(*, guards: bool = True) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -220,7 +222,7 @@ def _mcp_processes() -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if DEMO.encode() in cmdline:
+            if DEMO.encode() in cmdline and (guards or b"process_guard" not in cmdline):
                 pids.append(int(entry.name))
     return pids
 
@@ -235,7 +237,7 @@ async def test_no_mcp_process_outlives_the_server(model, workspace, home, tmp_pa
     lsp = LspHarness(workspace, home)
     await lsp.start(init_options=scripted_options(model, mcpServers={"demo": demo(notes), "demo2": demo(notes)}))
     await _status_until(lsp, lambda s: len(s) == 2 and all(x["state"] == "ready" for x in s))
-    assert len(set(_mcp_processes()) - before) == 2
+    assert len(set(_mcp_processes(guards=False)) - before) == 2  # each under its guard (gone too, below)
     await lsp.stop()  # shutdown + exit
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 10

@@ -63,3 +63,11 @@ def test_configuration_layers_over_initialize_options():
     assert options.model == "openai:gpt-4o"  # the environment does not override what initialize said
     assert options.max_turns == 5 and options.approval == "auto"
     assert "using 5" in warnings[0]
+
+
+def test_shell_env_passthrough_is_a_list_of_names():
+    options, warnings = parse_options({"shellEnvPassthrough": ["GITHUB_TOKEN", "NPM_TOKEN"]}, env={})
+    assert warnings == [] and tuple(options.shell_env_passthrough) == ("GITHUB_TOKEN", "NPM_TOKEN")
+    for bad in ("GITHUB_TOKEN", ["A=B"], [1], [""]):
+        options, warnings = parse_options({"shellEnvPassthrough": bad}, env={})
+        assert options.shell_env_passthrough == () and "list of environment variable names" in warnings[0]

@@ -46,6 +46,8 @@ M.state = {
   stop_requested = false, ---@type boolean :TunaStop came before request_start
   last_result = nil, ---@type table? the last RequestResult
   last_request_id = nil, ---@type string? the last request this Neovim started (:TunaRewind)
+  mode = 'agent', ---@type 'agent'|'plan' :TunaMode; plan: read-only tools, the answer is a plan
+  commands = nil, ---@type table[]? the prompt commands (tunacode.commands.list), for :TunaAsk /<Tab>
   next_prompt = nil, ---@type string? a :TunaSteer that came too late: asked once the request answers
 }
 
@@ -179,6 +181,9 @@ function M.with_client(fn, on_fail)
   end
   M.follow_buffers(client)
   if client.initialized then
+    if M.state.commands == nil then
+      M.refresh_commands(client)
+    end
     fn(client)
     return
   end
@@ -200,6 +205,7 @@ function M.with_client(fn, on_fail)
     waited = waited + 20
     if client.initialized then
       stop()
+      M.refresh_commands(client)
       fn(client)
     elseif client:is_stopped() or waited >= M.options.start_timeout then
       stop()
@@ -458,8 +464,12 @@ function M.ask(prompt, opts)
     if opts and opts.context and #opts.context > 0 then
       args.context = opts.context
     end
+    if M.state.mode == 'plan' then
+      args.mode = 'plan'
+    end
     command(client, 'tunacode.request', args, function(err, result)
       M.state.busy, M.state.request_id = false, nil
+      M.state.commands = nil -- asked again at the next completion (a command file may have come)
       if err then
         view.error(err.message or vim.inspect(err))
         notify(err.message or 'request failed', vim.log.levels.ERROR)
@@ -478,6 +488,64 @@ function M.ask(prompt, opts)
     M.state.busy = false
     view.error(message)
   end)
+end
+
+--- :TunaMode [agent|plan]: the mode of the next requests (none: say which it is).
+---@param mode? string
+function M.set_mode(mode)
+  if mode == nil or mode == '' then
+    notify('mode: ' .. M.state.mode)
+    return
+  end
+  if mode ~= 'agent' and mode ~= 'plan' then
+    notify('mode: agent or plan', vim.log.levels.WARN)
+    return
+  end
+  M.state.mode = mode
+  notify('mode: ' .. mode .. (mode == 'plan' and ' (read-only tools; the answer is a plan)' or ''))
+end
+
+--- Ask the server for the prompt commands (in the background) and keep them for completion.
+---@param client table
+function M.refresh_commands(client)
+  command(client, 'tunacode.commands.list', {}, function(err, result)
+    if not err and type(result) == 'table' and type(result.commands) == 'table' then
+      M.state.commands = result.commands
+    end
+  end)
+end
+
+--- The prompt commands kept from the server (none yet: asked now, offered next time).
+---@return table[]
+function M.prompt_commands()
+  if M.state.commands then
+    return M.state.commands
+  end
+  local client = M.running_client(M.root())
+  if client and client.initialized then
+    M.refresh_commands(client)
+  end
+  return {}
+end
+
+--- Completion of :TunaAsk: `/` and part of a command's name -> the matching `/name`s.
+---@param arglead string
+---@param cmdline string
+---@return string[]
+function M.complete_ask(arglead, cmdline)
+  local args = cmdline:match('^%S*TunaAsk%s+(.*)$') or ''
+  if args:sub(1, 1) ~= '/' or args:find('%s') or arglead ~= args then
+    return {}
+  end
+  local typed = args:sub(2):lower()
+  local found = {}
+  for _, c in ipairs(M.prompt_commands()) do
+    if type(c.name) == 'string' and c.name:lower():sub(1, #typed) == typed then
+      table.insert(found, '/' .. c.name)
+    end
+  end
+  table.sort(found)
+  return found
 end
 
 --- :TunaSteer {text}: add `text` to the running request as a user message the model sees at
@@ -538,18 +606,18 @@ function M.new()
   notify('the next question starts a new session')
 end
 
---- Continue a stored session: its messages are shown in the answer buffer.
+--- Continue a stored session: its requests are shown in the answer buffer (the server's events).
 ---@param session_id string
 function M.resume(session_id)
   M.with_client(function(client)
-    command(client, 'tunacode.session.get', { sessionId = session_id }, function(err, result)
+    command(client, 'tunacode.session.get', { sessionId = session_id, events = true }, function(err, result)
       if err then
         notify(err.message, vim.log.levels.ERROR)
         return
       end
       M.state.session_id = session_id
       view.show()
-      view.transcript(result.session, result.messages or {})
+      view.transcript(result.session, result.events or {})
       notify('continuing session ' .. (result.session.title ~= '' and result.session.title or session_id))
     end)
   end)

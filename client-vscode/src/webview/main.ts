@@ -7,6 +7,7 @@
 import type { HostMessage, WebviewMessage } from "../messages";
 import type { Session } from "../protocol";
 import { renderMarkdown } from "./markdown";
+import { completeSlash, type SlashCommand, slashCompletions, slashLabel } from "./slash";
 import {
   type Action,
   type Item,
@@ -24,7 +25,6 @@ import {
   plural,
   reduce,
   sessionUsage,
-  summarizeArgs,
   toolFilePath,
 } from "./state";
 import type { ApprovalDecision } from "../protocol";
@@ -51,6 +51,48 @@ const stopButton = $<HTMLButtonElement>("stop");
 const sessionsPanel = $<HTMLElement>("sessions");
 const sessionsButton = $<HTMLButtonElement>("toggle-sessions");
 const bannerBox = $<HTMLElement>("banner");
+const modeSelect = $<HTMLSelectElement>("mode");
+const slashList = $<HTMLUListElement>("slash");
+
+// ------------------------------------------------------------------ `/` completion
+
+let slashCommands: SlashCommand[] = [];
+let slashShown: SlashCommand[] = [];
+let slashIndex = 0;
+
+function renderSlash(): void {
+  slashShown = slashCompletions(promptBox.value, slashCommands);
+  slashIndex = Math.min(slashIndex, Math.max(slashShown.length - 1, 0));
+  slashList.replaceChildren(
+    ...slashShown.map((command, i) => {
+      const item = el("li", i === slashIndex ? "slash-item selected" : "slash-item", slashLabel(command));
+      item.setAttribute("role", "option");
+      item.setAttribute("aria-selected", String(i === slashIndex));
+      item.addEventListener("mousedown", (e) => {
+        e.preventDefault();
+        acceptSlash(i);
+      });
+      return item;
+    }),
+  );
+  slashList.hidden = slashShown.length === 0;
+}
+
+function acceptSlash(index: number): void {
+  const command = slashShown[index];
+  if (!command) return;
+  promptBox.value = completeSlash(command);
+  const end = promptBox.value.length;
+  promptBox.setSelectionRange(end, end);
+  slashIndex = 0;
+  renderSlash();
+  promptBox.focus();
+}
+
+promptBox.addEventListener("input", () => {
+  slashIndex = 0;
+  renderSlash();
+});
 
 function dispatch(action: Action): void {
   state = reduce(state, action);
@@ -84,7 +126,9 @@ function send(): void {
   draft = "";
   vscode.setState({ history });
   const context = state.attachments.map((a) => a.item);
-  post(context.length > 0 ? { type: "send", prompt, context } : { type: "send", prompt });
+  const mode = modeSelect.value === "plan" ? { mode: "plan" as const } : {};
+  post(context.length > 0 ? { type: "send", prompt, context, ...mode } : { type: "send", prompt, ...mode });
+  renderSlash();
 }
 
 function walkHistory(step: -1 | 1): boolean {
@@ -104,6 +148,19 @@ function stop(): void {
 }
 
 promptBox.addEventListener("keydown", (e) => {
+  if (slashShown.length > 0 && !e.isComposing) {  // the `/` list is open: Tab takes, Up/Down choose
+    if (e.key === "Tab") {
+      e.preventDefault();
+      acceptSlash(slashIndex);
+      return;
+    }
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      slashIndex = (slashIndex + (e.key === "ArrowDown" ? 1 : slashShown.length - 1)) % slashShown.length;
+      renderSlash();
+      return;
+    }
+  }
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
     send();
@@ -224,6 +281,10 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "restore_prompt":
       if (!promptBox.value.trim()) promptBox.value = message.text;
       promptBox.focus();
+      break;
+    case "commands":
+      slashCommands = Array.isArray(message.commands) ? message.commands : [];
+      renderSlash();
       break;
   }
 });
@@ -589,10 +650,11 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
   const set = (cls: string, text: string): void => {
     (node.querySelector(`.${cls}`) as HTMLElement).textContent = text;
   };
-  set("tool-name", item.name);
+  // The row is the server's title ("Edit calc.py (+1 -1)"); a server before v3 sent the name and summary.
+  set("tool-name", item.title ? "" : item.name);
   const path = toolFilePath(item.args);
   const argsBox = node.querySelector(".tool-args") as HTMLElement;
-  const summaryText = item.summary ? stripToolPrefix(item.summary, item.name) : summarizeArgs(item.name, item.args);
+  const summaryText = item.title ?? (item.summary ? stripToolPrefix(item.summary, item.name) : "");
   argsBox.replaceChildren();
   if (path) {
     const link = el("a", "tool-path", summaryText);

@@ -97,7 +97,9 @@ async function main() {
     if (opts.scenario === "changes") {
       for (const [name, bytes] of Object.entries(CHANGES_FILES)) fs.writeFileSync(path.join(dirs.workspace, name), bytes);
       // Two MCP servers for the footer's status line: the tests' demo server (ready) and a
-      // command that does not exist (failed). approval "auto" lets workspace servers start.
+      // command that does not exist (failed). A workspace server starts only with consent to
+      // its exact definition (approval "auto" never implies it): recorded below in the run's
+      // TUNACODE_HOME, as if the user had answered Allow (devtools/consent.py).
       const mcp = {
         mcpServers: {
           demo: { command: python, args: [path.join(REPO, "tests/mcp/demo_server.py")], env: { NOTES_DIR: tmp } },
@@ -105,6 +107,12 @@ async function main() {
         },
       };
       fs.writeFileSync(path.join(dirs.workspace, ".mcp.json"), JSON.stringify(mcp, null, 2));
+      const consent = spawnSync(python, ["-P", "-m", "tunacode_lsp.devtools.consent", dirs.workspace], {
+        env: baseEnv,
+        cwd: tmp,
+        encoding: "utf8",
+      });
+      if (consent.status !== 0) throw new Error(`recording MCP consent failed: ${consent.stderr}`);
     } else if (opts.scenario !== "main") {
       throw new Error(`unknown --scenario ${opts.scenario} (main or changes)`);
     }

@@ -1,4 +1,4 @@
-// A minimal stand-in for the `vscode` module, enough for src/approvals.ts in unit tests.
+// A minimal stand-in for the `vscode` module, enough for src/approvals.ts and src/settings.ts in unit tests.
 export class EventEmitter {
   listeners = new Set();
   event = (fn) => {
@@ -40,5 +40,26 @@ export const window = {
     const promise = Promise.resolve(task({ report: (m) => record.messages.push(m.message) }, close.token));
     promise.then(() => (record.closed = true));
     return promise;
+  },
+};
+
+/**
+ * Settings by key, each as `inspect` returns it ({defaultValue, globalValue, workspaceValue,
+ * workspaceFolderValue}); `get` merges them the way VS Code does for a window-scoped setting.
+ */
+export const settings = (globalThis.__vscodeStubSettings ??= {});
+
+export const workspace = {
+  getConfiguration(_section) {
+    return {
+      inspect: (key) => (key in settings ? { key, ...settings[key] } : undefined),
+      get(key, fallback) {
+        const s = settings[key] ?? {};
+        for (const value of [s.workspaceFolderValue, s.workspaceValue, s.globalValue, s.defaultValue]) {
+          if (value !== undefined) return value;
+        }
+        return fallback;
+      },
+    };
   },
 };

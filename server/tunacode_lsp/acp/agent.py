@@ -20,6 +20,7 @@ from acp.interfaces import Client
 from tunacode_lsp import __version__
 from tunacode_lsp.acp import errors
 from tunacode_lsp.acp.commands import answer_update, available_commands, command_of, run_command
+from tunacode_lsp.acp.config_options import ConfigError, SessionConfig, config_options, with_option
 from tunacode_lsp.acp.documents import AcpDocuments
 from tunacode_lsp.acp.mcp import SessionMcp
 from tunacode_lsp.acp.prompt import prompt_parts, response_of
@@ -57,6 +58,7 @@ class TunaAcpAgent:
         self.sessions = SessionService(store_path(options.session_store))
         self.runs = RunService(lambda: self.sessions, lambda: self.options, Path.cwd)
         self._roots: dict[str, Path] = {}  # sessions usable on this connection -> their workspace root
+        self._config: dict[str, SessionConfig] = {}  # configOptions chosen per session (acp/config_options.py)
         self._client: Client | None = None
         self.mcp = SessionMcp()
         self._fs = (False, False)  # the client offers fs/read_text_file, fs/write_text_file
@@ -111,15 +113,17 @@ class TunaAcpAgent:
             raise errors.from_agent(exc) from None
         await self.mcp.configure(record.session_id, mcp_servers, self.options)
         self._roots[record.session_id] = root
-        self._offer_commands(record.session_id)
-        return schema.NewSessionResponse(session_id=record.session_id)
+        self._offer_commands(record.session_id, root)
+        config = self._config.setdefault(record.session_id, SessionConfig(model, self.options.approval))
+        return schema.NewSessionResponse(session_id=record.session_id, config_options=config_options(config))
 
-    def _offer_commands(self, session_id: str) -> None:
+    def _offer_commands(self, session_id: str, root: Path | None = None) -> None:
         """Tell the client the slash commands, right after the session/new or session/load answer."""
 
         async def offer() -> None:
             try:
-                await self.client.session_update(session_id=session_id, update=available_commands())
+                update = await asyncio.to_thread(available_commands, root)
+                await self.client.session_update(session_id=session_id, update=update)
             except Exception:  # noqa: BLE001 - a client that cannot take it loses only the menu
                 log.info("available_commands_update for %s was not delivered", session_id, exc_info=True)
 
@@ -136,15 +140,30 @@ class TunaAcpAgent:
             raise errors.unknown_session(session_id)
         try:
             messages = await self.sessions.messages(session_id)
-            plan = await self.sessions.plan(session_id)
+            events = await self.sessions.events(session_id, messages, record.model)
         except UnreadableMessageError as exc:
             raise RequestError.internal_error({"details": f"session {session_id} cannot be read: {exc}"}) from None
-        for update in replay_updates(messages, plan, root):
+        for update in replay_updates(events, root):
             await self.client.session_update(session_id=session_id, update=update)
         await self.mcp.configure(session_id, mcp_servers, self.options)
         self._roots[session_id] = root
-        self._offer_commands(session_id)
-        return schema.LoadSessionResponse()
+        self._offer_commands(session_id, root)
+        config = self._config.setdefault(session_id, SessionConfig(record.model or self.runs.model_spec(None), self.options.approval))
+        return schema.LoadSessionResponse(config_options=config_options(config))
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> schema.SetSessionConfigOptionResponse:
+        """`session/set_config_option`: model, mode or approval for the session's next prompts."""
+
+        config = self._config.get(session_id)
+        if config is None or session_id not in self._roots:
+            raise errors.unknown_session(session_id)
+        try:
+            config = self._config[session_id] = with_option(config, config_id, value)
+        except ConfigError as exc:
+            raise errors.invalid_params(str(exc)) from None
+        return schema.SetSessionConfigOptionResponse(config_options=config_options(config))
 
     async def resume_session(
         self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
@@ -222,7 +241,12 @@ class TunaAcpAgent:
             answer = await run_command(*command, session_id, root, self.runs, self.sessions)
             await self.client.session_update(session_id=session_id, update=answer_update(answer))
             return schema.PromptResponse(stop_reason="end_turn")
-        params = RequestParams(prompt=text, session_id=session_id, context=context or None)
+        config = self._config.get(session_id)
+        params = RequestParams(
+            prompt=text, session_id=session_id, context=context or None,
+            model=config.model if config is not None and config.model_chosen else None,
+            mode=config.mode if config is not None else None,
+        )
         client = self.client
         can_read, can_write = self._fs
         documents = AcpDocuments(
@@ -240,7 +264,7 @@ class TunaAcpAgent:
         try:
             result = await self.runs.run(
                 pending, params, make_sink, workspace_root=root, extra_tools=self.mcp.tools(session_id),
-                documents=documents,
+                documents=documents, approval=config.approval if config is not None else None,
             )
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc, session_id) from None

@@ -37,8 +37,27 @@ COMMANDS = (
 )
 
 
-def available_commands() -> schema.AvailableCommandsUpdate:
-    return schema.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=list(COMMANDS))
+def available_commands(root: Path | None = None) -> schema.AvailableCommandsUpdate:
+    """The built-in commands, then the workspace's and the user's prompt commands
+    (agent/commands.py; one named like a built-in is left out). Blocking when `root` is given
+    (reads the command files): call it from a thread."""
+
+    offered = list(COMMANDS)
+    if root is not None:
+        from tunacode_lsp.agent.commands import command_infos
+
+        builtin = {c.name for c in COMMANDS}
+        offered += [
+            schema.AvailableCommand(
+                name=info.name,
+                description=info.description or f"/{info.name} ({info.source} command)",
+                input=schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint=info.argument_hint))
+                if info.argument_hint else None,
+            )
+            for info in command_infos(root)
+            if info.name not in builtin
+        ]
+    return schema.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=offered)
 
 
 def command_of(text: str) -> tuple[str, str] | None:

@@ -72,7 +72,7 @@ class SessionMcp:
         manager = self._managers.get(key)
         if manager is None:
             manager = self._managers[key] = _new_manager(options)
-            await manager.configure(list(key), approval=options.approval)
+            await manager.configure(list(key))
         await _settled(manager, options.mcp_startup_timeout)
 
     def tools(self, session_id: str) -> tuple[list[AgentTool], frozenset[str]]:
@@ -93,10 +93,8 @@ class SessionMcp:
 def _new_manager(options: ServerOptions) -> McpManager:
     from tunacode_lsp.agent.mcp.manager import McpManager
 
-    async def never(*_: Any) -> None:  # only workspace-file servers ask; none come here
-        return None
-
-    manager = McpManager(notify=lambda m: log.warning("%s", m), ask_trust=never, remembered_trust=never, save_trust=never)
+    # only workspace-file servers need consent; none come here, and none would be started
+    manager = McpManager(notify=lambda m: log.warning("%s", m))
     manager.tool_timeout = options.mcp_tool_timeout
     manager.startup_timeout = options.mcp_startup_timeout
     return manager

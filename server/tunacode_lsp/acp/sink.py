@@ -17,6 +17,7 @@ import logging
 import re
 import stat
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,9 @@ from acp.interfaces import Client
 
 from tunacode_lsp.acp import updates
 from tunacode_lsp.acp.documents import AcpDocuments
-from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
 from tunacode_lsp.contract.protocol import Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate
+from tunacode_lsp.core.text import visible_blanks
 from tunacode_lsp.tools.beneath import read_beneath
 from tunacode_lsp.tools.errors import ToolError
 
@@ -41,6 +42,10 @@ PERMISSION_OPTIONS: dict[str, tuple[str, schema.PermissionOptionKind, ApprovalDe
     "allow": ("Allow once", "allow_once", "allow"),
     "allow_session": ("Always allow in this session", "allow_always", "allow_session"),
     "deny": ("Reject", "reject_once", "deny"),
+}
+ALWAYS_OPTIONS: dict[str, tuple[str, schema.PermissionOptionKind, ApprovalDecision]] = {  # when a rule can allow it
+    "allow_always_user": ("Always allow (user settings)", "allow_always", "allow_always_user"),
+    "allow_always_project": ("Always allow (project settings)", "allow_always", "allow_always_project"),
 }
 
 
@@ -57,6 +62,12 @@ def _read_text(real_root: Path, path: Path) -> str | None:
         return None
 
 
+RUNS_CODE_OUTSIDE_NOTE = (
+    "**Warning: your editor or tools run this file by themselves, outside the sandbox** "
+    "(e.g. VS Code tasks on folder open, direnv, git hooks, CI)."
+)
+
+
 def fenced(text: str, lang: str) -> str:
     """A Markdown code block the text cannot close (its fence is longer than any backtick run
     in it), so a hostile command cannot render as anything but code in the client's prompt."""
@@ -67,6 +78,17 @@ def fenced(text: str, lang: str) -> str:
 
 
 def permission_content(request: ApprovalRequest) -> str:
+    if request.runs_code_outside:  # an edit of .vscode/tasks.json, .envrc, ...: say so first
+        return RUNS_CODE_OUTSIDE_NOTE + "\n\n" + permission_content(replace(request, runs_code_outside=False))
+    said = ""
+    if request.rule:
+        said += f"\n\nAsked by the {request.rule}"
+    if request.always_allow:
+        said += "\n\n\"Always allow\" saves: " + ", ".join(f"`{visible_blanks(r)}`" for r in request.always_allow)
+    return _permission_body(request) + said
+
+
+def _permission_body(request: ApprovalRequest) -> str:
     if request.detail_kind == "command":
         return f"{request.summary}\n\n{fenced(visible_blanks(request.detail), 'sh')}"
     if request.detail_kind == "diff":
@@ -81,6 +103,8 @@ def decision_of(response: Any) -> ApprovalDecision:
     outcome = getattr(response, "outcome", None)
     if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id in PERMISSION_OPTIONS:
         return PERMISSION_OPTIONS[outcome.option_id][2]
+    if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id in ALWAYS_OPTIONS:
+        return ALWAYS_OPTIONS[outcome.option_id][2]
     return "deny"
 
 
@@ -110,7 +134,7 @@ class AcpSink:
     def emit(self, event: Event) -> None:
         if isinstance(event, ToolCallEvent):
             self._names[event.tool_call_id] = (event.name, event.args)
-            if event.name in updates.EDIT_TOOLS:
+            if event.kind == "edit":
                 path = updates.file_path(event.name, event.args, self._root)
                 if path is not None:
                     self._before[event.tool_call_id] = (path, _read_text(self._root, path))
@@ -184,7 +208,7 @@ class AcpSink:
         name, args = self._names.get(request.tool_call_id, (request.tool_name, request.args))
         tool_call = schema.ToolCallUpdate(
             tool_call_id=request.tool_call_id,
-            title=updates.tool_title(name, args, request.summary),
+            title=updates.tool_title(name, args),
             kind=updates.tool_kind(name),
             status="pending",
             content=[updates.text_content(permission_content(request))],
@@ -193,7 +217,9 @@ class AcpSink:
         )
         options = [
             schema.PermissionOption(option_id=option_id, name=label, kind=kind)
-            for option_id, (label, kind, _) in PERMISSION_OPTIONS.items()
+            for option_id, (label, kind, _) in [
+                *PERMISSION_OPTIONS.items(), *(ALWAYS_OPTIONS.items() if request.always_allow else ())
+            ]
         ]
         try:
             response = await asyncio.wait_for(

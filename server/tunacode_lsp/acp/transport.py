@@ -13,8 +13,11 @@ import json
 import logging
 from typing import Any
 
+from tunacode_lsp.core.redact import redact_message
+
 log = logging.getLogger(__name__)
 
+UNREDACTED_METHODS = frozenset({"fs/write_text_file"})  # the text of the user's own file
 MAX_LINE_BYTES = 50 * 1024 * 1024  # a prompt may carry images
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -76,7 +79,8 @@ class CheckedStdioTransport:
         self._all_answered.set()
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = encode_line(message)
+        # the one choke point of this channel: no secret in any update, answer or question
+        data = encode_line(redact_message(message, keep=UNREDACTED_METHODS))
         async with self._lock:  # one whole line at a time
             if self._closed:
                 raise ConnectionError("the connection is closed")

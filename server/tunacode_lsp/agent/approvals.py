@@ -11,18 +11,21 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tunacode_lsp.core.text import visible_blanks
 from tunacode_lsp.tools.bash import command_problem
 from tunacode_lsp.tools.documents import DocumentOverlay
+from tunacode_lsp.tools.edit_file import prepare_args
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
+from tunacode_lsp.tools.paths import resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.previews import preview_edit, preview_write
+from tunacode_lsp.tools.sandbox_protected import runs_code_outside_path
+from tunacode_lsp.tools.spec import spec_of
 
-_BLANKS = re.compile(r"[ \t]{8,}")
 MAX_ARGUMENTS_SHOWN = 20_000
 
 
@@ -33,39 +36,40 @@ class ApprovalView:
     detail_kind: str  # command | diff | arguments
     truncated: bool = False
     digest: str | None = None  # for file changes: the bytes the user approves
-
-
-def visible_blanks(text: str) -> str:
-    """Runs of blanks shown as `[400 blanks]`, so padding cannot push a command out of sight."""
-
-    return _BLANKS.sub(lambda m: f"[{len(m.group(0))} blanks]", text)
+    runs_code_outside: bool = False  # the file is one a tool runs outside the sandbox (never auto-approved)
 
 
 def approval_view(
     name: str, args: dict[str, Any], root: Path, ledger: LineRefLedger, documents: DocumentOverlay | None = None
 ) -> ApprovalView:
-    """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked)."""
+    """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked).
 
-    if name == "bash":
+    Which view a tool gets is its spec's `approval` (tools/spec.py)."""
+
+    view = spec_of(name).approval
+    if view == "command":
         command = str(args.get("command", ""))
         problem = command_problem(command)
         if problem:
             raise ToolError(problem)
         where = f" (in {args['cwd']})" if isinstance(args.get("cwd"), str) and args["cwd"] not in ("", ".") else ""
+        if args.get("background") is True:  # it keeps running after the call: the user must know
+            where += " in the background, until stopped"
         first = visible_blanks(command.strip().splitlines()[0]) if command.strip() else ""
         more = " …" if len(command.strip().splitlines()) > 1 else ""
         return ApprovalView(f"run {first}{more}{where}", command, "command")
-    if name == "write_file":
+    if view == "write":
         preview = preview_write(root, args)
         return ApprovalView(
-            f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest
+            f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest,
+            edits_code_outside(name, args, root),
         )
-    if name == "edit_file":
-        preview = preview_edit(root, _prepared_edit_args(args), ledger, documents)
+    if view == "edit":
+        preview = preview_edit(root, prepare_args(dict(args)), ledger, documents)
         changes = f"{preview.edits} change{'s' if preview.edits != 1 else ''}"
         return ApprovalView(
             f"edit {preview.path}: {changes} (-{preview.removed} +{preview.added} lines)",
-            preview.diff, "diff", preview.truncated, preview.digest,
+            preview.diff, "diff", preview.truncated, preview.digest, edits_code_outside(name, args, root),
         )
     shown = json.dumps(args, ensure_ascii=False, indent=2, default=str)
     cut = len(shown) > MAX_ARGUMENTS_SHOWN
@@ -77,9 +81,18 @@ def approval_view(
     return ApprovalView(summary, shown[:MAX_ARGUMENTS_SHOWN] + ("\n[arguments cut]" if cut else ""), "arguments", cut)
 
 
-def _prepared_edit_args(args: dict[str, Any]) -> dict[str, Any]:
-    """The arguments as edit_file's own `prepare` step makes them (edits sent as a JSON string)."""
+def edits_code_outside(name: str, args: dict[str, Any], root: Path) -> bool:
+    """A file tool's call changes a file that runs code outside the sandbox (tools/sandbox.py
+    RUNS_CODE_OUTSIDE: `.vscode/tasks.json`, `.envrc`, ...), so it is asked even under `auto`."""
 
-    from tunacode_lsp.tools.edit_file import _prepare
+    spec = spec_of(name)
+    raw = args.get(spec.path_arg) if spec.changes_files and spec.path_arg is not None else None
+    if not isinstance(raw, str):
+        return False
+    real_root = workspace_real_root(root)
+    try:
+        real = resolve_in_workspace(real_root, raw)
+    except ToolError:
+        return False  # the tool refuses it anyway
+    return runs_code_outside_path(real_root, real)
 
-    return _prepare(dict(args))

@@ -36,12 +36,20 @@ class ServerOptions:
     log_file: bool = False
     log_level: str = "info"
     image_input: str = "auto"  # auto (known vision models) | on | off
-    text_tool_calls: str = "auto"  # auto: parse tool calls written as text | off
+    text_tool_calls: str = "auto"  # auto: from models that write them (text_tool_calls.py) | on | off
     mcp_servers: Any = None  # the raw mcpServers object (checked by agent/mcp/config.py)
     mcp_tool_timeout: float = 120.0
     mcp_startup_timeout: float = 30.0
     shell_sandbox: str = "auto"  # auto | required | off
     shell_network: bool = True
+    permissions: Any = None  # the raw permissions object (checked by agent/permissions.py)
+    hooks: Any = None  # the raw hooks object (checked by agent/hooks.py)
+    explicit: frozenset[str] = frozenset()  # wire keys set by this source (not defaults), for precedence
+    from_env: frozenset[str] = frozenset()  # wire keys that came from the environment
+    tool_timeouts: Any = None  # {tool name: seconds}, checked by _is_timeouts
+    web_fetch_private_addresses: bool = False
+    shell_env_passthrough: tuple[str, ...] = ()  # variable names the shell gets as they are
+    shell_read_only_paths: tuple[str, ...] = ()  # absolute folders the sandbox shows read-only
     openai_api: str = "responses"  # openai: models: responses | chat (agent/models.py)
     thinking_budget: int = 0  # Anthropic extended thinking budget in tokens (0: off)
     reasoning_effort: str | None = None  # OpenAI reasoning models: minimal | low | medium | high
@@ -83,6 +91,16 @@ def _is_bool(v: Any) -> str | None:
     return None if isinstance(v, bool) else "expected true or false"
 
 
+def _is_env_names(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(n, str) and n and "=" not in n and "\0" not in n for n in v):
+        return "expected a list of environment variable names"
+    return None
+
+
+def _is_abs_paths(v: Any) -> str | None:
+    if not isinstance(v, list) or not all(isinstance(p, str) and p.startswith("/") and "\0" not in p for p in v):
+        return "expected a list of absolute paths"
+    return None
 def _is_headers(v: Any) -> str | None:
     ok = isinstance(v, dict) and all(
         isinstance(k, str) and k.strip() and isinstance(x, str) and not any(c in k + x for c in "\r\n")
@@ -106,6 +124,15 @@ def _one_of(*choices: str) -> Check:
     return check
 
 
+def _is_timeouts(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected an object {tool name: seconds}"
+    for name, seconds in v.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 1 <= seconds <= 3_600:
+            return f"{name!r}: expected a number of seconds from 1 to 3600"
+    return None
+
+
 _FIELDS: dict[str, tuple[str, Any]] = {
     "model": ("model", _is_str),
     "baseUrl": ("base_url", _is_str),
@@ -123,12 +150,18 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "logFile": ("log_file", _is_bool),
     "logLevel": ("log_level", _one_of("debug", "info", "warning", "error")),
     "imageInput": ("image_input", _one_of("auto", "on", "off")),
-    "textToolCalls": ("text_tool_calls", _one_of("auto", "off")),
+    "textToolCalls": ("text_tool_calls", _one_of("auto", "on", "off")),
     "mcpServers": ("mcp_servers", _is_object),
     "mcpToolTimeout": ("mcp_tool_timeout", _is_number(1, 3_600)),
     "mcpStartupTimeout": ("mcp_startup_timeout", _is_number(1, 600)),
     "shellSandbox": ("shell_sandbox", _one_of("auto", "required", "off")),
     "shellNetwork": ("shell_network", _is_bool),
+    "permissions": ("permissions", _is_object),
+    "hooks": ("hooks", _is_object),
+    "toolTimeouts": ("tool_timeouts", _is_timeouts),
+    "webFetchPrivateAddresses": ("web_fetch_private_addresses", _is_bool),
+    "shellEnvPassthrough": ("shell_env_passthrough", _is_env_names),
+    "shellReadOnlyPaths": ("shell_read_only_paths", _is_abs_paths),
     "openaiApi": ("openai_api", _one_of("responses", "chat")),
     "thinkingBudget": ("thinking_budget", _is_int(0, 1_000_000)),
     "reasoningEffort": ("reasoning_effort", _one_of("minimal", "low", "medium", "high")),
@@ -152,9 +185,12 @@ def parse_options(
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     warnings: list[str] = []
+    explicit: set[str] = set(base.explicit) if base else set()
+    from_env: set[str] = set(base.from_env) if base else set()
     for var, key in _ENV.items() if base is None else ():
         if env.get(var, "").strip():
             values[_FIELDS[key][0]] = env[var].strip()
+            from_env.add(key)
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -170,4 +206,13 @@ def parse_options(
             warnings.append(f"tunacode.{key}: {problem} (got {value!r}); using {default!r}")
             continue
         values[field] = value.strip() if isinstance(value, str) else value
+        explicit.add(key)
+    values["explicit"] = frozenset(explicit)
+    values["from_env"] = frozenset(from_env - explicit)
     return attrs.evolve(base or ServerOptions(), **values), warnings
+
+
+def wire_keys() -> dict[str, str]:
+    """Every setting's wire name -> its ServerOptions field (agent/settings_files.py layers them)."""
+
+    return {key: field for key, (field, _check) in _FIELDS.items()}

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tunacode_lsp.agent.provider.text_tool_calls import writes_text_tool_calls
 from tunacode_lsp.contract.protocol import ModelCostInfo, ModelInfo
 from tunacode_lsp.core.text import shown
 
@@ -164,7 +165,7 @@ def resolve_model(
     *,
     base_url: str | None = None,
     read_timeout: float = 120.0,
-    text_tool_calls: bool = True,
+    text_tool_calls: bool | str = "auto",
     env: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
     openai_api: str = "responses",
@@ -247,7 +248,7 @@ def resolve_model(
         api=api,
         base_url=url or "",
         read_timeout=read_timeout,
-        text_tool_calls=text_tool_calls,
+        text_tool_calls=writes_text_tool_calls(text_tool_calls, provider_name, model_id),
         headers=merged_headers or None,
         thinking_budget=thinking_budget,
         reasoning_effort=reasoning_effort,

@@ -15,13 +15,15 @@ from tinyagent.agent_types import AgentTool
 
 from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.context import PromptContext
+from tunacode_lsp.agent.hooks_config import HookDef
 from tunacode_lsp.agent.models import ResolvedModel
+from tunacode_lsp.agent.permissions import PermissionRules
 from tunacode_lsp.contract.protocol import Event, Usage
 from tunacode_lsp.tools import LineRefLedger, ToolSettings
 from tunacode_lsp.tools.diagnostics import DiagnosticsSource
 from tunacode_lsp.tools.documents import DocumentOverlay
 
-ApprovalDecision = Literal["allow", "allow_session", "deny"]
+ApprovalDecision = Literal["allow", "allow_session", "allow_always_user", "allow_always_project", "deny"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class ApprovalRequest:
     detail_kind: str = "arguments"  # command | diff | arguments
     truncated: bool = False  # the diff was cut (commands never are)
     headline: str = ""  # what will happen, as a phrase (`run npm test`, `edit a.py: 1 change ...`)
+    rule: str | None = None  # why it is asked when a rule decided (`ask rule `bash(git push*)` (project settings)`)
+    always_allow: tuple[str, ...] = ()  # the allow rules "Always allow" would save (empty: not offered)
+    runs_code_outside: bool = False  # the file changed is one a tool runs outside the sandbox (.vscode/tasks.json)
 
 
 class AgentSink(Protocol):
@@ -88,3 +93,10 @@ class RequestSpec:
     # before a tool that changes files (True: a shell command, snapshot again); None at the end
     # of the request (a request that changed nothing never waits for a snapshot); returns notices
     checkpoint: Callable[[bool | None], Awaitable[list[str]]] | None = None
+    # the project's own rules (agent/settings_files.py): permission rules, hooks, the mode
+    rules: PermissionRules = field(default_factory=PermissionRules)
+    hooks: tuple[HookDef, ...] = ()
+    mode: str = "agent"  # agent | plan (read-only tools and todo_write; the request ends with a plan)
+    allowed_tools: frozenset[str] | None = None  # a prompt command's `allowed-tools`: only these (None: all)
+    # "Always allow": saves allow rules to the user or project settings file; returns what to say
+    save_rules: Callable[[str, tuple[str, ...]], Awaitable[str]] | None = None

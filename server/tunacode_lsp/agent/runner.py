@@ -19,11 +19,15 @@ from typing import Any
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
-from tunacode_lsp.agent.approvals import approval_view
+from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
+from tunacode_lsp.agent.hooks import HookRunner
+from tunacode_lsp.agent.instructions import NestedInstructions
+from tunacode_lsp.agent.permissions import RuleDecision, suggested_rules
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
+from tunacode_lsp.agent.projection import NotingSink, plan_items, plan_of, save_request_end, stored_results_for
 from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
@@ -33,25 +37,24 @@ from tunacode_lsp.contract.protocol import (
     ErrorInfo,
     Event,
     Notice,
-    Plan,
-    PlanItem,
     RequestEnd,
     RequestResult,
     RequestStart,
+    TextDelta,
+    ThinkingDelta,
 )
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
 from tunacode_lsp.core.history import (
-    cancelled_results_for,
     estimate_tokens,
     plan_pruning,
     prune_tool_outputs,
     pruned_replacement,
     unanswered_tool_calls,
 )
-from tunacode_lsp.core.redact import Redactor, process_redactor
+from tunacode_lsp.core.redact import Redactor, StreamRedactor, process_redactor
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import CHANGING_TOOLS, build_tools, summarize_args
+from tunacode_lsp.tools import build_tools, spec_of
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,15 @@ EMPTY_RESPONSE_NUDGE = (
 ABORT_GRACE_SECONDS = 5.0
 TOOL_STOP_GRACE_SECONDS = 0.5
 CHECKPOINT_NOTICE_WAIT = 2.0  # seconds the end of a request waits for its 'before' snapshot
+PLAN_MODE_TOOLS = frozenset({"read_file", "grep", "list_files", "diagnostics", "todo_write"})
+PLAN_MODE_PROMPT = """
+
+## Plan mode
+
+This request is in plan mode: do not change anything. Investigate with the read-only tools,
+then write the plan with `todo_write` (one item per step, all `pending`) and end with a short
+summary of the plan: what you will change, where, and how you will check it. The user runs
+it later in agent mode."""
 PROMOTE_HISTORY_MIN = 2_000  # messages from which a request's validated history skips the young generations
 MAX_STEERS = 32  # steers waiting for a turn boundary in one request; more are refused (accepted: false)
 
@@ -85,16 +97,19 @@ def _is_empty_answer(message: Any) -> bool:
 class RequestRun:
     def __init__(self, spec: RequestSpec, sink: AgentSink, log_: MessageLog) -> None:
         self.spec = spec
-        self.sink = RedactingSink(sink, process_redactor())  # no key in any event
         self.started_at = time.time()
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
         self.state = RequestState(
             cost=spec.model_cost,
             context_window=spec.context_window or DEFAULT_CONTEXT_WINDOW,
+            request_id=spec.request_id,
         )
-        self.registry = ToolCallRegistry(sink.emit)
-        self.table = EventTable(self.state, sink, log_, self.registry)
+        # no key in any event (tool calls and deltas too); what no message holds is kept for the
+        # replay (agent/projection.py)
+        self.sink = RedactingSink(NotingSink(sink, self.state), process_redactor())
+        self.registry = ToolCallRegistry(self.sink.emit)
+        self.table = EventTable(self.state, self.sink, log_, self.registry)
         self._model_calls = 0
         self._max_turns_hit = False
         self._nudged = False
@@ -103,6 +118,13 @@ class RequestRun:
         self._agent: Agent | None = None
         self._token_estimates: dict[int, tuple[Any, int, tuple[Any, int] | None]] = {}  # id -> facts
         self._approved: dict[str, str] = {}  # tool call id -> digest of the change the user approved
+        self.hooks = HookRunner(
+            spec.hooks, spec.workspace_root, spec.tool_settings,
+            session_id=spec.session_id, request_id=spec.request_id, abort_signal=self.abort_signal,
+        )
+        self._hook_context: dict[str, list[str]] = {}  # tool call id -> preToolUse hooks' context
+        self._prompt_context: list[str] = []  # userPromptSubmit hooks' context
+        self._nested = NestedInstructions(spec.workspace_root)  # sub-folder instruction files joined so far
         self._steers_early: list[UserMessage] = []  # steers before the first model call (not after the prompt)
         self._steers_given: list[UserMessage] = []  # handed to tinyagent's steering queue
         self._steering_closed = False  # no turn boundary is left: a steer now would never be seen
@@ -165,14 +187,31 @@ class RequestRun:
         )
         error: str | None = None
         try:
-            if not self.abort_signal.is_set():  # aborted while starting: the model is never called
+            if not self.abort_signal.is_set() and self.hooks.any_for("userPromptSubmit"):
+                error = await self._prompt_hooks()
+            if error is None and not self.abort_signal.is_set():  # aborted while starting: the model is never called
                 await self._compact_if_needed()
-            if not self.abort_signal.is_set() and self.abort_reason is None:
+            if error is None and not self.abort_signal.is_set() and self.abort_reason is None:
                 error = await self._drive()
+            if self.hooks.any_for("stop") and self.abort_reason is None:
+                for notice in (await self.hooks.run("stop")).notices:
+                    self.sink.emit(Notice(notice))
         finally:
             if timer is not None:
                 timer.cancel()
         return await self._finish(error)
+
+    async def _prompt_hooks(self) -> str | None:
+        """userPromptSubmit hooks: exit 2 ends the request before the model is called (the
+        reason is its error); their context goes to the model with the prompt."""
+
+        outcome = await self.hooks.run("userPromptSubmit", prompt=self.spec.prompt)
+        for notice in outcome.notices:
+            self.sink.emit(Notice(notice))
+        if outcome.blocked:
+            return f"the prompt was blocked by {outcome.blocked_by}: {outcome.reason}"
+        self._prompt_context = outcome.context
+        return None
 
     async def _compact_if_needed(self) -> None:
         """Compact first when the history and the prompt pass compactThreshold of the window.
@@ -233,7 +272,10 @@ class RequestRun:
             return f"internal error: {exc}"
         if self.abort_signal.is_set():  # aborted while the history loaded: the model is never called
             return None
-        prompt = UserMessage(content=prompt_content(self.spec), timestamp=int(time.time() * 1000))
+        content = prompt_content(self.spec)
+        if self._prompt_context:  # userPromptSubmit hooks' context, after the prompt
+            content.append(TextContent(text="\n\n".join(f"[hook context]\n{c}" for c in self._prompt_context)))
+        prompt = UserMessage(content=content, timestamp=int(time.time() * 1000))
         stream = agent.stream(prompt)
         abort_wait = asyncio.ensure_future(self.abort_signal.wait())
         deadline: float | None = None  # set at abort: the loop must wind down by then
@@ -328,9 +370,15 @@ class RequestRun:
             )
         )
         agent.set_model(spec.model.model)
-        agent.set_system_prompt(system_prompt if system_prompt is not None else build_system_prompt(spec.workspace_root))
+        prompt_text = system_prompt if system_prompt is not None else build_system_prompt(spec.workspace_root)
+        agent.set_system_prompt(prompt_text + (PLAN_MODE_PROMPT if spec.mode == "plan" else ""))
         tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved, documents=spec.documents)
-        agent.set_tools([self._wrap_tool(t) for t in [*tools, *spec.extra_tools]])
+        offered = [*tools, *spec.extra_tools]
+        if spec.mode == "plan":  # read-only tools and todo_write; no MCP tool (it may change anything)
+            offered = [t for t in tools if t.name in PLAN_MODE_TOOLS]
+        if spec.allowed_tools is not None:  # a prompt command's allowed-tools: it only narrows
+            offered = [t for t in offered if t.name in spec.allowed_tools]
+        agent.set_tools([self._wrap_tool(t) for t in offered])
         agent.replace_messages(history if history is not None else [load_message(m) for m in spec.history])
         self._agent = agent
         return agent
@@ -412,19 +460,25 @@ class RequestRun:
         async def execute(tool_call_id: str, args: dict[str, Any], _signal: Any, on_update: Any) -> AgentToolResult:
             async with self._semaphore:
                 if self.abort_signal.is_set():
-                    self.registry.finish(tool_call_id, "cancelled", "cancelled before it started", name=tool.name)
+                    self.registry.announce(tool_call_id, tool.name, args)
+                    self.registry.finish(tool_call_id, "cancelled", "cancelled before it started", reason=self._stop_reason())
                     raise ToolCancelled("cancelled before it started")
                 self.registry.start(tool_call_id, tool.name, args)
                 try:
-                    shell = tool.name == "bash" or tool.name in self.spec.extra_changing_tools
-                    if self.spec.checkpoint is not None and (shell or tool.name in CHANGING_TOOLS):
+                    shell = spec_of(tool.name).runs_commands or tool.name in self.spec.extra_changing_tools
+                    if self.spec.checkpoint is not None and (shell or spec_of(tool.name).changes_files):
                         for notice in await self.spec.checkpoint(shell):  # the workspace before (agent/checkpoints.py)
                             self.sink.emit(Notice(notice))
                     result = await self._run_abortable(inner(tool_call_id, args, self.abort_signal, on_update))
                 except BaseException as exc:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
-                    self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
+                    self.registry.finish(
+                        tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__,
+                        reason=self._stop_reason() if cancelled else None,
+                    )
                     raise
+                result = await self._with_nested_instructions(tool.name, args, result)
+                result = await self._post_tool_hooks(tool_call_id, tool.name, args, result)
                 result = _redacted_result(result)  # the model never sees a key a tool printed
                 details = result.details if isinstance(result.details, dict) else {}
                 exit_code = details.get("exit_code")  # bash's, shown on the tool line
@@ -442,16 +496,10 @@ class RequestRun:
     async def _publish_plan(self, result: AgentToolResult) -> None:
         """After todo_write: the `plan` event, and the plan stored with the session."""
 
-        details: Any = result.details
-        raw = details.get("items") if isinstance(details, dict) else None
-        if not isinstance(raw, list):
+        items = plan_items(result.details)
+        if items is None:
             return
-        items: list[dict[str, str]] = [
-            {key: str(item.get(key, "")) for key in ("content", "status", "activeForm")}
-            for item in raw
-            if isinstance(item, dict)
-        ]
-        self.sink.emit(Plan([PlanItem(i["content"], i["status"], i["activeForm"]) for i in items]))
+        self.sink.emit(plan_of(items))
         try:
             await self.table.log.save_plan(items)
         except Exception:  # the plan is shown; failing to keep it must not fail the tool
@@ -491,11 +539,32 @@ class RequestRun:
                 f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
                 "send them as one JSON object",
             ))
-        if name not in CHANGING_TOOLS and name not in self.spec.extra_changing_tools:
+        if self.spec.mode == "plan" and name not in PLAN_MODE_TOOLS:
+            self.registry.mark_denied(call_id, name, args, reason="policy")
+            return _error_result(f"{name} is not available in plan mode: only read-only tools and todo_write.")
+        rule = self._rule_decision(name, args)
+        if rule is not None and rule.effect == "deny":
+            self.registry.mark_denied(call_id, name, args, reason="policy")
+            return _error_result(
+                f"{name} was blocked by the {rule.describe()}: it is not allowed here. Do not retry it; "
+                "try another way, or ask the user."
+            )
+        blocked = await self._pre_tool_hooks(call_id, name, args)
+        if blocked is not None:
+            return blocked
+        forced = rule is not None and rule.effect == "ask"
+        if rule is not None and rule.effect == "allow":
+            # no rule covers an edit of a file that runs code outside the sandbox: that is asked
+            if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
+                return None
+            forced = True
+        if not forced and not spec_of(name).needs_approval and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
-        if approval == "auto" or name in self.spec.session_allowed_tools:
-            return None
+        if not forced and (approval == "auto" or name in self.spec.session_allowed_tools):
+            # an edit of a file that runs code outside the sandbox (.vscode/tasks.json, .envrc) is always asked
+            if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
+                return None
         try:  # the same parsing and planning the tool will run, off the event loop
             view = await asyncio.to_thread(
                 approval_view, name, args, self.spec.workspace_root, self.spec.line_refs, self.spec.documents
@@ -503,24 +572,84 @@ class RequestRun:
         except ToolError as exc:
             return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
         summary = view.headline
-        if approval == "read-only":
-            self.registry.mark_denied(call_id, name, args)
+        if approval == "read-only" and not forced:
+            self.registry.mark_denied(call_id, name, args, reason="policy")
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
+        always = suggested_rules(name, args, self.spec.workspace_root) if self.spec.save_rules else ()
         decision = await self._ask(ApprovalRequest(
-            call_id, name, summarize_args(name, args), args, view.detail, view.detail_kind, view.truncated, summary,
+            call_id, name, spec_of(name).summary(args), args, view.detail, view.detail_kind, view.truncated, summary,
+            rule=rule.describe() if rule is not None else None, always_allow=always, runs_code_outside=view.runs_code_outside,
         ))
         if decision == "allow_session":
             self.spec.session_allowed_tools.add(name)
+        if decision in ("allow_always_user", "allow_always_project") and always and self.spec.save_rules:
+            said = await self.spec.save_rules(decision.rsplit("_", 1)[1], always)
+            self.sink.emit(Notice(said))
+        if decision in ("allow_always_user", "allow_always_project"):
+            decision = "allow"
         if decision in ("allow", "allow_session"):
             if view.digest is not None:
                 self._approved[call_id] = view.digest  # the tool writes exactly these bytes, or nothing
             return None
         if self.abort_signal.is_set():
-            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name)
+            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name, reason=self._stop_reason())
             return _error_result("cancelled by the user")
         self.registry.mark_denied(call_id, name, args)
         return _error_result(f"the user declined: {name} {summary}. Do not retry it unchanged; ask or try another way.")
+
+    def _rule_decision(self, name: str, args: dict[str, Any]) -> RuleDecision | None:
+        if not self.spec.rules:
+            return None
+        return self.spec.rules.decide(name, args, self.spec.workspace_root)
+
+    async def _pre_tool_hooks(self, call_id: str, name: str, args: dict[str, Any]) -> ToolLoopControl | None:
+        """preToolUse hooks: exit 2 blocks the call (`reason: "policy"`), their context joins its result."""
+
+        if not self.hooks.any_for("preToolUse", name):
+            return None
+        outcome = await self.hooks.run("preToolUse", tool=name, args=args)
+        for notice in outcome.notices:
+            self.sink.emit(Notice(notice))
+        if outcome.blocked:
+            self.registry.mark_denied(call_id, name, args, reason="policy")
+            return _error_result(f"{name} was blocked by {outcome.blocked_by}: {outcome.reason}")
+        if outcome.context:
+            self._hook_context[call_id] = outcome.context
+        return None
+
+    async def _post_tool_hooks(self, call_id: str, name: str, args: dict[str, Any], result: AgentToolResult) -> AgentToolResult:
+        """postToolUse hooks see the result; their context (and a block's reason) is added to it."""
+
+        added = self._hook_context.pop(call_id, [])
+        if self.hooks.any_for("postToolUse", name):
+            outcome = await self.hooks.run("postToolUse", tool=name, args=args, result=tool_result_text(result))
+            for notice in outcome.notices:
+                self.sink.emit(Notice(notice))
+            added += outcome.context
+            if outcome.blocked:
+                added.append(f"[{outcome.blocked_by} objected to this result: {outcome.reason}]")
+        if not added:
+            return result
+        extra = "\n\n".join(f"[hook context]\n{text}" for text in added)
+        return AgentToolResult(content=[*result.content, TextContent(text=extra)], details=result.details)
+
+    async def _with_nested_instructions(self, name: str, args: dict[str, Any], result: AgentToolResult) -> AgentToolResult:
+        """The first read or edit of a file below a sub-folder's AGENTS.md (or CLAUDE.md) brings
+        that file into the context, appended to the result (agent/instructions.py)."""
+
+        if name not in NestedInstructions.TOOLS:
+            return result
+        text, notices = await asyncio.to_thread(self._nested.for_call, name, args.get("filepath"))
+        for notice in notices:
+            self.sink.emit(Notice(notice))
+        if not text:
+            return result
+        return AgentToolResult(content=[*result.content, TextContent(text="\n\n" + text)], details=result.details)
+
+    def _stop_reason(self) -> str:
+        """The `reason` of a call stopped by this request's end: its timeout or an abort."""
+        return "timeout" if self.abort_reason == "timeout" else "aborted"
 
     async def _ask(self, request: ApprovalRequest) -> str:
         """Ask for approval; an abort ends the wait as a denial."""
@@ -573,11 +702,15 @@ class RequestRun:
         state = self.state
         if not self._steering_closed:  # the loop ended without a last decision (an abort, an error)
             self._close_steering([])
-        self.registry.settle_open("cancelled", "cancelled" if self.abort_reason else "did not finish")
+        self.registry.settle_open(
+            "cancelled", "cancelled" if self.abort_reason else "did not finish",
+            reason=self._stop_reason() if self.abort_reason else "error",
+        )
         # Calls stored this request that never got a result (an abort mid-tool, a loop
         # that died) are answered now, so the stored history never dangles.
         dangling = unanswered_tool_calls(state.stored)
-        for result in cancelled_results_for(dangling):
+        for result in stored_results_for(dangling, self.registry, self._stop_reason()):
+            result["meta"] = state.meta()
             await self.table.log.append(result, usage=None, thoughts=None)
             state.stored.append(result)
 
@@ -605,6 +738,7 @@ class RequestRun:
                 pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
+        await save_request_end(self.table.log, state)
         self.end_sent = True  # the client knows it ended; the answer follows within moments
         return redactor.value(RequestResult(
             session_id=self.spec.session_id,
@@ -639,17 +773,45 @@ def _redacted_result(result: AgentToolResult) -> AgentToolResult:
 
 
 class RedactingSink:
-    """The caller's sink, with every secret taken out of every event."""
+    """The caller's sink, with every secret taken out of every event (core/redact.py).
+
+    Text and thinking deltas pass through a `StreamRedactor` each: a piece is emitted only
+    up to where a secret could start that the next piece completes; the rest goes out with
+    the next piece, or before any other event (the end of the message: a tool call, the
+    turn's end, the request's end), so a key split across two deltas never shows."""
 
     def __init__(self, inner: AgentSink, redactor: Redactor) -> None:
         self._inner = inner
         self._redactor = redactor
+        self._streams: dict[type[TextDelta | ThinkingDelta], StreamRedactor] = {
+            TextDelta: StreamRedactor(redactor), ThinkingDelta: StreamRedactor(redactor),
+        }
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta | ThinkingDelta):
+            kind = type(event)
+            self.flush(but=kind)
+            if text := self._streams[kind].feed(event.text):
+                self._inner.emit(kind(text))
+            return
+        self.flush()
         self._inner.emit(self._redactor.value(event))
 
+    def flush(self, but: type | None = None) -> None:
+        """Emit what the delta streams hold back (all of them, or all but one kind)."""
+
+        for kind, stream in self._streams.items():
+            if kind is not but and stream.pending and (text := stream.flush()):
+                self._inner.emit(kind(text))
+
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await self._inner.ask_approval(request)
+        self.flush()
+        r = self._redactor  # what the user is shown; the tool still gets its arguments whole
+        shown = dataclasses.replace(
+            request, summary=r.text(request.summary), args=r.value(request.args), detail=r.text(request.detail),
+            headline=r.text(request.headline),
+        )
+        return await self._inner.ask_approval(shown)
 
     def __getattr__(self, name: str) -> Any:  # close(), progress, ... of the caller's sink
         return getattr(self._inner, name)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
 from tunacode_lsp.agent.checkpoints import Checkpoints
 from tunacode_lsp.agent.config import ServerOptions
 from tunacode_lsp.agent.detached import DetachedResults
@@ -43,11 +45,15 @@ from tunacode_lsp.contract.protocol import (
     ParamsError,
     RequestParams,
     RequestResult,
+    SettingsFileInfo,
+    SettingsInfo,
+    SettingValue,
     parse_context,
 )
 from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import UnreadableMessageError
 from tunacode_lsp.store.leases import new_owner
+from tunacode_lsp.store.locations import data_dir
 from tunacode_lsp.store.records import iso_from_us
 
 if TYPE_CHECKING:  # the agent loop and the tools load with the first request, not at start-up
@@ -57,6 +63,7 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
     from tunacode_lsp.agent.ports import AgentSink
     from tunacode_lsp.agent.runner import RequestRun
     from tunacode_lsp.tools import LineRefLedger
+    from tunacode_lsp.tools.background import BackgroundProcesses
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
     from tunacode_lsp.tools.documents import DocumentOverlay
 
@@ -158,6 +165,7 @@ class RunService:
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
         self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
+        self._background: BackgroundProcesses | None = None
         self.detached = DetachedResults()  # detached requests' outcomes, until read
 
     # ------------------------------------------------------------ lookups
@@ -175,8 +183,20 @@ class RunService:
     def session_state(self, session_id: str) -> SessionState:
         return self._states.setdefault(session_id, SessionState())
 
+    @property
+    def background_processes(self) -> BackgroundProcesses:
+        """The background commands of this server's sessions (tools/background.py)."""
+        if self._background is None:
+            from tunacode_lsp.tools.background import BackgroundProcesses
+
+            self._background = BackgroundProcesses()
+        return self._background
+
     def forget_session(self, session_id: str) -> None:
         """Drop what this process remembers of a deleted session."""
+
+        if self._background is not None:
+            self._background.kill_session(session_id)  # its background commands end with it
 
         self.detached.forget_session(session_id)
         state = self._states.get(session_id)
@@ -224,18 +244,51 @@ class RunService:
 
         self._model(spec)
 
-    def _model(self, spec: str | None) -> ResolvedModel:
-        options = self._options()
+    def _model(self, spec: str | None, options: ServerOptions | None = None) -> ResolvedModel:
+        options = options or self._options()
         try:
             return resolve_model(
                 spec or options.model,
                 base_url=options.base_url,
                 read_timeout=options.stream_read_timeout,
-                text_tool_calls=options.text_tool_calls != "off",
+                text_tool_calls=options.text_tool_calls,  # auto | on | off
                 **provider_settings(options),
             )
         except ModelNotUsable as exc:
             raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
+
+    # ------------------------------------------------------------ settings files
+
+    async def settings_info(self, root: Path | None = None) -> SettingsInfo:
+        """The effective settings and where each came from (`tunacode.status`)."""
+
+        from tunacode_lsp.agent.settings_files import effective_settings
+
+        effective = await effective_settings(self._options(), root or self._workspace_root())
+        return SettingsInfo(
+            {key: SettingValue(value, source) for key, (value, source) in effective.values.items()},
+            [
+                SettingsFileInfo(f.source, f.path, f.exists, f.fingerprint, f.consented, list(f.held_back), list(f.problems))
+                for f in effective.files
+            ],
+        )
+
+    async def consent_project_settings(self, fingerprint: str, persist: bool, root: Path | None = None) -> str:
+        """Consent to the project settings file as it is now; ParamsError when `fingerprint` is
+        not its current content's (it changed since the user looked)."""
+
+        from tunacode_lsp.agent.settings_consent import record_consent
+        from tunacode_lsp.agent.settings_files import load_settings_files
+
+        root = root or self._workspace_root()
+        _user, project = await asyncio.to_thread(load_settings_files, root)
+        if project.fingerprint is None or project.fingerprint != fingerprint:
+            raise ParamsError(
+                f"params.fingerprint is not that of {project.path} as it is now (it changed, or it cannot be read); "
+                "look at the file again (tunacode.status) and consent to what you see"
+            )
+        await asyncio.to_thread(record_consent, root, fingerprint, persist=persist)
+        return project.path
 
     # ------------------------------------------------------------ a request
 
@@ -351,6 +404,7 @@ class RunService:
         extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
         documents: DocumentOverlay | None = None,
         workspace_root: Path | None = None,
+        approval: str | None = None,
     ) -> RequestResult:
         """Resolve the model and session, hold the lease, run the agent, release everything.
 
@@ -358,22 +412,34 @@ class RunService:
         its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
         from tunacode_lsp.agent.catalog import model_facts
+        from tunacode_lsp.agent.commands import allowed_tool_names, expand_prompt
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
         from tunacode_lsp.agent.runner import RequestRun
+        from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
         from tunacode_lsp.tools import ToolSettings
+        from tunacode_lsp.tools.kept_outputs import session_outputs_dir
 
         options = self._options()
         sessions = self._sessions()
         root = workspace_root if workspace_root is not None else self._workspace_root()
+        settings = await effective_settings(options, root)  # the settings files, under the editor's settings
+        options = settings.options
+        if approval is not None:  # the session's own choice (ACP configOptions)
+            options = attrs.evolve(options, approval=approval)
+        command = await asyncio.to_thread(expand_prompt, params.prompt, root) if params.prompt.lstrip().startswith("/") else None
+        if command is not None:  # `/name args`: the command's body (agent/commands.py)
+            if not command.prompt.strip():
+                raise ParamsError(f"params.prompt: the command /{command.command.name} has an empty body")
+            params = attrs.evolve(params, prompt=command.prompt, model=params.model or command.command.model)
 
         if params.session_id is not None:
             record = await sessions.get(params.session_id)
             if record is None:
                 raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
-            model = self._model(params.model or record.model or None)
+            model = self._model(params.model or record.model or None, options)
         else:
-            record, model = None, self._model(params.model)
+            record, model = None, self._model(params.model, options)
         facts = await asyncio.to_thread(  # the catalog is read on first use: off the event loop
             model_facts, model.provider, model.model_id, context_window=options.context_window,
             image_input=options.image_input, model_cost=options.model_cost,
@@ -389,6 +455,10 @@ class RunService:
         state = self.session_state(session_id)
 
         notices: list[str] = []
+        for notice in settings.notices():  # once per session: a held-back project file, a bad rule
+            if f"settings:{notice}" not in state.notices:
+                state.notices.add(f"settings:{notice}")
+                notices.append(notice)
         if facts.notice and f"catalog:{model.spec}" not in state.notices:
             state.notices.add(f"catalog:{model.spec}")
             notices.append(facts.notice)
@@ -427,6 +497,12 @@ class RunService:
                     shell_inherit_secrets=options.shell_inherit_secrets,
                     shell_sandbox=options.shell_sandbox,
                     shell_network=options.shell_network,
+                    tool_timeouts=dict(options.tool_timeouts or {}),
+                    outputs_dir=session_outputs_dir(data_dir(), session_id),  # cut results kept whole
+                    background=self.background_processes.for_session(session_id),
+                    web_private_addresses=options.web_fetch_private_addresses,
+                    shell_env_passthrough=tuple(options.shell_env_passthrough),
+                    shell_read_only_paths=tuple(options.shell_read_only_paths),
                 ),
                 tool_concurrency=options.tool_concurrency,
                 history_token_budget=options.history_token_budget,
@@ -443,6 +519,11 @@ class RunService:
                 start_notices=notices,
                 documents=documents,
                 checkpoint=checkpoint.step,
+                rules=settings.rules,
+                hooks=settings.hooks,
+                mode=params.mode or "agent",
+                allowed_tools=allowed_tool_names(command.command) if command is not None else None,
+                save_rules=lambda scope, rules: asyncio.to_thread(save_allow_rules, scope, rules, root),
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink

@@ -25,7 +25,7 @@ from tunacode_lsp.core.history import clean_history
 from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.store.errors import SessionBusy, SessionNotFound
 from tunacode_lsp.store.leases import new_owner
-from tunacode_lsp.store.locations import project_id_for
+from tunacode_lsp.store.locations import data_dir, project_id_for
 from tunacode_lsp.store.records import RequestCheckpointRecord
 from tunacode_lsp.store.session_state import compacted_view
 
@@ -120,9 +120,14 @@ class SessionService:
         """Delete a session no other server is running a request on (-32002 otherwise)."""
 
         try:
-            return await self._call("delete_session", session_id, owner=self.owner)
+            deleted = await self._call("delete_session", session_id, owner=self.owner)
         except SessionBusy as exc:
             raise CommandError(SESSION_BUSY, f"{exc}; stop it first") from None
+        from tunacode_lsp.tools.kept_outputs import remove_session_outputs  # the tools load lazily
+
+        # the whole outputs its cut tool results named go with it
+        await asyncio.to_thread(remove_session_outputs, data_dir(), session_id)
+        return deleted
 
     async def messages(self, session_id: str) -> builtins.list[dict[str, Any]]:
         return await self._call("load_messages", session_id)
@@ -209,12 +214,6 @@ class SessionService:
             message_count = row.first_seq
         return await self._call("fork_session", session_id, message_count)
 
-    async def mcp_trust(self, cwd: str, name: str, fingerprint: str) -> bool | None:
-        return await self._call("mcp_trust", project_id_for(cwd), name, fingerprint)
-
-    async def set_mcp_trust(self, cwd: str, name: str, fingerprint: str, allowed: bool) -> None:
-        await self._call("set_mcp_trust", project_id_for(cwd), name, fingerprint, allowed)
-
     async def acquire(self, session_id: str, owner: str) -> bool:
         """Take the session's busy lease for `owner` (one owner per request)."""
         return await self._call("acquire", session_id, owner)
@@ -278,6 +277,19 @@ class SessionService:
     async def request_checkpoints(self, session_id: str) -> builtins.list[RequestCheckpointRecord]:
         return await self._call("request_checkpoints", session_id)
 
+    async def set_request_end(self, session_id: str, request_id: str, events: builtins.list[dict[str, Any]]) -> None:
+        await self._call("set_request_end", session_id, request_id, events)
+
+    async def events(self, session_id: str, messages: builtins.list[dict[str, Any]], model: str) -> builtins.list[dict[str, Any]]:
+        """The stored requests of the session as the events they emitted (agent/projection.py)."""
+        from tunacode_lsp.agent.projection import project_session  # the agent stack: not at the server's start
+
+        trailers = await self._call("request_ends", session_id)
+        marks = {r.first_seq: r.request_id for r in await self.request_checkpoints(session_id)}
+        return await asyncio.to_thread(
+            project_session, messages, session_id=session_id, model=model, trailers=trailers, marks=marks
+        )
+
     async def rewind(self, session_id: str, request_id: str) -> SessionInfo:
         """Cut the history back to before the request (KeyError: no such request)."""
         try:
@@ -308,6 +320,9 @@ class StoreMessageLog:
 
     async def save_plan(self, items: list[dict[str, str]]) -> None:
         await self._service.set_plan(self._session_id, items)
+
+    async def save_request_end(self, request_id: str, events: list[dict[str, Any]]) -> None:
+        await self._service.set_request_end(self._session_id, request_id, process_redactor().value(events))
 
     async def save_compaction(self, history: list[dict[str, Any]], cut: int, summary: str, usage: Usage) -> bool:
         return await self._service.save_compaction(self._session_id, history, cut, summary, usage)

@@ -10,26 +10,21 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from tunacode_lsp.tools.confined_read import read_confined
-
 AGENTS_FILE = "AGENTS.md"
-MAX_AGENTS_CHARS = 20_000
-MAX_AGENTS_BYTES = 4 * MAX_AGENTS_CHARS  # read at most this much (UTF-8: up to 4 bytes a character)
 
 
 def load_system_prompt(workspace_root: Path) -> tuple[str, list[str]]:
     """(the system prompt, notices for the user about instruction files that were skipped).
-    Blocking (reads files): run it in a thread."""
+    Blocking (reads files): run it in a thread. The instruction files: agent/instructions.py."""
+
+    from tunacode_lsp.agent.instructions import root_instructions
 
     template = files("tunacode_lsp.agent").joinpath("prompts/system.md").read_text("utf-8")
     prompt = template.replace("{workspace_root}", str(workspace_root))
-    found = read_confined(workspace_root, AGENTS_FILE, limit=MAX_AGENTS_BYTES, truncate=True)
-    extra = found.text()
-    if extra is None:
-        return prompt, [found.notice] if found.notice else []
-    if len(extra) > MAX_AGENTS_CHARS or found.truncated:
-        extra = extra[:MAX_AGENTS_CHARS] + "\n[AGENTS.md truncated]"
-    return f"{prompt}\n## Project instructions (from {AGENTS_FILE})\n\n{extra.strip()}\n", []
+    sections, notices = root_instructions(workspace_root)
+    for title, text in sections:
+        prompt += f"\n## {title[0].upper()}{title[1:]}\n\n{text}\n"
+    return prompt, notices
 
 
 def build_system_prompt(workspace_root: Path) -> str:

@@ -98,9 +98,14 @@ def summary(last: dict[str, Any] | None, exit_code: int) -> str:
 def render(lines: TextIO, out: TextIO) -> None:
     """The plain view of a JSON Lines event stream, as it arrives (for the job's log)."""
 
-    from tunacode_lsp.cli.output import PlainOutput
+    from tunacode_lsp.cli.output import PlainOutput, workflow_command_fence
 
     view = PlainOutput(out, out, session_hint=False, colour=False)
+    with workflow_command_fence([out]):  # action.yml fences its whole step (TUNACODE_CI_FENCED=1)
+        _render_lines(lines, view)
+
+
+def _render_lines(lines: TextIO, view: Any) -> None:
     for line in lines:
         try:
             obj = json.loads(line)

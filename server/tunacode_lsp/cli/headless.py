@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
-from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, tool_summary
+from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, was_refused, workflow_command_fence
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
@@ -39,9 +39,11 @@ from tunacode_lsp.cli.run import (
     request_params,
     spawn_server,
 )
+from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD, RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_REQUEST,
+    COMMAND_SETTINGS_CONSENT,
     COMMAND_STATUS,
     EVENT_NOTIFICATION,
     MODEL_NOT_USABLE,
@@ -152,8 +154,11 @@ class HeadlessRun:
 
     def _on_request(self, method: str, params: Any) -> Any:
         if method == "window/showMessageRequest":
-            answer = "Allow" if self.opts.approve == "auto" else "Deny"
-            message = params.get("message", "") if isinstance(params, dict) else ""
+            message = str(params.get("message", "")) if isinstance(params, dict) else ""
+            if message.startswith(CONSENT_PROMPT_HEAD):  # a repository-defined executable
+                return {"title": self._consent(message)}
+            # an edit of a file that runs code outside the sandbox is never allowed headless
+            answer = "Allow" if self.opts.approve == "auto" and RUNS_CODE_OUTSIDE_WARNING not in message else "Deny"
             self.output.note(f"{message} -> {answer}")
             return {"title": answer}
         if method == "workspace/configuration":
@@ -162,6 +167,16 @@ class HeadlessRun:
         if method in ("window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"):
             return None
         raise RpcError(-32601, f"{method} is not supported by tunacode-lsp run")
+
+    def _consent(self, message: str) -> str:
+        """Only --trust-workspace starts what the workspace defines (--approve auto never does)."""
+
+        if self.opts.trust_workspace:
+            self.output.note(f"{message}\n-> Allow (--trust-workspace)")
+            return "Allow"
+        what = message.partition(". Start it?")[0]
+        self.output.note(f"skipped: {what}; not started (--trust-workspace starts what the workspace defines)")
+        return "Deny"
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -172,10 +187,8 @@ class HeadlessRun:
                 self._send_abort()
         elif kind == "tool_call":
             summary = event.get("summary")
-            self._summaries[str(event.get("toolCallId"))] = (
-                summary if isinstance(summary, str) and summary else tool_summary(event.get("args"))
-            )
-        elif kind == "tool_call_update" and event.get("denied"):
+            self._summaries[str(event.get("toolCallId"))] = summary if isinstance(summary, str) else ""
+        elif kind == "tool_call_update" and event.get("status") == "failed" and was_refused(event):
             call_id = str(event.get("toolCallId"))
             self.denied[call_id] = {
                 "toolCallId": call_id, "name": event.get("name"), "summary": self._summaries.get(call_id, ""),
@@ -349,6 +362,23 @@ class HeadlessRun:
         tail = "".join(self._stderr_tail).strip()
         return f"\n--- server stderr (last lines) ---\n{tail}" if tail and not self.opts.verbose else ""
 
+    async def _trust_project_settings(self) -> None:
+        """--trust-workspace: consent to the project settings file as it is now, for this run
+        only (tunacode.settings.consent with persist false); --approve auto never does."""
+
+        assert self.peer is not None
+        status = await self._answer(
+            self.peer.request("workspace/executeCommand", {"command": COMMAND_STATUS, "arguments": [{}]}), START_TIMEOUT_S
+        )
+        files = ((status or {}).get("settings") or {}).get("files") or []
+        project = next((f for f in files if isinstance(f, dict) and f.get("source") == "project"), None)
+        if not project or not project.get("heldBack") or project.get("consented") or not project.get("fingerprint"):
+            return
+        await self._answer(self.peer.request("workspace/executeCommand", {
+            "command": COMMAND_SETTINGS_CONSENT, "arguments": [{"fingerprint": project["fingerprint"], "persist": False}],
+        }), START_TIMEOUT_S)
+        self.output.note(f"{project.get('path')}: applied whole (--trust-workspace): " + "; ".join(project["heldBack"]))
+
     async def _mcp_started(self) -> None:
         """--mcp-config: the server starts MCP servers in the background and a request takes the
         tools that are ready when it starts, so a run waits (bounded) until none is `starting`."""
@@ -476,7 +506,9 @@ class HeadlessRun:
             self._before = in_daemon_thread(changes.take, self.opts.cwd)
             await self._connect()
             await self._initialize()
-            if self.opts.mcp_servers:
+            if self.opts.trust_workspace:
+                await self._trust_project_settings()
+            if self.opts.mcp_servers or self.opts.trust_workspace:
                 await self._mcp_started()
             result = await self._request()
         except _Cancelled:
@@ -537,7 +569,8 @@ async def run_request(
     """
 
     output = make_output(opts, out or sys.stdout, err or sys.stderr, session_hint=session_hint)
-    return await HeadlessRun(opts, output, env=env, process=process, early=early).run()
+    with workflow_command_fence(output.fenced_streams()):  # a model's `::error::` is text in a CI log
+        return await HeadlessRun(opts, output, env=env, process=process, early=early).run()
 
 
 def run_main(opts: RunOptions, process: subprocess.Popen[bytes], early: EarlyInterrupt) -> int:

@@ -67,10 +67,10 @@ def context_file_item(spec: str) -> dict[str, Any]:
 
     match = _RANGE.match(spec)
     path = Path(match["path"] if match and not Path(spec).exists() else spec).expanduser()
-    if not path.exists():
-        raise InputError(f"--context-file {spec}: no such file")
     if path.is_dir():
         raise InputError(f"--context-file {spec}: a folder, not a file (name the files to give)")
+    if not path.exists():
+        raise InputError(f"--context-file {spec}: no such file")
     if not path.is_file():
         raise InputError(f"--context-file {spec}: not a regular file (a folder, FIFO, device or socket); refused")
     uri = path.resolve().as_uri()

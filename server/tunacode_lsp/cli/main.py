@@ -9,6 +9,8 @@ import signal
 import sys
 from collections.abc import Callable
 
+from tunacode_lsp.core.redact import install_log_redaction
+
 
 def _serve(args: argparse.Namespace) -> int:
     from tunacode_lsp.lsp.logging_setup import setup_logging
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
         drop_working_directory()
     argv = sys.argv[1:] if argv is None else argv
+    install_log_redaction()  # no log line of any mode carries a secret (core/redact.py)
     if argv and argv[0] in DELEGATED:
         module, _ = DELEGATED[argv[0]]
         try:

@@ -65,6 +65,8 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
     require_changes: bool = False
     context: tuple[dict[str, Any], ...] = ()  # context items (cli/inputs.py)
     mcp_servers: dict[str, Any] | None = None  # --mcp-config
+    trust_workspace: bool = False  # --trust-workspace: start what the workspace defines (.mcp.json)
+    mode: str | None = None  # --mode: agent | plan
 
 
 # the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
@@ -103,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="give the model this PNG, JPEG, GIF or WebP image; repeatable")
     parser.add_argument("--mcp-config", metavar="FILE",
                         help='MCP servers for this run: a JSON file {"mcpServers": {...}} as .mcp.json (docs/mcp.md)')
+    parser.add_argument("--trust-workspace", action="store_true",
+                        help="start the MCP servers the workspace's .mcp.json defines and apply .tunacode/settings.json whole, for this run (never implied by --approve auto)")
+    parser.add_argument("--mode", choices=("agent", "plan"), default=None,
+                        help="plan: read-only tools and todo_write; the answer is a plan (default: agent)")
     return parser
 
 
@@ -163,6 +169,8 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         require_changes=args.require_changes,
         context=tuple(context),
         mcp_servers=servers,
+        trust_workspace=args.trust_workspace,
+        mode=args.mode,
     )
 
 
@@ -238,6 +246,8 @@ def request_params(opts: RunOptions) -> dict[str, Any]:
         params["model"] = opts.model
     if opts.context:
         params["context"] = list(opts.context)
+    if opts.mode:
+        params["mode"] = opts.mode
     return params
 
 

@@ -27,6 +27,7 @@ CHANGED_SINCE = -32004  # tunacode.session.rewind: files changed since by someon
 CHECKPOINTS_UNAVAILABLE = -32603  # JSON-RPC internal error: the checkpoints cannot be read
 REQUEST_RUNNING = -32005  # tunacode.request.result: the detached request has not ended yet
 
+REQUEST_MODES = ("agent", "plan")  # v3: tunacode.request mode
 COMMAND_REQUEST = "tunacode.request"
 COMMAND_ABORT = "tunacode.abort"
 COMMAND_SESSION_NEW = "tunacode.session.new"
@@ -41,6 +42,8 @@ COMMAND_MODELS_LIST = "tunacode.models.list"
 COMMAND_STATUS = "tunacode.status"
 COMMAND_CHANGES = "tunacode.changes"
 COMMAND_SESSION_REWIND = "tunacode.session.rewind"
+COMMAND_SETTINGS_CONSENT = "tunacode.settings.consent"  # v3
+COMMAND_COMMANDS_LIST = "tunacode.commands.list"  # v3
 COMMAND_STEER = "tunacode.steer"
 COMMAND_REQUEST_RESULT = "tunacode.request.result"
 
@@ -52,6 +55,11 @@ ToolStatus = Literal[
 ]
 TOOL_STATUSES = ("pending", "awaiting_approval", "in_progress", "completed", "failed", "cancelled")
 FINAL_TOOL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+# Why a call ended failed or cancelled: the user said no; a mode, a rule or a hook refused it;
+# the tool failed; it ran out of time; the request was stopped.
+ToolEndReason = Literal["denied", "policy", "error", "timeout", "aborted"]
+TOOL_END_REASONS = ("denied", "policy", "error", "timeout", "aborted")
+TOOL_KINDS = ("read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other")
 STOP_REASONS = ("end_turn", "cancelled", "max_turns", "timeout", "error")
 
 
@@ -282,10 +290,13 @@ class RequestParams:
     model: str | None = None
     max_turns: int | None = None
     context: list[dict[str, Any]] | None = None
+    mode: str | None = None  # v3: agent (default) | plan
     queue: bool = False  # on a busy session: wait for its turn instead of -32002
     detach: bool = False  # answer at once with {requestId, sessionId}; the result by tunacode.request.result
 
     def validate(self) -> None:
+        if self.mode is not None and self.mode not in REQUEST_MODES:
+            raise ParamsError(f"params.mode: expected one of {', '.join(REQUEST_MODES)}")
         _non_empty("prompt", self.prompt)
         if len(self.prompt) > MAX_PROMPT_CHARS:
             raise ParamsError(f"params.prompt is longer than {MAX_PROMPT_CHARS} characters")
@@ -327,6 +338,15 @@ class SessionListParams:
 @attrs.define
 class SessionIdParams:
     session_id: str
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+
+
+@attrs.define
+class SessionGetParams:
+    session_id: str
+    events: bool | None = None  # also the stored requests as the events a client received live
 
     def validate(self) -> None:
         _non_empty("session_id", self.session_id)
@@ -509,6 +529,67 @@ class SandboxInfo:
 
 
 @attrs.define
+class SettingValue:
+    value: Any
+    source: str  # editor | environment | project | user | default | joined (rules, hooks)
+
+
+@attrs.define
+class SettingsFileInfo:
+    source: str  # user | project
+    path: str
+    exists: bool
+    fingerprint: str | None = attrs.field(default=None, metadata={"omit": True})
+    consented: bool | None = attrs.field(default=None, metadata={"omit": True})
+    held_back: list[str] = attrs.field(factory=list)
+    problems: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class SettingsInfo:
+    values: dict[str, SettingValue]
+    files: list[SettingsFileInfo]
+
+
+@attrs.define
+class SettingsConsentParams:
+    fingerprint: str
+    persist: bool = True
+
+    def validate(self) -> None:
+        _non_empty("fingerprint", self.fingerprint)
+
+
+@attrs.define
+class SettingsConsentResult:
+    consented: bool
+    path: str
+
+
+@attrs.define
+class CommandInfo:  # v3: tunacode.commands.list
+    name: str
+    description: str
+    argument_hint: str
+    source: str  # project | user | builtin
+
+
+@attrs.define
+class CommandsListResult:
+    commands: list[CommandInfo]
+
+
+@attrs.define
+class BackgroundProcessInfo:
+    process_id: str
+    session_id: str
+    command: str  # its first 200 characters
+    pid: int
+    running: bool
+    exit_code: int | None = attrs.field(default=None, metadata={"omit": True})
+
+
+@attrs.define
 class StatusResult:
     version: str
     protocol_version: int
@@ -516,6 +597,8 @@ class StatusResult:
     session_store: str
     mcp_servers: list[McpServerInfo] = attrs.field(factory=list)
     sandbox: SandboxInfo | None = attrs.field(default=None, metadata={"omit": True})
+    background_processes: list[BackgroundProcessInfo] = attrs.field(factory=list)  # bash {background: true}
+    settings: SettingsInfo | None = attrs.field(default=None, metadata={"omit": True})  # v3
 
 
 @attrs.define
@@ -593,6 +676,28 @@ class SessionGetResult:
     messages: list[dict[str, Any]]
     plan: list[dict[str, Any]] = attrs.field(factory=list)
     requests: list[RequestMark] = attrs.field(factory=list)  # the requests with checkpoints, oldest first
+    # with `events: true`: every stored request as its events ({sessionId, requestId, seq, type, ...})
+    events: list[dict[str, Any]] | None = attrs.field(default=None, metadata={"omit": True})
+
+
+# ---------------------------------------------------------------- server -> client requests
+
+
+@attrs.define
+class ApproveParams:
+    """`tunacode/approve`: the server asks a rich client to approve one tool call."""
+
+    session_id: str
+    request_id: str
+    tool_call_id: str
+    tool: str
+    summary: str
+    detail: str
+    detail_kind: str  # command | diff | arguments
+    truncated: bool = False
+    runs_code_outside: bool = False  # the file changed is one a tool runs outside the sandbox (.vscode/tasks.json)
+    rule: str | None = attrs.field(default=None, metadata={"omit": True})  # the permission rule that made it ask
+    always_allow: list[str] | None = attrs.field(default=None, metadata={"omit": True})  # where "Always allow" can save
 
 
 # ---------------------------------------------------------------- events
@@ -627,6 +732,8 @@ class ToolCallEvent:
     args: dict[str, Any]
     status: str = "pending"
     summary: str = ""  # one line, computed by the server (clients show it as is)
+    kind: str = "other"  # ACP's ToolKind: read | edit | delete | move | search | execute | fetch | think | other
+    title: str = ""  # plain words for a person: "Read calc.py", "Edit calc.py (+1 -1)", "Run python3 check.py"
     type: str = "tool_call"
 
 
@@ -639,6 +746,7 @@ class ToolCallUpdate:
     duration_ms: int | None = attrs.field(default=None, metadata={"omit": True})
     denied: bool | None = attrs.field(default=None, metadata={"omit": True})  # final update of a declined call
     exit_code: int | None = attrs.field(default=None, metadata={"omit": True})  # final update of a bash call
+    reason: str | None = attrs.field(default=None, metadata={"omit": True})  # failed/cancelled: TOOL_END_REASONS
     type: str = "tool_call_update"
 
 
@@ -711,3 +819,24 @@ Event = (
     | RequestQueued
     | UserMessageEvent
 )
+
+EVENT_TYPES: dict[str, type] = {
+    str(attrs.fields_dict(cls)["type"].default): cls
+    for cls in (
+        RequestStart, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate, TurnEnd, Plan, Compaction, Notice,
+        RequestEnd, UserMessageEvent,
+    )
+}
+
+
+def event_from_wire(body: dict[str, Any]) -> Event | None:
+    """An event as sent (its envelope ignored) back as its class; None for an unknown or bad one."""
+    kind = body.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    try:
+        event: Event = converter.structure(body, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError):
+        return None
+    return event

@@ -48,3 +48,33 @@ def _replace_surrogates(value: Any) -> Any:
     if isinstance(value, dict):
         return {_replace_surrogates(key): _replace_surrogates(item) for key, item in value.items()}
     return value
+
+
+# What a person approving something must see whole: runs of blanks shown by their length,
+# and every control, format (bidi overrides, zero-width) or separator character by its code
+# point, so neither padding nor `\r` nor U+202E can hide part of a command.
+_BLANKS = re.compile(r"[ \t]{8,}")
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def visible_blanks(text: str) -> str:
+    """Runs of 8 or more blanks shown as `[400 blanks]`, so padding cannot push text out of sight."""
+
+    return _BLANKS.sub(lambda m: f"[{len(m.group(0))} blanks]", text)
+
+
+def visible_text(text: str, *, keep: str = "") -> str:
+    """`visible_blanks`, and every control, invisible or bidi character (other than those in
+    `keep`) and every space other than ' ' shown as `[U+202E]`: what is shown is what is there."""
+
+    import unicodedata
+
+    def one(char: str) -> str:
+        if char in keep or char == " ":
+            return char
+        category = unicodedata.category(char)
+        if category in _HIDDEN_CATEGORIES or (category == "Zs") or char == "\t":
+            return f"[U+{ord(char):04X}]"
+        return char
+
+    return "".join(one(c) for c in visible_blanks(text))

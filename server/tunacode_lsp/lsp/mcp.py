@@ -1,8 +1,11 @@
 """MCP servers under LSP: configured from the settings and `.mcp.json`, started in the
 background after `initialized` (never delaying `initialize`), reconfigured on every settings
-change, stopped with the server. Trust questions are `window/showMessageRequest`s (bounded:
-no answer means not started, and the question comes again next time); failures are
-`window/showMessage` warnings and the `mcpServers` field of `tunacode.status`.
+change, stopped with the server. Consent questions for the servers of `.mcp.json` are
+`window/showMessageRequest`s showing the whole definition (agent/workspace_consent.py; bounded:
+no answer means not started, and the question comes again next time). Answers are remembered
+per exact definition (store/consent_store.py), except a headless client's (`tunacode-lsp run`
+answers from its `--trust-workspace` flag on every run). Failures are `window/showMessage`
+warnings and the `mcpServers` field of `tunacode.status`.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from tunacode_lsp.agent.mcp.config import McpServerSpec, parse_servers, read_wor
 
 if TYPE_CHECKING:
     from tunacode_lsp.agent.mcp.manager import McpManager
+    from tunacode_lsp.agent.workspace_consent import ConsentRequest
     from tunacode_lsp.lsp.server import TunaLanguageServer
 
 log = logging.getLogger(__name__)
 
 TRUST_WAIT_SECONDS = 300.0
 ALLOW, DENY = "Allow", "Deny"
+HEADLESS_CLIENT = "tunacode-lsp run"  # cli/headless.py: asked every time, never remembered
 
 
 def configured_servers(ls: TunaLanguageServer) -> list[McpServerSpec]:
@@ -56,40 +61,33 @@ async def configure(ls: TunaLanguageServer) -> None:
         ls.mcp = manager
         manager.tool_timeout = ls.options.mcp_tool_timeout
         manager.startup_timeout = ls.options.mcp_startup_timeout
-        await manager.configure(specs, approval=ls.options.approval)
+        await manager.configure(specs)
     except Exception:
         log.exception("configuring MCP servers failed")
 
 
 def _new_manager(ls: TunaLanguageServer) -> McpManager:
+    from tunacode_lsp.agent.mcp.consent import McpConsent
     from tunacode_lsp.agent.mcp.manager import McpManager
+    from tunacode_lsp.agent.workspace_consent import WorkspaceConsent
+    from tunacode_lsp.store.consent_store import ConsentStore, consent_store_path
 
-    root = str(ls.workspace_root)
-
-    async def remembered(spec: McpServerSpec) -> bool | None:
-        return await ls.sessions.mcp_trust(root, spec.name, spec.fingerprint)
-
-    async def save(spec: McpServerSpec, allowed: bool) -> None:
-        await ls.sessions.set_mcp_trust(root, spec.name, spec.fingerprint, allowed)
-
-    return McpManager(notify=lambda m: notify(ls, m), ask_trust=lambda s: ask_trust(ls, s), remembered_trust=remembered, save_trust=save)
+    remember = ls.client_name != HEADLESS_CLIENT
+    consent = WorkspaceConsent(ls.workspace_root, ConsentStore(consent_store_path()), lambda r: ask_consent(ls, r), remember=remember)
+    return McpManager(notify=lambda m: notify(ls, m), consent=McpConsent(consent, lambda m: notify(ls, m)))
 
 
-async def ask_trust(ls: TunaLanguageServer, spec: McpServerSpec) -> bool | None:
-    message = (
-        f"The workspace file .mcp.json defines the MCP server '{spec.describe()}'. "
-        "Start it? It runs with your permissions, and its tools are offered to the agent."
-    )
+async def ask_consent(ls: TunaLanguageServer, request: ConsentRequest) -> bool | None:
     try:
         answer: Any = await asyncio.wait_for(
             ls.window_show_message_request_async(types.ShowMessageRequestParams(
-                type=types.MessageType.Warning, message=message,
+                type=types.MessageType.Warning, message=_consent_prompt(request),
                 actions=[types.MessageActionItem(title=ALLOW), types.MessageActionItem(title=DENY)],
             )),
             TRUST_WAIT_SECONDS,
         )
     except Exception as exc:  # noqa: BLE001 - no answer, a refusal or a broken client: not started
-        log.info("no answer about MCP server %s: %s", spec.name, exc)
+        log.info("no answer about %s %s: %s", request.kind, request.name, exc)
         return None
     title = getattr(answer, "title", None)
     if title == ALLOW:
@@ -101,3 +99,9 @@ async def ask_trust(ls: TunaLanguageServer, spec: McpServerSpec) -> bool | None:
 
 def status(ls: TunaLanguageServer) -> list[Any]:
     return ls.mcp.status() if ls.mcp is not None else []
+
+
+def _consent_prompt(request: ConsentRequest) -> str:
+    from tunacode_lsp.agent.workspace_consent import consent_prompt
+
+    return consent_prompt(request)

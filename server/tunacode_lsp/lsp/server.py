@@ -36,6 +36,7 @@ from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     COMMAND_ABORT,
     COMMAND_CHANGES,
+    COMMAND_COMMANDS_LIST,
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
     COMMAND_REQUEST_RESULT,
@@ -48,6 +49,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SESSION_LIST,
     COMMAND_SESSION_NEW,
     COMMAND_SESSION_REWIND,
+    COMMAND_SETTINGS_CONSENT,
     COMMAND_STATUS,
     COMMAND_STEER,
     COMPACTION_FAILED,
@@ -59,7 +61,9 @@ from tunacode_lsp.contract.protocol import (
     UNKNOWN_SESSION,
     AbortParams,
     AbortResult,
+    BackgroundProcessInfo,
     ChangesParams,
+    CommandsListResult,
     DeleteResult,
     DetachedRequest,
     EmptyParams,
@@ -72,18 +76,22 @@ from tunacode_lsp.contract.protocol import (
     RewindParams,
     SandboxInfo,
     SessionForkParams,
+    SessionGetParams,
     SessionGetResult,
     SessionIdParams,
     SessionImportParams,
     SessionListParams,
     SessionListResult,
     SessionNewParams,
+    SettingsConsentParams,
+    SettingsConsentResult,
     StatusResult,
     SteerParams,
     SteerResult,
     parse_params,
     to_wire,
 )
+from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.lsp import mcp
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.code_actions import code_actions
@@ -110,6 +118,7 @@ INVALID_REQUEST = -32600
 RESULT_WAIT_SECONDS = 3.0  # tunacode.request.result right after request_end: the last checkpoint, the lease
 SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
 STOP_SETTLE_SECONDS = 1.5  # a signal or a closed connection: the whole stop fits in 2 s
+UNREDACTED_METHODS = frozenset({types.WORKSPACE_APPLY_EDIT})  # the text of the user's own file
 
 
 class TunaProtocol(LanguageServerProtocol):
@@ -140,6 +149,12 @@ class TunaProtocol(LanguageServerProtocol):
                 self._refuse(msg_id, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet")
             return None
         return super().handle_message(message)
+
+    def _send_data(self, data: Any) -> None:
+        """Every message to the client goes out redacted (core/redact.py), but the edits of a
+        file it is asked to apply: the one choke point of this channel."""
+
+        super()._send_data(redact_message(data, default=self._serialize_message, keep=UNREDACTED_METHODS))
 
     def _refuse(self, msg_id: Any, code: int, message: str) -> None:
         self._send_response(msg_id, error=JsonRpcException(code=code, message=message).to_response_error())
@@ -227,6 +242,7 @@ class TunaLanguageServer(LanguageServer):
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
         self.mcp: McpManager | None = None  # created when an MCP server is configured
+        self.client_name = ""  # initialize's clientInfo.name (lsp/mcp.py: a headless client's answers are not remembered)
         self._background: set[asyncio.Task[Any]] = set()
 
     def track(self, work: Any) -> None:
@@ -353,7 +369,7 @@ def _kill_leftover_commands() -> None:
 
     bash = sys.modules.get("tunacode_lsp.tools.bash")
     if bash is not None:
-        bash._kill_leftovers()
+        bash.kill_leftovers()
 
 
 def apply_logging(options: ServerOptions) -> None:
@@ -408,6 +424,7 @@ def command(name: str, *, waits_for_settings: bool = True):
 def on_initialize(ls: TunaLanguageServer, params: types.InitializeParams) -> None:
     options, warnings = parse_options(params.initialization_options)
     ls.options = ls.init_options = options
+    ls.client_name = params.client_info.name if params.client_info is not None else ""
     apply_logging(options)
     ls.pending_warnings = warnings  # shown once the client is ready for messages
 
@@ -573,7 +590,28 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
     shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
-    return to_wire(StatusResult(__version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox))
+    processes = [BackgroundProcessInfo(**p) for p in ls.runs.background_processes.listing()]
+    settings = await ls.runs.settings_info()  # the settings files under the editor's, with sources
+    return to_wire(StatusResult(
+        __version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, processes, settings=settings
+    ))
+
+
+@command(COMMAND_COMMANDS_LIST)
+async def commands_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: the prompt commands of the workspace and the user (agent/commands.py)."""
+    parse_params(EmptyParams, params.arguments)
+    from tunacode_lsp.agent.commands import command_infos
+
+    return to_wire(CommandsListResult(await asyncio.to_thread(command_infos, ls.workspace_root)))
+
+
+@command(COMMAND_SETTINGS_CONSENT)
+async def settings_consent(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """Thin: consent to the project settings file as it is now (agent/runs.py)."""
+    p = parse_params(SettingsConsentParams, params.arguments)
+    path = await ls.runs.consent_project_settings(p.fingerprint, p.persist)
+    return to_wire(SettingsConsentResult(True, path))
 
 
 @command(COMMAND_MODELS_LIST)
@@ -600,14 +638,15 @@ async def session_list(ls: TunaLanguageServer, params: types.ExecuteCommandParam
 
 @command(COMMAND_SESSION_GET)
 async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
-    p = parse_params(SessionIdParams, params.arguments)
+    p = parse_params(SessionGetParams, params.arguments)
     record = await ls.sessions.get(p.session_id)
     if record is None:
         raise SessionNotFound(p.session_id)
     messages = await ls.sessions.messages(p.session_id)
     marks = [RequestMark(r.request_id, r.first_seq) for r in await ls.sessions.request_checkpoints(p.session_id)
              if r.first_seq < len(messages)]  # where each request's prompt is: clients offer its changes and rewind
-    return to_wire(SessionGetResult(session_info(record), messages, await ls.sessions.plan(p.session_id), marks))
+    events = await ls.sessions.events(p.session_id, messages, record.model) if p.events else None
+    return to_wire(SessionGetResult(session_info(record), messages, await ls.sessions.plan(p.session_id), marks, events))
 
 
 @command(COMMAND_SESSION_DELETE)

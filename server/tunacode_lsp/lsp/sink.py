@@ -15,11 +15,12 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tunacode_lsp.agent.approvals import visible_blanks
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest
+from tunacode_lsp.contract.consent import RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
     FINAL_TOOL_STATUSES,
+    ApproveParams,
     Event,
     RequestEnd,
     TextDelta,
@@ -28,11 +29,10 @@ from tunacode_lsp.contract.protocol import (
     ToolCallUpdate,
     to_wire,
 )
-from tunacode_lsp.core.text import clip
+from tunacode_lsp.core.text import clip, visible_blanks
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
-from tunacode_lsp.tools import summarize_args
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,10 @@ APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
     "Allow": "allow",
     "Allow for this session": "allow_session",
     "Deny": "deny",
+}
+ALWAYS_ACTIONS: dict[str, ApprovalDecision] = {  # offered when a rule can allow exactly this call
+    "Always allow (user settings)": "allow_always_user",
+    "Always allow (project settings)": "allow_always_project",
 }
 MAX_DELTA_CHARS = 8_000  # one text/thinking notification carries at most this much
 
@@ -56,6 +60,12 @@ def approval_message(request: ApprovalRequest) -> str:
     bounded where it is made, and a diff says when it was cut)."""
 
     head = f"TunaCode wants to {request.headline or request.summary} ({request.tool_name})"
+    if request.rule:
+        head += f"\nAsked by the {request.rule}"
+    if request.always_allow:
+        head += "\n\"Always allow\" saves: " + ", ".join(visible_blanks(r) for r in request.always_allow)
+    if request.runs_code_outside:
+        head += f"\n\n{RUNS_CODE_OUTSIDE_WARNING}"
     if request.detail_kind == "command":
         return f"{head}\n\nThe whole command:\n{visible_blanks(request.detail)}"
     if request.detail_kind == "diff":
@@ -68,8 +78,11 @@ def decision_of(answer: Any) -> ApprovalDecision:
 
     title = answer.get("title") if isinstance(answer, dict) else getattr(answer, "title", None)
     if isinstance(title, str):
-        return APPROVAL_ACTIONS.get(title, "deny")
+        return APPROVAL_ACTIONS.get(title) or ALWAYS_ACTIONS.get(title, "deny")
     decision = answer.get("decision") if isinstance(answer, dict) else getattr(answer, "decision", None)
+    if decision == "allow_always":
+        scope = answer.get("scope") if isinstance(answer, dict) else getattr(answer, "scope", None)
+        return "allow_always_project" if scope == "project" else "allow_always_user"
     return decision if isinstance(decision, str) and decision in DECISIONS else "deny"  # type: ignore[return-value]
 
 
@@ -92,7 +105,7 @@ class ProgressReporter:
         )
         self.token: Any = None
         self._tool_tokens: dict[str, Any] = {}
-        self._tool_args: dict[str, dict[str, Any]] = {}
+        self._summaries: dict[str, str] = {}  # tool call id -> the tool_call event's summary
         self._task = asyncio.ensure_future(self._work())
 
     def push(self, event: Event) -> None:
@@ -142,7 +155,7 @@ class ProgressReporter:
     async def _on_event(self, event: Event) -> None:
         progress = self._ls.work_done_progress
         if isinstance(event, ToolCallEvent):
-            self._tool_args[event.tool_call_id] = event.args
+            self._summaries[event.tool_call_id] = event.summary
         elif isinstance(event, ToolCallUpdate):
             await self._on_tool_update(event)
         elif isinstance(event, RequestEnd) and self.token is not None:
@@ -150,7 +163,7 @@ class ProgressReporter:
 
     async def _on_tool_update(self, event: ToolCallUpdate) -> None:
         progress = self._ls.work_done_progress
-        summary = summarize_args(event.name, self._tool_args.get(event.tool_call_id, {}))
+        summary = self._summaries.get(event.tool_call_id, "")
         if event.status == "in_progress":
             if self.token is not None:
                 progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {summary}".strip()))
@@ -239,17 +252,20 @@ class LspSink:
 
         if client_offers(self._ls, "approve"):
             method = APPROVE_REQUEST
-            params: Any = {
-                "sessionId": self._session_id, "requestId": self._request_id, "toolCallId": request.tool_call_id,
-                "tool": request.tool_name, "summary": request.summary, "detail": request.detail,
-                "detailKind": request.detail_kind, "truncated": request.truncated,
-            }
+            params: Any = to_wire(ApproveParams(
+                self._session_id, self._request_id, request.tool_call_id, request.tool_name, request.summary,
+                request.detail, request.detail_kind, request.truncated, request.runs_code_outside,
+                rule=request.rule or None, always_allow=list(request.always_allow) or None,
+            ))
         else:
             method = types.WINDOW_SHOW_MESSAGE_REQUEST
             params = types.ShowMessageRequestParams(
                 type=types.MessageType.Warning,
                 message=approval_message(request),
-                actions=[types.MessageActionItem(title=t) for t in APPROVAL_ACTIONS],
+                actions=[
+                    types.MessageActionItem(title=t)
+                    for t in [*APPROVAL_ACTIONS, *(ALWAYS_ACTIONS if request.always_allow else ())]
+                ],
             )
         msg_id = f"tunacode-approval-{request.tool_call_id}-{self._seq}"
         future = asyncio.wrap_future(self._ls.protocol.send_request(method, params, msg_id=msg_id))

@@ -21,6 +21,7 @@ from typing import Any
 from tunacode_lsp.contract.protocol import SessionInfo, Usage
 from tunacode_lsp.core.codec import bulk_decoding, check_shape, decode, dump_message, encode, load_message
 from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.core.redact import redact_value
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.store.document import build_document, parse_document
 from tunacode_lsp.store.errors import (
@@ -41,6 +42,7 @@ from tunacode_lsp.store.records import (
     now_us,
     zero_usage,
 )
+from tunacode_lsp.store.redacting import RedactingConnection
 from tunacode_lsp.store.schema import migrate
 from tunacode_lsp.store.session_state import (
     check_compaction,
@@ -97,7 +99,8 @@ class SessionStore:
             # check_same_thread=False only so close() may close every thread's connection;
             # each connection is otherwise used by the thread that opened it.
             conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
+                factory=RedactingConnection,  # no secret in any row (store/redacting.py)
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -359,7 +362,7 @@ class SessionStore:
         document = build_document(record, thoughts=thoughts, messages=messages)
         document["plan"] = decode_plan(plan)
         document["compaction"] = decode_compaction(compaction)
-        return document
+        return redact_value(document)  # and none in an export, whatever an older version stored
 
     def import_document(self, document: object) -> SessionInfo:
         """Store a SessionDocument as a session; raises DocumentError naming a bad field.
@@ -424,7 +427,41 @@ class SessionStore:
                  source.model, stamp, stamp, len(forked)),
             )
             _insert_messages(conn, new_id, forked)
+            conn.execute(
+                "INSERT INTO request_ends (session_id, request_id, events, at_seq) "
+                "SELECT ?, request_id, events, at_seq FROM request_ends WHERE session_id = ? AND at_seq <= ?",
+                (new_id, session_id, len(forked)),
+            )
         return self._require(new_id)
+
+    # ------------------------------------------------------------ request ends
+
+    def set_request_end(self, session_id: str, request_id: str, events: list[dict[str, Any]]) -> None:
+        """Keep the events a request emitted after its last stored message (agent/projection.py)."""
+        with self._write() as conn:
+            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            conn.execute(
+                "INSERT OR REPLACE INTO request_ends (session_id, request_id, events, at_seq) VALUES (?, ?, ?, ?)",
+                (session_id, request_id, encode({"events": events}), int(row[0])),
+            )
+
+    def request_ends(self, session_id: str) -> dict[str, tuple[int, list[dict[str, Any]]]]:
+        """request id -> (the session's message count at its end, the events kept by
+        set_request_end); a row that cannot be read is left out."""
+        rows = self._conn().execute(
+            "SELECT request_id, events, at_seq FROM request_ends WHERE session_id = ?", (session_id,)
+        ).fetchall()
+        ends: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        for request_id, raw, at_seq in rows:
+            try:
+                events = decode(raw).get("events")
+            except (MessageFormatError, AttributeError):
+                continue
+            if isinstance(events, list):
+                ends[str(request_id)] = (int(at_seq), [e for e in events if isinstance(e, dict)])
+        return ends
 
     # ------------------------------------------------------------ request checkpoints
 
@@ -491,26 +528,8 @@ class SessionStore:
                 "DELETE FROM request_checkpoints WHERE session_id = ? AND (first_seq, started_us) >= (?, ?)",
                 (session_id, first_seq, started_us),
             )
+            conn.execute("DELETE FROM request_ends WHERE session_id = ? AND at_seq > ?", (session_id, cut))
         return self._require(session_id)
-
-    # ------------------------------------------------------------ MCP trust
-
-    def mcp_trust(self, project_id: str, name: str, fingerprint: str) -> bool | None:
-        """The user's answer for this workspace server definition, or None if never asked."""
-        row = self._conn().execute(
-            "SELECT allowed FROM mcp_trust WHERE project_id = ? AND name = ? AND fingerprint = ?",
-            (project_id, name, fingerprint),
-        ).fetchone()
-        return None if row is None else bool(row[0])
-
-    def set_mcp_trust(self, project_id: str, name: str, fingerprint: str, allowed: bool) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO mcp_trust (project_id, name, fingerprint, allowed, decided_us) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (project_id, name, fingerprint) DO UPDATE SET allowed = excluded.allowed, "
-                "decided_us = excluded.decided_us",
-                (project_id, name, fingerprint, int(allowed), now_us()),
-            )
 
     # ------------------------------------------------------------ leases
 

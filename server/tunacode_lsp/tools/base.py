@@ -17,6 +17,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult, AgentToolUpdateCal
 
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
+from tunacode_lsp.tools.timeouts import timed_out_message
 
 logger = logging.getLogger(__name__)
 
@@ -112,11 +113,15 @@ def make_tool(
     parameters: dict[str, Any],
     run: RunFn,
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    seconds: float | Callable[[dict[str, Any]], float] | None = None,
+    changes_files: bool = False,
 ) -> AgentTool:
     """Wrap `run` as an AgentTool: check the abort signal, validate, then run.
 
     `prepare` may normalise common slips of models (a JSON string where an array belongs)
-    before validation.
+    before validation. `seconds` bounds one call (a number, or one from the checked
+    arguments): a call still running then is cancelled and fails with an error naming the
+    bound (tools/timeouts.py); `changes_files` says so in that error.
     """
     validator = _validator_for(json.dumps(parameters, sort_keys=True))
 
@@ -131,7 +136,17 @@ def make_tool(
         if prepare is not None and isinstance(args, dict):
             args = prepare(dict(args))
         checked = validate_args(validator, args)
-        return await run(checked, call)
+        if seconds is None:
+            return await run(checked, call)
+        bound = seconds(checked) if callable(seconds) else seconds
+        limit = asyncio.timeout(bound)
+        try:
+            async with limit:
+                return await run(checked, call)
+        except TimeoutError:
+            if not limit.expired():
+                raise  # the tool's own time-out error, not the bound
+            raise ToolError(timed_out_message(name, bound, changes_files=changes_files)) from None
 
     return AgentTool(
         name=name, label=label, description=description, parameters=parameters, execute=execute

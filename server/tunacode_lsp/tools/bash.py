@@ -20,13 +20,18 @@ from typing import Any
 from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.core.redact import is_secret_name
+from tunacode_lsp.tools.background_bash import background_description, start_background, with_background_field
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.kept_outputs import KeepingBuffer
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
-from tunacode_lsp.tools.sandbox import bwrap_path, harden_process, sandbox_argv, sandbox_state
+from tunacode_lsp.tools.sandbox import bwrap_path, git_identity, harden_process, sandbox_argv, sandbox_state
+from tunacode_lsp.tools.sandbox_network import network_mode, start_network, stop_network
+from tunacode_lsp.tools.sandbox_protected import absent_protected, remove_appeared
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.timeouts import BASH_GRACE, with_bash_default
 
 UPDATE_INTERVAL = 0.5
 UPDATE_TAIL_BYTES = 1000
@@ -37,12 +42,36 @@ MARKER = "TUNACODE_TOOL_CALL"
 MAX_COMMAND_CHARS = 4_000  # longer commands are refused: an approval must show all of it
 
 
-def shell_environment(inherit_secrets: bool) -> dict[str, str]:
-    env = dict(os.environ)
-    if not inherit_secrets:
-        for name in list(env):
-            if is_secret_name(name):
-                del env[name]
+# The shell's environment is this allowlist (plus `shellEnvPassthrough`), never the server's whole
+# environment: tokens (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, NPM_TOKEN, ...) stay out of commands.
+ENV_ALLOWED = frozenset({"PATH", "LANG", "LANGUAGE", "TERM", "COLORTERM", "NO_COLOR", "TZ", "USER", "LOGNAME", "SHELL"})
+ENV_ALLOWED_PREFIXES = ("LC_",)
+SANDBOX_TMPDIR = "/tmp"
+
+
+def shell_environment(
+    inherit_secrets: bool, passthrough: tuple[str, ...] = (), *, sandboxed: bool = False
+) -> dict[str, str]:
+    """The command's environment: the allowlist, the names the user passes through, HOME (inside
+    the sandbox an empty private folder at the same path), TMPDIR, and pager settings.
+    `shellInheritSecrets: true` hands on the server's whole environment instead (keys included)."""
+
+    if inherit_secrets:
+        env = dict(os.environ)
+    else:
+        env = {
+            name: value for name, value in os.environ.items()
+            if (name in ENV_ALLOWED or name.startswith(ENV_ALLOWED_PREFIXES) or name in passthrough)
+            and not (is_secret_name(name) and name not in passthrough)
+        }
+    env.setdefault("PATH", os.defpath)
+    env["HOME"] = os.path.expanduser("~")
+    if sandboxed:
+        env["TMPDIR"] = SANDBOX_TMPDIR
+        for name, value in git_identity().items():
+            env.setdefault(name, value)
+    elif "TMPDIR" in os.environ:
+        env["TMPDIR"] = os.environ["TMPDIR"]
     env.setdefault("PAGER", "cat")
     env.setdefault("GIT_PAGER", "cat")
     env["GIT_TERMINAL_PROMPT"] = "0"
@@ -83,7 +112,7 @@ def _description(settings: ToolSettings) -> str:
         f"group after the timeout (default {settings.shell_default_timeout:g} s, at most "
         f"{settings.shell_max_timeout:g} s) or when the user aborts. Prefer read_file, grep and "
         "list_files to read and search, and edit_file/write_file to change files."
-    )
+    ) + background_description(settings)
 
 
 async def _pump(stream: asyncio.StreamReader, output: HeadTailBuffer, call: ToolCall) -> None:
@@ -110,7 +139,7 @@ class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
             self.exited.set_result(None)
 
 
-async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[
+async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str], fds: tuple[int, ...] = ()) -> tuple[
     asyncio.SubprocessTransport, _ShellProtocol
 ]:
     loop = asyncio.get_running_loop()
@@ -123,6 +152,7 @@ async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=fds,
     )
 
 
@@ -179,7 +209,7 @@ def kill_marked(prefix: bytes, *, skip: int | None = None) -> int:
 
 
 @atexit.register
-def _kill_leftovers() -> None:
+def kill_leftovers() -> None:
     """At exit, nothing a command of this server started lives on."""
 
     if sys.platform.startswith("linux"):
@@ -206,7 +236,7 @@ def command_problem(command: str) -> str | None:
 
 
 def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentTool:
-    settings = settings or ToolSettings()
+    settings = with_bash_default(settings or ToolSettings())
     real_root = workspace_real_root(root)
     shell = shutil.which("bash") or "/bin/sh"
     harden_process()
@@ -216,6 +246,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
         if problem:
             raise ToolError(problem)
         cwd = resolve_in_workspace(real_root, args.get("cwd", "."), field="cwd")
+        refuse_special(cwd, display_path(real_root, cwd))
         if not cwd.is_dir():
             raise ToolError(f"cwd '{args.get('cwd')}' is not a folder of the workspace.")
         timeout = float(args.get("timeout", settings.shell_default_timeout))
@@ -225,22 +256,61 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 f"The shell sandbox is required (shellSandbox: required) but cannot be used here: {sandbox.reason}. "
                 "No command was run."
             )
-        env = shell_environment(settings.shell_inherit_secrets)
+        sandboxed = bool(sandbox.active and bwrap_path())
+        env = shell_environment(settings.shell_inherit_secrets, settings.shell_env_passthrough, sandboxed=sandboxed)
         marker = marker_value()
         env[MARKER] = marker
-        bwrap = bwrap_path()
+        started = time.monotonic()
+        network = network_mode(sandboxed, settings.shell_network)
+        absent = absent_protected(real_root) if sandboxed else None
+        if args.get("background"):  # returns at once; process_output / process_kill follow it
+            return await start_background(settings, args["command"], cwd, env, marker, shell=shell, workspace=real_root,
+                                          sandboxed=sandboxed, network=network, absent=absent)
+        removed: list[str] = []
+        fds: tuple[int, ...] = ()
+        info_r = block_w = -1
+        if network == "pasta":
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            fds = (info_w, block_r)
         argv = (
-            sandbox_argv(bwrap, shell=shell, command=args["command"], cwd=cwd, workspace=real_root, network=settings.shell_network)
-            if sandbox.active and bwrap
+            sandbox_argv(bwrap_path() or "bwrap", shell=shell, command=args["command"], cwd=cwd, workspace=real_root,
+                         network=network, home=env["HOME"], read_only=settings.shell_read_only_paths, info_fd=fds[0] if fds else None,
+                         block_fd=fds[1] if fds else None)
+            if sandboxed
             else [shell, "-c", args["command"]]
         )
-        started = time.monotonic()
         try:
-            transport, protocol = await _start_shell(argv, cwd, env)
+            transport, protocol = await _start_shell(argv, cwd, env, fds)
         except OSError as exc:
+            for fd in (info_r, block_w):
+                if fd >= 0:
+                    os.close(fd)
             raise ToolError(f"Cannot start the shell: {exc}.") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        pasta_pid = 0
+        if fds:
+            try:
+                pasta_pid = await start_network(info_r, {"PATH": env["PATH"], MARKER: marker})
+                os.write(block_w, b"1")  # the network is up: bwrap runs the command
+            except (TimeoutError, OSError) as exc:
+                kill_group(transport.get_pid())
+                transport.close()
+                raise ToolError(
+                    f"The sandbox's network (pasta) could not start: {exc}. No command was run. Install passt, "
+                    "or set shellNetwork to false to run commands without network."
+                ) from None
+            except asyncio.CancelledError:
+                kill_group(transport.get_pid())
+                transport.close()
+                raise
+            finally:
+                os.close(info_r)
+                os.close(block_w)
         pid = transport.get_pid()
-        output = HeadTailBuffer(settings.max_output_chars)
+        output = KeepingBuffer(settings.max_output_chars, settings.outputs_dir)
         assert protocol.stdout is not None
         reader = asyncio.create_task(_pump(protocol.stdout, output, call))
         aborter = asyncio.ensure_future(call.signal.wait()) if call.signal is not None else None
@@ -257,6 +327,7 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
                 raise ToolError(
                     f"The command timed out after {timeout:g} s and was killed (with its process group). "
                     "Use a longer timeout, or run less at once. Output so far:\n" + output.render()
+                    + await asyncio.to_thread(output.kept)
                 )
             finished, _ = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
             if reader not in finished:
@@ -272,12 +343,24 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             if transport.get_returncode() is None:
                 kill_group(pid)
             transport.close()
+            if pasta_pid:
+                stop_network(pasta_pid)
+                _to_reap.add(pasta_pid)
             if sys.platform.startswith("linux"):
                 kill_marked(f"{MARKER}={marker}".encode(), skip=pid)  # what escaped the group (setsid, nohup, ...)
+            if absent is not None:  # files that run code outside the sandbox, created by the command
+                removed = remove_appeared(real_root, absent)
         exit_code = transport.get_returncode()
         text = output.render() or "(no output)"
         if not text.endswith("\n"):
             text += "\n"
+        note += await asyncio.to_thread(output.kept)
+        if removed:
+            note += (
+                f"\n[Removed what the command created at {', '.join(removed)}: these files make code run outside the "
+                "sandbox (the editor, git, direnv, CI run them), so they are written only with write_file/edit_file, "
+                "which ask the user.]"
+            )
         return text_result(
             f"{text}[exit code {exit_code}]{note}",
             exit_code=exit_code,
@@ -285,13 +368,16 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             truncated=output.cut > 0,
             cut_bytes=output.cut,
             duration_ms=int((time.monotonic() - started) * 1000),
-            sandboxed=sandbox.active,
+            sandboxed=sandboxed,
+            network=network,
         )
 
     return make_tool(
         name="bash",
         label="Run command",
         description=_description(settings),
-        parameters=_parameters(settings),
+        parameters=with_background_field(settings, _parameters(settings)),
         run=run,
+        seconds=lambda args: BASH_GRACE if args.get("background") else float(args.get("timeout", settings.shell_default_timeout)) + BASH_GRACE,
+        changes_files=True,
     )

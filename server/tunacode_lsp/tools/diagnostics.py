@@ -7,7 +7,8 @@ Offered only when the front end can ask its editor (the LSP client advertised
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolError
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 MAX_FILES = 20
 MAX_PER_FILE = 50
@@ -62,11 +64,32 @@ def format_diagnostics(shown: str, diagnostics: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def create_diagnostics_tool(root: Path, source: DiagnosticsSource) -> AgentTool:
+AFTER_EDIT_SECONDS = 3.0  # an edit's result waits at most this long for the editor's diagnostics
+
+
+async def diagnostics_after_edit(source: DiagnosticsSource, real: Path, shown: str) -> str:
+    """A note for an edit's result: the diagnostics the editor reports for the edited open
+    document within AFTER_EDIT_SECONDS ('' when it cannot say in time)."""
+
+    try:
+        found = await asyncio.wait_for(source([real]), AFTER_EDIT_SECONDS)
+    except (ToolError, TimeoutError):
+        return f"\n[The editor reported no diagnostics for {shown} within {AFTER_EDIT_SECONDS:g} s.]"
+    return (
+        "\nDiagnostics the editor reports now (it may still be re-checking; call diagnostics again later):\n"
+        + format_diagnostics(shown, found.get(real, []))
+    )
+
+
+def create_diagnostics_tool(
+    root: Path, source: DiagnosticsSource, timeouts: Mapping[str, float] | None = None
+) -> AgentTool:
     real_root = workspace_real_root(root)
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
         paths = [resolve_in_workspace(real_root, p) for p in args["filepaths"]]
+        for path in paths:
+            refuse_special(path, display_path(real_root, path))
         missing = [display_path(real_root, p) for p in paths if not p.is_file()]
         if missing:
             raise ToolError(f"Not a file: {', '.join(missing)}.")
@@ -74,4 +97,7 @@ def create_diagnostics_tool(root: Path, source: DiagnosticsSource) -> AgentTool:
         text = "\n".join(format_diagnostics(display_path(real_root, p), found.get(p, [])) for p in paths)
         return text_result(text, files=len(paths))
 
-    return make_tool(name="diagnostics", label="Diagnostics", description=DESCRIPTION, parameters=PARAMETERS, run=run)
+    return make_tool(
+        name="diagnostics", label="Diagnostics", description=DESCRIPTION, parameters=PARAMETERS, run=run,
+        seconds=tool_seconds(timeouts or {}, "diagnostics"),
+    )

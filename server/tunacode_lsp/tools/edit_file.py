@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,9 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.beneath import replace_beneath
+from tunacode_lsp.tools.diagnostics import DiagnosticsSource, diagnostics_after_edit
 from tunacode_lsp.tools.documents import DocumentOverlay, StaleDocument, overlay_text
+from tunacode_lsp.tools.edit_match import MATCHERS, Matcher
 from tunacode_lsp.tools.edit_plan import EditPlanner, apply_replacements
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
@@ -23,6 +26,7 @@ from tunacode_lsp.tools.previews import digest_of
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.snapshot import Snapshot
 from tunacode_lsp.tools.textfile import cut_middle, encode, line_body, read_text_file, split_lines
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 EDIT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -33,7 +37,10 @@ EDIT_SCHEMA: dict[str, Any] = {
     "properties": {
         "old_text": {
             "type": "string",
-            "description": "Exact current text to replace (indentation and line breaks included); must occur exactly once in the file.",
+            "description": (
+                "Current text to replace, copied exactly (indentation and line breaks included); must occur "
+                "exactly once in the file."
+            ),
         },
         "new_text": {
             "type": "string",
@@ -86,7 +93,7 @@ DESCRIPTION = (
 )
 
 
-def _prepare(args: dict[str, Any]) -> dict[str, Any]:
+def prepare_args(args: dict[str, Any]) -> dict[str, Any]:
     edits = args.get("edits")
     if isinstance(edits, str):
         try:
@@ -130,7 +137,11 @@ def create_edit_file_tool(
     ledger: LineRefLedger | None = None,
     approved: dict[str, str] | None = None,
     documents: DocumentOverlay | None = None,
+    matchers: Sequence[Matcher] = MATCHERS,
+    diagnostics: DiagnosticsSource | None = None,
 ) -> AgentTool:
+    """`matchers`: the tolerant matchers tried when an old_text is not found as it is
+    (tools/edit_match.py; the edit benchmark turns them off one by one)."""
     settings = settings or ToolSettings()
     real_root = workspace_real_root(root)
     refs = ledger if ledger is not None else LineRefLedger()
@@ -154,11 +165,13 @@ def create_edit_file_tool(
         edits = edit_list(args)
         lock = locks.setdefault(str(real), asyncio.Lock())
         note = ""
+        in_editor = False
         expected = (approved or {}).pop(call.tool_call_id, None)
         async with lock:
             for attempt in range(2):  # a document the user typed in meanwhile: read and plan again, once
                 snapshot = await asyncio.to_thread(_load, real, shown)
-                replacements = EditPlanner(snapshot, shown, refs).plan(edits)
+                planner = EditPlanner(snapshot, shown, refs, matchers)
+                replacements = await asyncio.to_thread(planner.plan, edits)  # a tolerant search may take a while
                 new_text, spans = apply_replacements(snapshot.lines, replacements)
                 if new_text == snapshot.text:
                     raise ToolError(f"The edits leave '{shown}' unchanged: nothing was written.")
@@ -171,6 +184,7 @@ def create_edit_file_tool(
                 if documents is not None and await overlay_text(documents, real) is not None:
                     try:  # open in the editor: the change goes through it (one undo step)
                         note = await documents.apply(real, snapshot.text, new_text)
+                        in_editor = True
                         break
                     except StaleDocument:
                         if attempt == 1:
@@ -188,6 +202,10 @@ def create_edit_file_tool(
         removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
         count = len(edits)
         summary = f"Edited {shown}: {count} edit{'s' if count != 1 else ''} applied (+{added} -{removed}).{note}"
+        if planner.notes:  # say what a tolerant match took, so the model can check the diff
+            summary += "\nNot an exact match: " + "; ".join(planner.notes) + "."
+        if in_editor and diagnostics is not None:  # an open document: what the editor says of it now
+            summary += await diagnostics_after_edit(diagnostics, real, shown)
         return text_result(
             f"{summary}\n{shown_diff}",
             path=shown,
@@ -196,6 +214,7 @@ def create_edit_file_tool(
             added=added,
             removed=removed,
             truncated=cut > 0,
+            matched=planner.notes,
         )
 
     return make_tool(
@@ -204,5 +223,7 @@ def create_edit_file_tool(
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=run,
-        prepare=_prepare,
+        prepare=prepare_args,
+        seconds=tool_seconds(settings.tool_timeouts, "edit_file"),
+        changes_files=True,
     )

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tunacode_lsp.tools.edit_match import MATCHERS, MAX_NEAREST_LINES, Ambiguous, Matcher, nearest, tolerant_match
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger, Span
 from tunacode_lsp.tools.snapshot import Snapshot
-from tunacode_lsp.tools.textfile import file_newline, split_lines
+from tunacode_lsp.tools.textfile import file_newline, line_body, printable, split_lines
 
 _REF_PREFIX = re.compile(r"^\d+:[0-9a-fA-F]+\|")
 
@@ -45,8 +47,16 @@ def normalize_hash(raw: str) -> str:
     return value.rsplit(":", 1)[-1].strip().lower()
 
 
+def _lines(start: int, end: int) -> str:
+    return f"lines {start + 1}-{end}" if end - start > 1 else f"line {start + 1}"
+
+
 class EditPlanner:
-    def __init__(self, snapshot: Snapshot, shown: str, ledger: LineRefLedger) -> None:
+    def __init__(
+        self, snapshot: Snapshot, shown: str, ledger: LineRefLedger, matchers: Sequence[Matcher] = MATCHERS
+    ) -> None:
+        self.matchers = matchers
+        self.notes: list[str] = []  # what a tolerant match matched, for the result
         self.snapshot = snapshot
         self.shown = shown
         self.ledger = ledger
@@ -92,6 +102,7 @@ class EditPlanner:
 
     def _resolve_text(self, old: str, new: str, number: int, label: str) -> Replacement:
         text = self.snapshot.text
+        given_old, given_new = old, new
         if old == "":
             raise ToolError(f"{label}.old_text is empty: give the exact text to replace.")
         if self.newline == "\r\n":
@@ -100,16 +111,7 @@ class EditPlanner:
                 old = _with_newline(old, "\r\n")
         first = text.find(old)
         if first == -1:
-            hint = (
-                " It looks like it contains LINE:HASH| prefixes from read_file: remove them."
-                if _looks_copied_from_read(old)
-                else ""
-            )
-            raise ToolError(
-                f"{label}.old_text was not found in '{self.shown}'. It must match the file exactly, "
-                f"including indentation and line breaks.{hint} Nothing was written. Read the file "
-                "again and copy the current text."
-            )
+            return self._resolve_tolerant(given_old, given_new, number, label)
         if text.find(old, first + 1) != -1:
             found_lines: list[str] = []
             position = first
@@ -131,6 +133,42 @@ class EditPlanner:
             new_region += self.lines[end]
             end += 1
         return Replacement(start, end, new_region, number)
+
+    def _resolve_tolerant(self, old: str, new: str, number: int, label: str) -> Replacement:
+        """old_text not found as it is: a unique match under a looser comparison, or an error."""
+
+        try:
+            found = tolerant_match(self.lines, self.newline, old, new, self.matchers) if self.matchers else None
+        except Ambiguous as exc:
+            places = ", ".join(_lines(start, end).removeprefix("lines ").removeprefix("line ") for start, end in exc.places)
+            raise ToolError(
+                f"{label}.old_text was not found exactly in '{self.shown}', and {exc.matcher.what} it matches "
+                f"more than once (lines {places}). Nothing was written. Copy the current text of the place you "
+                "mean with a few more surrounding lines, or use line+hash references."
+            ) from None
+        if found is not None:
+            self.notes.append(f"{label}.old_text matched {_lines(found.start, found.end)} {found.matcher.what}")
+            return Replacement(found.start, found.end, found.text, number)
+        hint = (
+            " It looks like it contains LINE:HASH| prefixes from read_file: remove them."
+            if _looks_copied_from_read(old)
+            else ""
+        )
+        close = nearest(self.lines, old)
+        if close is None:
+            where = " Read the file again and copy the current text."
+        else:
+            start, end, _ = close
+            shown = [f"{index + 1}|{printable(line_body(self.lines[index]))[:200]}" for index in range(start, min(end, start + MAX_NEAREST_LINES))]
+            where = (
+                f" The nearest text is at {_lines(start, end)}:\n" + "\n".join(shown) + "\nIf that is the "
+                "place, copy it as it is now (it may have changed since you read it), or read the file again."
+            )
+        raise ToolError(
+            f"{label}.old_text was not found in '{self.shown}'. It must match the file exactly, including "
+            "indentation and line breaks (it was not found either ignoring whitespace, indentation and blank "
+            f"lines).{hint} Nothing was written.{where}"
+        )
 
     def _resolve_lines(self, edit: dict[str, Any], number: int, label: str) -> Replacement:
         line: int = edit["line"]

@@ -16,10 +16,12 @@ from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.kept_outputs import MAX_KEPT_BYTES, keep_output, kept_note
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS, MAX_PATTERN_CHARS
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.ripgrep import SKIPPED_FOLDERS, glob_matcher, run_rg
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 MAX_MATCHES = 200
 MAX_LINE_CHARS = 300
@@ -105,6 +107,7 @@ def create_grep_tool(
         shown = display_path(real_root, start)
         if not start.exists():
             raise ToolError(f"Path '{clip(str(args.get('path')), 200)}' does not exist. Use list_files to find it.")
+        refuse_special(start, shown)  # rg opens a path it is given whatever it is: a FIFO would block it
         rg_args = ["--no-heading", "--with-filename", "--line-number", "--max-filesize", "10M",
                    "--max-columns", str(MAX_LINE_CHARS), "--max-columns-preview"]
         wanted = glob_matcher(args.get("glob"))
@@ -113,6 +116,7 @@ def create_grep_tool(
         found = await run_rg(
             [*rg_args, "-e", args["pattern"], "--", shown], real_root, call,
             max_lines=MAX_MATCHES, max_chars=settings.max_output_chars,
+            rest_bytes=MAX_KEPT_BYTES if settings.outputs_dir is not None else 0,
             keep=(lambda line: wanted(path := line.partition(":")[0]) and path not in unsaved)
             if args.get("glob") or unsaved else None,
         )
@@ -143,6 +147,14 @@ def create_grep_tool(
                     f"\n[Stopped after {len(results)} matches; there are more. Narrow the pattern, "
                     "path or glob.]"
                 )
+                if found.rest:
+                    whole = "\n".join(sorted(results + found.rest, key=_order)) + "\n"
+                    data = whole.encode("utf-8", "surrogateescape")
+                    kept = await asyncio.to_thread(keep_output, settings.outputs_dir, "grep", data)
+                    text += kept_note(kept, len(data), complete=not found.rest_full)
         return text_result(text, matches=len(results), truncated=found.stopped, path=shown)
 
-    return make_tool(name="grep", label="Search", description=DESCRIPTION, parameters=PARAMETERS, run=run)
+    return make_tool(
+        name="grep", label="Search", description=DESCRIPTION, parameters=PARAMETERS, run=run,
+        seconds=tool_seconds(settings.tool_timeouts, "grep"),
+    )

@@ -11,9 +11,10 @@ from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.ripgrep import glob_matcher, run_rg
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 MAX_ENTRIES = 1000
 MAX_COUNTED = 50_000
@@ -52,6 +53,7 @@ def create_list_files_tool(root: Path, settings: ToolSettings | None = None) -> 
         shown = display_path(real_root, start)
         if not start.exists():
             raise ToolError(f"Folder '{clip(str(args.get('path')), 200)}' does not exist.")
+        refuse_special(start, shown)
         if not start.is_dir():
             raise ToolError(f"'{shown}' is a file, not a folder: use read_file to read it.")
         wanted = glob_matcher(args.get("glob"))
@@ -78,5 +80,6 @@ def create_list_files_tool(root: Path, settings: ToolSettings | None = None) -> 
         return text_result(text, path=shown, files=len(listed), total=total, truncated=total > len(listed))
 
     return make_tool(
-        name="list_files", label="List files", description=DESCRIPTION, parameters=PARAMETERS, run=run
+        name="list_files", label="List files", description=DESCRIPTION, parameters=PARAMETERS, run=run,
+        seconds=tool_seconds(settings.tool_timeouts, "list_files"),
     )

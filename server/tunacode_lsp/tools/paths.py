@@ -69,3 +69,29 @@ def display_path(real_root: Path, real_path: Path) -> str:
     if real_path == real_root:
         return "."
     return real_path.relative_to(real_root).as_posix()
+
+
+def special_file_problem(real_path: Path, shown: str) -> str | None:
+    """Why a path that exists cannot be used by a file tool: a FIFO, a device or a socket (links
+    are already resolved by resolve_in_workspace, so a link to one is one). Opening a FIFO by
+    name blocks until a writer comes, a device may never end: every tool refuses them alike."""
+
+    import stat
+
+    try:
+        mode = os.stat(real_path).st_mode
+    except OSError:
+        return None  # missing: the caller says so in its own words
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return special_file_message(shown)
+
+
+def special_file_message(shown: str) -> str:
+    return f"'{shown}' is not a regular file (device, socket or pipe): refusing to read it."
+
+
+def refuse_special(real_path: Path, shown: str) -> None:
+    problem = special_file_problem(real_path, shown)
+    if problem:
+        raise ToolError(problem)

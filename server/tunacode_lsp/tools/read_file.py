@@ -11,12 +11,14 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.documents import DocumentOverlay, overlay_text
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.kept_outputs import kept_file
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.snapshot import Snapshot
 from tunacode_lsp.tools.textfile import HASH_CHARS, encode, line_body, printable
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 MAX_LINE_CHARS = 2000
 MAX_OUTPUT_CHARS = 100_000
@@ -55,7 +57,8 @@ def _description(default_limit: int) -> str:
         f"Shows up to {default_limit} lines from `offset` (0-based lines to skip); a footer says how "
         f"to read on. Output stops at about {MAX_OUTPUT_CHARS:,} characters and lines longer than "
         f"{MAX_LINE_CHARS} characters are cut for display. Binary files and files over 10 MB are "
-        "refused. Use list_files to find files and grep to search."
+        "refused. Use list_files to find files and grep to search. It also reads the file a cut "
+        "bash or grep result names as holding the whole output."
     )
 
 
@@ -90,15 +93,20 @@ def create_read_file_tool(
     refs = ledger if ledger is not None else LineRefLedger()
 
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
-        real = resolve_in_workspace(real_root, args["filepath"])
-        shown = display_path(real_root, real)
         offset = args.get("offset", 0)
         limit = args.get("limit", settings.read_default_limit)
-        open_text = await overlay_text(documents, real)
-        if open_text is not None:  # open in the editor: its text, unsaved changes included
-            snapshot = Snapshot(real, encode(open_text))
+        kept = kept_file(settings.outputs_dir, args["filepath"])
+        if kept is not None:  # a cut result's whole output: read beneath its own folder only
+            real, shown = kept, str(kept)
+            snapshot = await asyncio.to_thread(Snapshot.load, kept, shown, kept.parent)
         else:
-            snapshot = await asyncio.to_thread(Snapshot.load, real, shown, real_root)
+            real = resolve_in_workspace(real_root, args["filepath"])
+            shown = display_path(real_root, real)
+            open_text = await overlay_text(documents, real)
+            if open_text is not None:  # open in the editor: its text, unsaved changes included
+                snapshot = Snapshot(real, encode(open_text))
+            else:
+                snapshot = await asyncio.to_thread(Snapshot.load, real, shown, real_root)
         call.check_abort()
         total = len(snapshot.lines)
         if total == 0:
@@ -139,4 +147,5 @@ def create_read_file_tool(
         description=_description(settings.read_default_limit),
         parameters=_parameters(settings.read_default_limit),
         run=run,
+        seconds=tool_seconds(settings.tool_timeouts, "read_file"),
     )

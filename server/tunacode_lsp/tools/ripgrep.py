@@ -78,15 +78,19 @@ class Lines:
         self.stopped = False  # a bound was reached and rg was stopped
         self.error = ""
         self.code: int | None = None
+        self.rest: list[str] = []  # lines past the bounds, when asked for
+        self.rest_size = 0
+        self.rest_full = False  # there was more than rest_bytes
 
 
 async def run_rg(
     args: list[str], cwd: Path, call: ToolCall, *, max_lines: int, max_chars: int, keep: Callable[[str], bool] | None = None,
-    stdin_data: bytes | None = None,
+    stdin_data: bytes | None = None, rest_bytes: int = 0,
 ) -> Lines:
     """rg with our flags; `keep` filters lines before they count (ripgrep's own --glob would
     override .gitignore, so a glob is applied here instead). With `stdin_data`, rg searches
-    that text (args name `-`)."""
+    that text (args name `-`). With `rest_bytes`, the lines past the bounds are read on into
+    `Lines.rest` up to that many bytes (to be kept whole, tools/kept_outputs.py)."""
     out = Lines()
     proc = await asyncio.create_subprocess_exec(
         *confined([rg_binary(), *COMMON_FLAGS, *args], cwd), cwd=cwd,
@@ -110,9 +114,14 @@ async def run_rg(
                 line = line[2:]
             if keep is not None and not keep(line):
                 continue
-            if len(out.lines) >= max_lines or size + len(line) > max_chars:
+            if out.stopped or len(out.lines) >= max_lines or size + len(line) > max_chars:
                 out.stopped = True
-                return
+                if out.rest_size + len(line) + 1 > rest_bytes:
+                    out.rest_full = bool(rest_bytes)
+                    return
+                out.rest.append(line)
+                out.rest_size += len(line) + 1
+                continue
             out.lines.append(line)
             size += len(line) + 1
 

@@ -1,12 +1,17 @@
 """The shell's sandbox: bubblewrap on Linux, and what happens without it.
 
-Inside the sandbox a command sees the whole file system read-only except the workspace
-(writable) and a private `/tmp`; it runs in a new PID namespace (the server's processes,
-its `/proc/<pid>/environ` among them, are invisible; bwrap is PID 1 and was started with the
-cleaned environment, so its own environ holds no keys); `--die-with-parent` and the PID
-namespace end every process the command started (`&`, `nohup`, `setsid`, double forks) when
-the command ends, is killed, or the server dies. The network stays on unless
-`shellNetwork: false` (`--unshare-net`).
+Inside the sandbox a command sees, denied by default: the system folders read-only (with the
+secrets /etc holds masked), the workspace writable (its VCS control files and the files a tool
+runs by itself outside the sandbox read-only), and private empty `/tmp`, `/var/tmp`, `/run` and
+home; nothing else of the host (no home, other projects, host sockets). It runs in new PID, IPC,
+UTS and network namespaces (the server's processes, its `/proc/<pid>/environ` among them, are
+invisible; bwrap is PID 1 and was started with the command's allowlisted environment, so its own
+environ holds no key; no host abstract socket is reachable); `--die-with-parent` and the PID
+namespace end every process the command started (`&`, `nohup`, `setsid`, double forks) when the
+command ends, is killed, or the server dies. The network stays on through pasta (a user-mode
+stack attached to the sandbox's namespace, its port forwarding off, so the host's loopback
+services are not reachable) unless `shellNetwork: false`; without pasta installed the sandbox
+shares the host's network namespace.
 
 `shellSandbox`: `auto` (default) uses the sandbox when bwrap works here and otherwise runs
 unsandboxed (with a notice, and `sandbox.active: false` in `tunacode.status`); `required`
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import glob
 import logging
 import os
 import shutil
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tunacode_lsp.core.redact import is_secret_name
+from tunacode_lsp.tools.sandbox_protected import runs_code_paths, vcs_control_paths
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +61,8 @@ def _probe(bwrap: str) -> str | None:
     try:
         done = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-             "--unshare-pid", "--die-with-parent", "--", "/bin/sh", "-c", "exit 0"],
+             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+             "--", "/bin/sh", "-c", "exit 0"],
             capture_output=True, timeout=PROBE_SECONDS, env={"PATH": "/usr/bin:/bin"},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -80,24 +88,113 @@ def sandbox_state(mode: str) -> SandboxState:
     return SandboxState(mode, reason is None, reason)
 
 
-def sandbox_argv(bwrap: str, *, shell: str, command: str, cwd: Path, workspace: Path, network: bool) -> list[str]:
-    """bwrap's command line for one shell command (order matters: the workspace is bound
-    after the /tmp tmpfs, so a workspace under /tmp stays visible)."""
+# The system, shown read-only: what programs and their libraries need. Nothing else of the host
+# is visible (no /home, /root, /run, /var, /srv, /mnt, /media, host /tmp).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store")
+SYSTEM_EXTRA = ("/sys/devices/system/cpu",)  # CPU count (os.cpu_count, nproc) without the rest of /sys
+# Secrets that /etc holds on common systems, hidden inside (an empty file or folder in their place).
+ETC_SECRET_PATTERNS = (
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant", "/etc/docker/key.json", "/etc/krb5.keytab",
+)
+@functools.cache
+def git_identity() -> dict[str, str]:
+    """The user's git name and e-mail (their global config, which the sandbox does not show), as
+    GIT_AUTHOR_*/GIT_COMMITTER_* variables, so `git commit` works inside. Nothing else of it."""
 
-    argv = [
-        bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        "--bind", str(workspace), str(workspace),
-        "--chdir", str(cwd),
-        "--unshare-pid",
-        "--die-with-parent",
-        "--new-session",
-    ]
-    if not network:
+    names = {"user.name": ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"), "user.email": ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL")}
+    git = shutil.which("git")
+    env: dict[str, str] = {}
+    for key, variables in names.items():
+        try:
+            done = subprocess.run([git or "git", "config", "--global", "--get", key], capture_output=True, text=True,
+                                  timeout=PROBE_SECONDS, cwd="/", env={"PATH": os.defpath, "HOME": os.path.expanduser("~")})
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        value = done.stdout.strip()
+        if done.returncode == 0 and value and "\n" not in value:
+            env.update(dict.fromkeys(variables, value))
+    return env
+
+
+def _masks() -> list[str]:
+    argv: list[str] = []
+    for pattern in ETC_SECRET_PATTERNS:
+        for found in sorted(glob.glob(pattern)):
+            if os.path.islink(found):
+                continue  # a link into /etc points at a file shown or masked on its own
+            argv += ["--tmpfs", found] if os.path.isdir(found) else ["--ro-bind", "/dev/null", found]
+    return argv
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _private_home_fits(home: str, workspace: Path) -> bool:
+    """An empty home can go at `home` without hiding the system or part of the workspace."""
+
+    if not os.path.isabs(home) or home in ("/", "/tmp", "/run", "/var", "/dev", "/proc"):
+        return False
+    if any(_within(home, folder) for folder in SYSTEM_DIRS):
+        return False
+    return home == str(workspace) or not _within(home, str(workspace))
+
+
+def sandbox_argv(
+    bwrap: str,
+    *,
+    shell: str,
+    command: str,
+    cwd: Path,
+    workspace: Path,
+    network: str,
+    home: str | None = None,
+    read_only: tuple[str, ...] = (),
+    info_fd: int | None = None,
+    block_fd: int | None = None,
+) -> list[str]:
+    """bwrap's command line for one shell command. Deny by default: only the system folders
+    (read-only), the workspace (read-write, its VCS control files read-only) and private empty
+    `/tmp`, `/var/tmp`, `/run` and home exist inside. The network namespace is always new (so no
+    host abstract socket is reachable) unless `network` is "host" (no pasta here); with "pasta" the
+    caller attaches pasta to it (`info_fd` tells the child's pid, `block_fd` holds the command until
+    the network is up); with "none" it stays cut off (loopback only). Order matters:
+    the workspace is bound after the tmpfs mounts, so a workspace under /tmp or home stays visible."""
+
+    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
+    if network != "host":
         argv.append("--unshare-net")
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            argv += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    for folder in SYSTEM_EXTRA:
+        argv += ["--ro-bind-try", folder, folder]
+    argv += _masks()
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
+             "--symlink", "../run", "/var/run"]
+    if home and _private_home_fits(os.path.normpath(home), workspace):
+        argv += ["--tmpfs", os.path.normpath(home)]
+    for extra in read_only:  # shellReadOnlyPaths: the user's own choice (a toolchain in their home)
+        if os.path.isabs(extra):
+            argv += ["--ro-bind-try", os.path.normpath(extra), os.path.normpath(extra)]
+    ws = str(workspace)
+    argv += ["--bind", ws, ws]
+    protected = [*vcs_control_paths(workspace), *runs_code_paths(workspace)]
+    tops = sorted({workspace / p.relative_to(workspace).parts[0] for p in protected if len(p.relative_to(workspace).parts) > 1})
+    for top in [workspace / ".git", *tops]:
+        if top.is_dir() and not top.is_symlink():
+            argv += ["--bind", str(top), str(top)]  # a mount point: cannot be renamed away to get around the rest
+    for path in protected:
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--chdir", str(cwd)]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    if block_fd is not None:
+        argv += ["--block-fd", str(block_fd)]
     return [*argv, "--", shell, "-c", command]
 
 

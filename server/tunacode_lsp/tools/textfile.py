@@ -3,12 +3,14 @@ per-line content hash shown by read_file and checked by edit_file, and head+tail
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import zlib
 from pathlib import Path
 
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.paths import special_file_message
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
@@ -78,11 +80,13 @@ def read_text_file(real_path: Path, shown: str, real_root: Path | None = None) -
             f"File not found: '{shown}'. Check the path with list_files, or create it with write_file."
         ) from None
     except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket (or a device without its driver) cannot be opened
+            raise ToolError(special_file_message(shown)) from None
         raise ToolError(f"Cannot access '{shown}': {exc.strerror}.") from None
     if stat.S_ISDIR(info.st_mode):
         raise ToolError(f"'{shown}' is a directory: use list_files to see what it holds.")
     if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"'{shown}' is not a regular file (device, socket or pipe): refusing to read it.")
+        raise ToolError(special_file_message(shown))
     if info.st_size > MAX_FILE_BYTES:
         raise ToolError(
             f"'{shown}' is too large ({info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}). "

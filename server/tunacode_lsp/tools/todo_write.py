@@ -8,6 +8,7 @@ event and stores the list with the session (the result's `details["items"]`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from tinyagent.agent_types import AgentTool, AgentToolResult
 
 from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.errors import ToolError
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 STATUSES = ("pending", "in_progress", "completed")
 MAX_ITEMS = 50
@@ -74,10 +76,13 @@ def render_plan(items: list[dict[str, str]]) -> str:
     return f"Plan updated ({done}/{len(items)} done):\n" + "\n".join(lines)
 
 
-def create_todo_write_tool(_root: Path | None = None) -> AgentTool:
+def create_todo_write_tool(_root: Path | None = None, timeouts: Mapping[str, float] | None = None) -> AgentTool:
     async def run(args: dict[str, Any], call: ToolCall) -> AgentToolResult:
         call.check_abort()
         items = plan_items(args)
         return text_result(render_plan(items), items=items)
 
-    return make_tool(name="todo_write", label="Plan", description=DESCRIPTION, parameters=PARAMETERS, run=run)
+    return make_tool(
+        name="todo_write", label="Plan", description=DESCRIPTION, parameters=PARAMETERS, run=run,
+        seconds=tool_seconds(timeouts or {}, "todo_write"),
+    )

@@ -13,10 +13,11 @@ from tunacode_lsp.tools.base import ToolCall, make_tool, text_result
 from tunacode_lsp.tools.beneath import create_beneath
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
-from tunacode_lsp.tools.paths import display_path, resolve_in_workspace, workspace_real_root
+from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.previews import digest_of
 from tunacode_lsp.tools.settings import ToolSettings
 from tunacode_lsp.tools.textfile import encode, split_lines
+from tunacode_lsp.tools.timeouts import tool_seconds
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -39,6 +40,7 @@ DESCRIPTION = (
 
 
 def _create(real_root: Path, real: Path, shown: str, data: bytes) -> None:
+    refuse_special(real, shown)
     if os.path.lexists(real):
         kind = "folder" if real.is_dir() else "file"
         raise ToolError(
@@ -83,5 +85,6 @@ def create_write_file_tool(
         )
 
     return make_tool(
-        name="write_file", label="Write file", description=DESCRIPTION, parameters=PARAMETERS, run=run
+        name="write_file", label="Write file", description=DESCRIPTION, parameters=PARAMETERS, run=run,
+        seconds=tool_seconds((settings or ToolSettings()).tool_timeouts, "write_file"), changes_files=True,
     )

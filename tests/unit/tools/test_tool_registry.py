@@ -36,9 +36,11 @@ def object_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def test_build_tools_gives_the_six_tools(ws: Path) -> None:
+def test_build_tools_gives_the_built_in_tools(ws: Path) -> None:
     tools = build_tools(ws)
-    assert [t.name for t in tools] == ["read_file", "write_file", "edit_file", "bash", "grep", "list_files", "todo_write"]
+    assert [t.name for t in tools] == [
+        "read_file", "write_file", "edit_file", "bash", "grep", "list_files", "todo_write", "web_fetch",
+    ]
     assert CHANGING_TOOLS == frozenset({"write_file", "edit_file", "bash"})
     for tool in tools:
         assert tool.label and len(tool.description) > 80 and tool.execute is not None

@@ -3,17 +3,18 @@
 Both use the shape other agents use: `{name: {command, args?, env?, cwd?}}` for a stdio
 server, `{name: {url, headers?}}` for a streamable-HTTP one. String values may reference
 environment variables as `${VAR}` or `${VAR:-default}`; an unset variable without a default
-is a warning and the empty string.
+is a warning and the empty string. A server of the workspace file keeps its values as written
+(`definition`, `variables`) until the user consented to it (agent/mcp/consent.py): only then
+are its `${VAR}`s expanded (`expanded`), each one named in the consent prompt.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,18 +38,29 @@ class McpServerSpec:
     cwd: str | None = None
     url: str | None = None
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    definition: str = field(default="", repr=False)  # workspace servers: the entry as written (JSON)
+    variables: tuple[str, ...] = ()  # workspace servers: the ${VAR} names it would expand
 
-    @property
-    def fingerprint(self) -> str:
-        """What the user allowed: the definition as written, so a changed one asks again."""
+    def expanded(self, env: Mapping[str, str], warnings: list[str], where: str = "") -> McpServerSpec:
+        """The spec with its `${VAR}`s expanded (a workspace server's only once consented)."""
 
-        data = [self.name, self.command, list(self.args), list(self.env), self.cwd, self.url, [k for k, _ in self.headers]]
-        return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+        where = where or f"{WORKSPACE_FILE} mcpServers.{self.name}"
+        return replace(
+            self,
+            command=expand(self.command, env, warnings, f"{where}.command") if self.command is not None else None,
+            args=tuple(expand(a, env, warnings, f"{where}.args") for a in self.args),
+            env=tuple((k, expand(v, env, warnings, f"{where}.env.{k}")) for k, v in self.env),
+            cwd=expand(self.cwd, env, warnings, f"{where}.cwd") if self.cwd else None,
+            url=expand(self.url, env, warnings, f"{where}.url") if self.url is not None else None,
+            headers=tuple((k, expand(v, env, warnings, f"{where}.headers.{k}")) for k, v in self.headers),
+            variables=(),
+        )
 
-    def describe(self) -> str:
-        if self.url:
-            return f"{self.name}: {self.url}"
-        return f"{self.name}: {' '.join([self.command or '', *self.args])}"
+
+def references(values: list[str]) -> tuple[str, ...]:
+    """The environment variables `${VAR}` / `${VAR:-default}` in these values, by name."""
+
+    return tuple(sorted({m.group(1) for v in values for m in _VAR.finditer(v)}))
 
 
 def expand(value: str, env: Mapping[str, str], warnings: list[str], where: str) -> str:
@@ -104,6 +116,18 @@ def _strings(value: Any, kind: type, where: str, warnings: list[str]) -> Any:
 
 
 def _spec(name: str, entry: dict[str, Any], source: Source, env: Mapping[str, str], warnings: list[str], where: str) -> McpServerSpec | None:
+    spec = _raw_spec(name, entry, source, warnings, where)
+    if spec is None:
+        return None
+    if source == "workspace":  # kept as written until the user consented (config docstring)
+        values = [v for v in (spec.command, spec.cwd, spec.url) if v] + list(spec.args)
+        values += [v for _, v in spec.env] + [v for _, v in spec.headers]
+        shown = {k: entry[k] for k in ("command", "args", "env", "cwd", "url", "headers") if k in entry}
+        return replace(spec, definition=json.dumps(shown, ensure_ascii=False), variables=references(values))
+    return spec.expanded(env, warnings, where)
+
+
+def _raw_spec(name: str, entry: dict[str, Any], source: Source, warnings: list[str], where: str) -> McpServerSpec | None:
     command, url = entry.get("command"), entry.get("url")
     if (command is None) == (url is None):
         warnings.append(f"{where}: give either `command` (a stdio server) or `url` (streamable HTTP); left out")
@@ -115,10 +139,7 @@ def _spec(name: str, entry: dict[str, Any], source: Source, env: Mapping[str, st
         headers = _strings(entry.get("headers"), dict, f"{where}.headers", warnings)
         if headers is None:
             return None
-        return McpServerSpec(
-            name, source, url=expand(url, env, warnings, f"{where}.url"),
-            headers=tuple((k, expand(v, env, warnings, f"{where}.headers.{k}")) for k, v in headers.items()),
-        )
+        return McpServerSpec(name, source, url=url, headers=tuple(headers.items()))
     if not isinstance(command, str) or not command.strip():
         warnings.append(f"{where}.command: expected a non-empty string; left out")
         return None
@@ -129,13 +150,7 @@ def _spec(name: str, entry: dict[str, Any], source: Source, env: Mapping[str, st
         if cwd is not None and not isinstance(cwd, str):
             warnings.append(f"{where}.cwd: expected a string; left out")
         return None
-    return McpServerSpec(
-        name, source,
-        command=expand(command, env, warnings, f"{where}.command"),
-        args=tuple(expand(a, env, warnings, f"{where}.args") for a in args),
-        env=tuple((k, expand(v, env, warnings, f"{where}.env.{k}")) for k, v in server_env.items()),
-        cwd=expand(cwd, env, warnings, f"{where}.cwd") if cwd else None,
-    )
+    return McpServerSpec(name, source, command=command, args=tuple(args), env=tuple(server_env.items()), cwd=cwd or None)
 
 
 def read_workspace_file(root: Path) -> tuple[Any, list[str]]:

@@ -3,32 +3,38 @@
 Each server's connection lives in a task of its own (the SDK's client is entered and left
 in one task). Starting is bounded (`STARTUP_SECONDS`); a server that fails to start or dies
 is restarted with backoff at most `MAX_RESTARTS` times, then stays `failed` with its error;
-every wait on a server is bounded; stopping closes each connection, and the SDK ends the
-server's whole process tree. A workspace-defined server starts only once the user allowed
-it (`trust` callbacks), never by merely opening the folder.
+every wait on a server is bounded; stopping closes each connection. A stdio server runs
+under the process guard (tools/process_guard.py), so every process it starts (double forks
+included) ends with it, and with the language server however that ends. A workspace-defined
+server starts only after the user consented to its exact definition (agent/mcp/consent.py,
+`consent`), never by merely opening the folder and never because of an approval mode.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
 import re
+import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from tinyagent.agent_types import AgentTool, AgentToolResult, ImageContent, TextContent
 
 from tunacode_lsp.agent.mcp.config import McpServerSpec
+from tunacode_lsp.agent.mcp.consent import Granted
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.process_guard import guarded_argv
 from tunacode_lsp.tools.textfile import cut_middle
 
 log = logging.getLogger(__name__)
@@ -41,9 +47,18 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what model providers accept
 
 State = Literal["starting", "ready", "failed", "not_allowed"]
 Notify = Callable[[str], None]
-AskTrust = Callable[[McpServerSpec], Awaitable[bool | None]]  # None: no answer (not remembered)
-TrustStore = Callable[[McpServerSpec], Awaitable[bool | None]]
-SaveTrust = Callable[[McpServerSpec, bool], Awaitable[None]]
+CHANGED = (
+    "its definition or a workspace file it runs changed since you allowed it; not restarted "
+    "(it is asked about again when the server next starts)"
+)
+
+
+class ConsentGate(Protocol):
+    """Consent for workspace-defined servers (agent/mcp/consent.py McpConsent)."""
+
+    async def grant(self, spec: McpServerSpec) -> Granted | None: ...
+
+    async def unchanged(self, spec: McpServerSpec, fingerprint: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -66,9 +81,11 @@ class McpServerStatus:
 
 @dataclass
 class McpConnection:
-    spec: McpServerSpec
+    spec: McpServerSpec  # as configured (a workspace server's as written)
     notify: Notify
     startup_timeout: float = 30.0
+    launch: McpServerSpec | None = None  # what is started, when it differs (a consented workspace server)
+    recheck: Callable[[], Awaitable[bool]] | None = None  # before a restart: is the consent still valid?
     state: State = "starting"
     error: str | None = None
     tools: list[McpTool] = field(default_factory=list)
@@ -120,6 +137,10 @@ class McpConnection:
             self._wake = asyncio.Event()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
+            if self.recheck is not None and not self._stopping and not await self.recheck():
+                self.state, self.error = "not_allowed", CHANGED
+                self.notify(f"MCP server '{self.spec.name}': {CHANGED}")
+                return
         self.state = "failed" if self.state != "not_allowed" else self.state
 
     async def _serve_once(self) -> None:
@@ -129,7 +150,7 @@ class McpConnection:
         async with contextlib.AsyncExitStack() as stack:
             try:
                 async with asyncio.timeout(self.startup_timeout):
-                    client = await stack.enter_async_context(Client(_target(self.spec, self.startup_timeout)))
+                    client = await stack.enter_async_context(Client(_target(self.launch or self.spec, self.startup_timeout)))
                     listed = await client.list_tools()
             except TimeoutError:
                 raise TimeoutError(f"no answer within {self.startup_timeout:g} s (mcpStartupTimeout)") from None
@@ -170,26 +191,20 @@ class McpConnection:
 class McpManager:
     """The configured servers, reconciled on every settings change."""
 
-    def __init__(
-        self,
-        *,
-        notify: Notify,
-        ask_trust: AskTrust,
-        remembered_trust: TrustStore,
-        save_trust: SaveTrust,
-    ) -> None:
+    def __init__(self, *, notify: Notify, consent: ConsentGate | None = None) -> None:
         self._notify = notify
-        self._ask_trust = ask_trust
-        self._remembered = remembered_trust
-        self._save = save_trust
+        self._consent = consent  # None: no workspace server is ever started
         self._servers: dict[str, McpConnection] = {}
         self._blocked: dict[str, McpServerSpec] = {}  # workspace servers not allowed
+        self._asking: dict[str, McpServerSpec] = {}  # workspace servers waiting for the user's answer
+        self._closed = False  # stop_all ran: nothing starts any more (an answer may come late)
         self._lock = asyncio.Lock()
         self.tool_timeout = 120.0
         self.startup_timeout = 30.0
 
-    async def configure(self, specs: list[McpServerSpec], *, approval: str) -> None:
-        """Start new servers, stop removed or changed ones; ask about workspace servers."""
+    async def configure(self, specs: list[McpServerSpec]) -> None:
+        """Start new servers, stop removed or changed ones; ask about workspace servers (the
+        approval mode plays no part: consent is to the definition, not to tool calls)."""
 
         async with self._lock:
             wanted = {s.name: s for s in specs}
@@ -199,35 +214,53 @@ class McpManager:
                     await conn.stop()
             self._blocked = {n: s for n, s in self._blocked.items() if wanted.get(n) == s}
             for name, spec in wanted.items():
+                if self._closed:
+                    return
                 if name in self._servers or name in self._blocked:
                     continue
-                if spec.source == "workspace" and not await self._allowed(spec, approval):
-                    self._blocked[name] = spec
-                    continue
                 conn = McpConnection(spec, self._notify, self.startup_timeout)
+                if spec.source == "workspace":
+                    granted = await self._granted(spec)
+                    if granted is None or self._closed:
+                        self._blocked[name] = spec
+                        continue
+                    conn.launch, conn.recheck = granted.spec, self._recheck(spec, granted.fingerprint)
                 self._servers[name] = conn
                 conn.start()
 
-    async def _allowed(self, spec: McpServerSpec, approval: str) -> bool:
-        if approval == "auto":
-            return True
-        if approval == "read-only":
-            return False
-        remembered = await self._remembered(spec)
-        if remembered is not None:
-            return remembered
-        answer = await self._ask_trust(spec)
-        if answer is not None:
-            await self._save(spec, answer)
-        return bool(answer)
+    async def _granted(self, spec: McpServerSpec) -> Granted | None:
+        if self._consent is None:
+            return None
+        self._asking[spec.name] = spec
+        try:
+            return await self._consent.grant(spec)
+        except Exception:  # noqa: BLE001 - consent that cannot be decided is no consent
+            log.exception("consent for MCP server %s", spec.name)
+            return None
+        finally:
+            self._asking.pop(spec.name, None)
+
+    def _recheck(self, spec: McpServerSpec, fingerprint: str) -> Callable[[], Awaitable[bool]]:
+        gate = self._consent
+
+        async def still_allowed() -> bool:
+            try:
+                return gate is not None and await gate.unchanged(spec, fingerprint)
+            except Exception:  # noqa: BLE001 - cannot tell: not restarted
+                log.exception("consent check for MCP server %s", spec.name)
+                return False
+
+        return still_allowed
 
     async def stop_all(self) -> None:
+        self._closed = True
         servers, self._servers = list(self._servers.values()), {}
         await asyncio.gather(*(s.stop() for s in servers), return_exceptions=True)
 
     def status(self) -> list[McpServerStatus]:
         out = [McpServerStatus(c.spec.name, c.state, len(c.tools), c.error) for c in self._servers.values()]
-        out += [McpServerStatus(s.name, "not_allowed", 0, "defined by the workspace file .mcp.json and not allowed") for s in self._blocked.values()]
+        out += [McpServerStatus(s.name, "starting", 0, "waiting for your consent") for s in self._asking.values()]
+        out += [McpServerStatus(s.name, "not_allowed", 0, "defined by the workspace file .mcp.json and not consented to") for s in self._blocked.values()]
         return sorted(out, key=lambda s: s.name)
 
     def agent_tools(self) -> tuple[list[AgentTool], frozenset[str]]:
@@ -304,9 +337,28 @@ def _result(tool: McpTool, result: Any) -> AgentToolResult:
 def _target(spec: McpServerSpec, timeout: float) -> Any:
     if spec.url is not None:
         return _HttpTransport(spec.url, dict(spec.headers), timeout) if spec.headers else spec.url
-    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.stdio import StdioServerParameters, get_default_environment
 
-    return StdioServerParameters(command=spec.command or "", args=list(spec.args), env=dict(spec.env) or None, cwd=spec.cwd or os.getcwd())
+    cwd = spec.cwd or os.getcwd()
+    env = dict(spec.env)
+    command = _executable(spec.command or "", cwd, (get_default_environment() | env).get("PATH"))
+    argv = guarded_argv([command, *spec.args])
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env or None, cwd=cwd)
+
+
+def _executable(command: str, cwd: str, path: str | None) -> str:
+    """The command as the guard will exec it; FileNotFoundError (named) when there is none, as
+    the SDK's own spawn would have raised."""
+
+    if os.sep in command:
+        full = os.path.join(cwd, command)
+        if os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
+    else:
+        found = shutil.which(command, path=path)
+        if found:
+            return found
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
 class _HttpTransport:

@@ -125,6 +125,7 @@ async def stream_openai_chat(
         model=model,
         body=encoded.body if isinstance(encoded, EncodedBody) else {},
         content=encoded if encoded is not None else None,
+        quotable=encoded.quotable if isinstance(encoded, EncodedBody) else [],
         headers=build_headers(model, options),
         signal=signal,
         client=shared_client(),
@@ -160,8 +161,10 @@ class OpenAIChatStream(AssembledStream):
         signal: asyncio.Event | None,
         client: httpx.AsyncClient,
         content: EncodedBody | BaseException | None = None,
+        quotable: list[str] | None = None,
     ) -> None:
         super().__init__(model=model, signal=signal)
+        self._quotable = quotable or []  # earlier texts the model did not write (text_tool_calls.py)
         self._partial.usage = convert_usage(None)
         self._body = body
         self._content = content
@@ -388,7 +391,8 @@ class OpenAIChatStream(AssembledStream):
         await self._finish(reason, None)
 
     def _take_text_tool_calls(self) -> bool:
-        """Turn tool calls written in the text into structured ones (the text around them kept)."""
+        """Turn tool calls written at the end of the text into structured ones (the text before
+        them kept), unless quoted from an earlier input (provenance: text_tool_calls.py)."""
 
         tools = frozenset(
             t["function"]["name"] for t in self._body.get("tools", []) if isinstance(t.get("function"), dict)
@@ -398,7 +402,7 @@ class OpenAIChatStream(AssembledStream):
         for index, block in enumerate(content):
             if not isinstance(block, TextContent) or not block.text:
                 continue
-            remaining, calls = extract_text_tool_calls(block.text, tools)
+            remaining, calls = extract_text_tool_calls(block.text, tools, earlier=self._quotable)
             if not calls:
                 continue
             content[index] = TextContent(text=remaining) if remaining else None

@@ -7,7 +7,7 @@ session (openai_chat.stream_openai_chat). Also the chat-completions usage -> tin
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tinyagent import (
@@ -35,6 +35,7 @@ class EncodedBody:
 
     body: dict[str, Any]
     content: bytes
+    quotable: list[str] = field(default_factory=list)  # texts the model did not write (provenance)
 
 
 def encode_request_body(
@@ -52,8 +53,25 @@ def encode_request_body(
     with bulk_decoding():
         body = build_request_body(model, context, options)
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        quotable = not_the_models(body)  # the same strings, referenced: no copy
         del body["messages"]
-    return EncodedBody(body, content)
+    return EncodedBody(body, content, quotable)
+
+
+def not_the_models(body: dict[str, Any]) -> list[str]:
+    """The texts of the request's messages the model did not write (system, user, tool):
+    a text tool call found in one of them is a quotation (text_tool_calls.py)."""
+
+    texts: list[str] = []
+    for message in body.get("messages", []):
+        if not isinstance(message, dict) or message.get("role") == "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return texts
 
 
 def build_headers(model: OpenAICompatModel, options: SimpleStreamOptions) -> dict[str, str]:
