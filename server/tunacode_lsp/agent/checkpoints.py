@@ -380,12 +380,16 @@ class Checkpoints:
         """Start a snapshot now (on the checkpoints' worker, at start-up): the first one of a
         workspace reads every file, and the first request need not wait for it. Returns it."""
 
+        repo = self.repo(root)
+
         def said(done: concurrent.futures.Future[str]) -> None:
             exc = None if done.cancelled() else done.exception()
+            if isinstance(exc, CheckpointsOff):  # the next request says so at its start
+                self._off.setdefault(str(repo.root), str(exc))
             if exc is not None:
                 log.info("no start-up checkpoint of %s: %s", root, exc)
 
-        snapshot = self.queue.submit(self.repo(root))  # a request's 'before' queued meanwhile shares it
+        snapshot = self.queue.submit(repo)  # a request's 'before' queued meanwhile shares it
         snapshot.add_done_callback(said)
         return snapshot
 

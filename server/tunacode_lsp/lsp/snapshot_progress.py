@@ -13,6 +13,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from tunacode_lsp.agent.shadow_repo import CheckpointsOff
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.pygls_compat import register_progress_token
 
@@ -27,6 +28,7 @@ async def first_snapshot_progress(ls: LanguageServer, snapshot: concurrent.futur
     """Show progress for `snapshot` once it has run for QUIET_SECONDS."""
 
     waiting = asyncio.wrap_future(snapshot)
+    waiting.add_done_callback(lambda done: _tell_if_off(ls, done))
     started = time.monotonic()
     done, _ = await asyncio.wait({waiting}, timeout=QUIET_SECONDS)
     if done:
@@ -54,3 +56,13 @@ async def first_snapshot_progress(ls: LanguageServer, snapshot: concurrent.futur
             message=f"{'not recorded' if failed else 'recorded'} in {time.monotonic() - started:.1f} s"))
     finally:
         progress.tokens.pop(TOKEN, None)
+
+
+def _tell_if_off(ls: LanguageServer, done: asyncio.Future[Any]) -> None:
+    """Checkpoints that cannot work in this workspace (a FIFO `.gitattributes`, too many files)
+    are said at once: a request that changes nothing does not wait to hear it."""
+
+    exc = None if done.cancelled() else done.exception()
+    if isinstance(exc, CheckpointsOff):
+        ls.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Warning, message=f"TunaCode: checkpoints are off in this workspace: {exc}"))
