@@ -114,6 +114,29 @@ export interface StatusResult {
   mcpServers?: McpServerInfo[];
   sandbox?: SandboxInfo;
   backgroundProcesses?: BackgroundProcessInfo[];
+  /** v3: each setting's effective value and where it came from; the settings files */
+  settings?: SettingsInfo;
+}
+
+/** v3: one setting's effective value and its source (editor, environment, project, user, default, joined) */
+export interface SettingValue {
+  value: unknown;
+  source: string;
+}
+
+export interface SettingsFileInfo {
+  source: string;
+  path: string;
+  exists: boolean;
+  fingerprint?: string;
+  consented?: boolean;
+  heldBack?: string[];
+  problems?: string[];
+}
+
+export interface SettingsInfo {
+  values: Record<string, SettingValue>;
+  files: SettingsFileInfo[];
 }
 
 /** USD per million tokens, from the model catalog. */

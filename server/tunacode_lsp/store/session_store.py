@@ -35,11 +35,13 @@ from tunacode_lsp.store.errors import (
 from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import (
+    ADD_USAGE_SQL,
     TOKEN_KEYS,
     RequestCheckpointRecord,
     check_usage,
     iso_from_us,
     now_us,
+    stored_count,
     zero_usage,
 )
 from tunacode_lsp.store.redacting import RedactingConnection
@@ -250,7 +252,7 @@ class SessionStore:
             conn.execute(
                 "UPDATE sessions SET message_count = ?, modified_us = ?, title = ?, thoughts = ?, "
                 "model = COALESCE(?, model), "
-                + ", ".join(f"{key} = {key} + ?" for key in (*TOKEN_KEYS, "cost"))
+                + ADD_USAGE_SQL
                 + " WHERE session_id = ?",
                 (
                     new_count,
@@ -323,7 +325,7 @@ class SessionStore:
                 return False
             conn.execute(
                 "UPDATE sessions SET compaction = ?, modified_us = ?, "
-                + ", ".join(f"{key} = {key} + ?" for key in (*TOKEN_KEYS, "cost"))
+                + ADD_USAGE_SQL
                 + " WHERE session_id = ?",
                 (encode_state(checked) if checked else "", _next_modified_us(conn),
                  *(delta[key] for key in (*TOKEN_KEYS, "cost")), session_id),
@@ -702,6 +704,7 @@ def _record(row: tuple[Any, ...]) -> SessionInfo:
      *usage_values, owner) = row
     usage = zero_usage()
     usage.update(zip((*TOKEN_KEYS, "cost"), usage_values))
+    usage.update({key: stored_count(usage[key]) for key in TOKEN_KEYS})
     usage["cost"] = float(usage["cost"])
     return SessionInfo(  # the contract's type: the store has no session record of its own
         session_id=session_id,
