@@ -734,7 +734,7 @@ class RequestRun:
 
         if self.spec.checkpoint is not None and self.abort_reason is None:  # an abort answers at once
             try:  # a request that ran no changing tool still hears that its checkpoint failed
-                for notice in await asyncio.wait_for(self.spec.checkpoint(False), CHECKPOINT_NOTICE_WAIT):
+                for notice in await asyncio.wait_for(self.spec.checkpoint(None), CHECKPOINT_NOTICE_WAIT):
                     self.sink.emit(Notice(notice))
             except TimeoutError:
                 pass
