@@ -22,13 +22,13 @@ def _serve(args: argparse.Namespace) -> int:
         if not host or not port.isdigit():
             print(f"tunacode-lsp: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
             return 2
+        _stop_on_ctrl_c()  # before the line that says so: a Ctrl-C right after it is no traceback
         print(f"tunacode-lsp: serving LSP on tcp://{host}:{port} (Ctrl-C stops)", file=sys.stderr, flush=True)
-        _stop_on_ctrl_c()
         server.start_tcp(host, int(port))
     else:
         if sys.stdin.isatty():
-            print(TERMINAL_HINT, file=sys.stderr, flush=True)
             _stop_on_ctrl_c()
+            print(TERMINAL_HINT, file=sys.stderr, flush=True)
         server.start_io()
     return 0
 

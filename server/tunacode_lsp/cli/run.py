@@ -226,7 +226,7 @@ def read_settings(text: str | None, path: str | None) -> dict[str, Any] | None:
 
         problems = parse_rules(raw["permissions"], flag)[1]
     if problems:
-        raise UsageError(f"{flag}: {problems[0]}")
+        raise UsageError(f"{flag}: {problems[0].rsplit('; using ', 1)[0]}")
     return raw
 
 
