@@ -59,8 +59,9 @@ async def test_usage_updates_meta_and_a_shell_call(workspace: Path, home: Path, 
 async def test_a_model_that_cannot_be_used_is_32003(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
     settings = {"model": "openrouter:some/model", "approval": "auto"}
     async with acp_agent(workspace, home, settings) as agent:
-        session_id = await agent.start_session(workspace)  # no OPENROUTER_API_KEY in the environment
-        with pytest.raises(RequestError) as refused:
-            await agent.conn.prompt(session_id=session_id, prompt=[text_block("Hi")])
-        assert refused.value.code == -32003
+        with pytest.raises(RequestError) as refused:  # no OPENROUTER_API_KEY: session/new fails at once
+            await agent.start_session(workspace)
+        assert refused.value.code == -32003 and "OPENROUTER_API_KEY" in str(refused.value)
+        listed = await agent.conn.list_sessions()
+        assert listed.sessions == []  # no session was stored for it
         assert model.requests == []

@@ -108,6 +108,7 @@ class TunaAcpAgent:
         root = workspace_root(cwd)
         try:
             model = self.runs.model_spec(None)
+            self.runs.check_model(model)  # -32003 naming what to set now, not at the first prompt
             record = await self.sessions.create(cwd=str(root), model=model)
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc) from None
