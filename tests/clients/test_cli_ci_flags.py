@@ -111,3 +111,30 @@ def test_a_required_sandbox_that_cannot_start_fails_the_run_at_once(model, works
     assert done.code == 2, done.stderr
     assert "shellSandbox is required but the sandbox cannot start: bwrap (bubblewrap) is not installed" in done.stderr
     assert model.requests == []
+
+
+def test_tunacode_model_applies_when_continuing_a_session(model, workspace, home):
+    """docs/configuration.md: TUNACODE_MODEL is the model for new requests, a continued session's
+    too; the session's recorded model is used only when no model is configured."""
+
+    from tests.clients.cli_support import cli_env
+
+    from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
+
+    model.set_script({"turns": [{"steps": [{"text": "first"}]}, {"steps": [{"text": "third"}]}]})
+    first = run_cli(_args(model, workspace, "hi", "--json"), home=home)
+    assert first.code == 0, first.stderr
+    session = first.lines[-1]["sessionId"]
+    other = ScriptedModelServer({"turns": [{"steps": [{"text": "from the other model"}]}]}).start()
+    try:
+        env = cli_env(home, TUNACODE_MODEL="openai-compatible:other", TUNACODE_BASE_URL=other.chat_url)
+        second = run_cli(["run", "--cwd", str(workspace), "--session", session, "again"], home=home, env=env)
+        assert second.code == 0, second.stderr
+        assert second.stdout.strip() == "from the other model" and len(other.requests) == 1
+        assert other.requests[0]["model"] == "other"
+    finally:
+        other.stop()
+    # nothing configured: the session's recorded model (and the base URL given with it) again
+    third = run_cli(["run", "--cwd", str(workspace), "--session", session, "--base-url", model.chat_url, "once more"],
+                    home=home)
+    assert third.code == 0 and third.stdout.strip() == "third", third.stderr
