@@ -138,3 +138,15 @@ def test_tunacode_model_applies_when_continuing_a_session(model, workspace, home
     third = run_cli(["run", "--cwd", str(workspace), "--session", session, "--base-url", model.chat_url, "once more"],
                     home=home)
     assert third.code == 0 and third.stdout.strip() == "third", third.stderr
+
+
+def test_a_server_warning_has_one_prefix(model, workspace, home):
+    """window/showMessage from the server ("TunaCode: ..." for an editor's popup) is one CLI line:
+    `tunacode-lsp: warning: ...`, not `tunacode-lsp: TunaCode: ...`."""
+
+    (workspace / ".mcp.json").write_text('{"mcpServers": {"x": 5}}')
+    model.set_script({"turns": [{"steps": [{"text": "ok"}]}]})
+    done = run_cli(_args(model, workspace, "hi"), home=home)
+    assert done.code == 0, done.stderr
+    assert "tunacode-lsp: warning: .mcp.json mcpServers.x: expected an object; left out" in done.stderr
+    assert "TunaCode:" not in done.stderr

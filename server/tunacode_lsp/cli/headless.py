@@ -116,7 +116,7 @@ class HeadlessRun:
         if method == EVENT_NOTIFICATION and isinstance(params, dict):
             self._on_event(params)
         elif method == "window/showMessage" and isinstance(params, dict):
-            self.output.note(str(params.get("message", "")))
+            self.output.note(shown_message(params))
         # window/logMessage: the same lines are on the server's stderr, which --verbose shows once
 
     def _on_request(self, method: str, params: Any) -> Any:
@@ -510,6 +510,19 @@ class HeadlessRun:
             return EXIT_MAX_COST
         code = outcome_exit_code(self.opts, stop, denied=len(outcome["deniedToolCalls"]), changed=len(outcome["changedFiles"]))
         return EXIT_SCHEMA if schema_error and code == 0 else code
+
+
+SERVER_MESSAGE_PREFIX = "TunaCode: "  # what an editor's popup needs; the CLI's lines already say tunacode-lsp
+MESSAGE_KINDS = {1: "error: ", 2: "warning: "}  # LSP MessageType Error, Warning
+
+
+def shown_message(params: dict[str, Any]) -> str:
+    """A window/showMessage as one CLI note: `warning: ...`, not `TunaCode: ...` after our own prefix."""
+
+    message = str(params.get("message", ""))
+    message = message.removeprefix(SERVER_MESSAGE_PREFIX)
+    kind = MESSAGE_KINDS.get(params.get("type"), "") if isinstance(params.get("type"), int) else ""
+    return message if message.startswith(kind) else kind + message
 
 
 def make_output(opts: RunOptions, out: TextIO, err: TextIO, *, session_hint: bool = True) -> Output:
