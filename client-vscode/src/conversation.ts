@@ -167,10 +167,10 @@ export class Conversation implements vscode.Disposable {
       return;
     }
     try {
-      const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId });
+      const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId, events: true });
       if (this.active) return;
       this.setSession(result.session.sessionId);
-      this.view.dispatch({ type: "session_loaded", session: result.session, messages: result.messages, requests: result.requests });
+      this.view.dispatch({ type: "session_loaded", session: result.session, events: result.events ?? [], requests: result.requests });
     } catch (err) {
       this.log.error(`tunacode.session.get failed: ${errorMessage(err)}`);
       if (quiet) {

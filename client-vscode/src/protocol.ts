@@ -42,6 +42,12 @@ export interface ApproveParams {
   detail: string;
   detailKind: ApprovalDetailKind;
   truncated?: boolean;
+  /** v3: the file changed is one a tool runs outside the sandbox (`.vscode/tasks.json`); never auto-approved */
+  runsCodeOutside?: boolean;
+  /** v3: the permission rule that made it ask */
+  rule?: string;
+  /** v3: the allow rules "Always allow" would save (absent: not offered) */
+  alwaysAllow?: string[];
 }
 
 export type ApprovalDecision = "allow" | "allow_session" | "deny";
@@ -75,11 +81,104 @@ export interface McpServerInfo {
   error?: string;
 }
 
+export interface ActiveRequest {
+  requestId: string;
+  sessionId: string;
+  startedAt: string;
+  /** v3: waiting for its turn (`queue: true`) */
+  queued?: boolean;
+}
+
+/** `tunacode.status`'s shell sandbox. */
+export interface SandboxInfo {
+  mode: "auto" | "required" | "off";
+  active: boolean;
+  reason?: string;
+}
+
+/** v3: a command started with `bash {background: true}`. */
+export interface BackgroundProcessInfo {
+  processId: string;
+  sessionId: string;
+  command: string;
+  pid: number;
+  running: boolean;
+  exitCode?: number;
+}
+
 export interface StatusResult {
   version?: string;
   protocolVersion?: number;
-  activeRequests?: { requestId: string; sessionId: string; startedAt: string }[];
+  activeRequests?: ActiveRequest[];
+  sessionStore?: string;
   mcpServers?: McpServerInfo[];
+  sandbox?: SandboxInfo;
+  backgroundProcesses?: BackgroundProcessInfo[];
+  /** v3: each setting's effective value and where it came from; the settings files */
+  settings?: SettingsInfo;
+}
+
+/** v3: one setting's effective value and its source (editor, environment, project, user, default, joined) */
+export interface SettingValue {
+  value: unknown;
+  source: string;
+}
+
+export interface SettingsFileInfo {
+  source: string;
+  path: string;
+  exists: boolean;
+  fingerprint?: string;
+  consented?: boolean;
+  heldBack?: string[];
+  problems?: string[];
+}
+
+export interface SettingsInfo {
+  values: Record<string, SettingValue>;
+  files: SettingsFileInfo[];
+}
+
+/** USD per million tokens, from the model catalog. */
+export interface ModelCostInfo {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
+export interface ModelInfo {
+  id: string;
+  provider: string;
+  configured: boolean;
+  /** v3, from the model catalog (absent for a model it does not know) */
+  contextWindow?: number;
+  maxOutput?: number;
+  input?: ("text" | "image")[];
+  reasoning?: boolean;
+  cost?: ModelCostInfo;
+}
+export interface ModelsListResult {
+  models: ModelInfo[];
+  default: string;
+}
+
+/** v3: `tunacode.steer`'s result. */
+export interface SteerResult {
+  accepted: boolean;
+}
+
+/** v3: `tunacode.request {detach: true}`'s answer. */
+export interface DetachedRequest {
+  requestId: string;
+  sessionId: string;
+}
+
+export interface AbortResult {
+  aborted: number;
+}
+export interface DeleteResult {
+  deleted: boolean;
 }
 
 export interface RewindResult {
@@ -123,6 +222,12 @@ export type StopReason = "end_turn" | "cancelled" | "max_turns" | "timeout" | "e
 
 export type ToolStatus = "pending" | "awaiting_approval" | "in_progress" | "completed" | "failed" | "cancelled";
 
+/** v3: what a tool is (ACP's ToolKind). */
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+
+/** v3: why a call ended failed or cancelled. */
+export type ToolEndReason = "denied" | "policy" | "error" | "timeout" | "aborted";
+
 export interface Session {
   sessionId: string;
   title: string;
@@ -157,6 +262,13 @@ export interface RequestParams {
   context?: ContextItem[];
 }
 
+export interface ToolCallSummary {
+  toolCallId: string;
+  name: string;
+  status: ToolStatus;
+  durationMs?: number;
+}
+
 export interface RequestResult {
   sessionId: string;
   requestId: string;
@@ -164,17 +276,24 @@ export interface RequestResult {
   text: string;
   usage?: Partial<Usage>;
   turns?: number;
-  toolCalls?: { toolCallId: string; name: string; status: ToolStatus; durationMs?: number }[];
+  toolCalls?: ToolCallSummary[];
   error?: { message: string };
   /** v2: files the request changed. */
   changedFiles?: string[];
 }
 
+export interface SessionListResult {
+  sessions: Session[];
+}
+
 export interface SessionGetResult {
   session: Session;
   messages: StoredMessage[];
+  plan?: PlanItem[];
   /** v2: where each request with checkpoints starts (its prompt's index in `messages`). */
   requests?: RequestMark[];
+  /** v3, with `events: true`: every stored request as the events a client received live. */
+  events?: TunaEvent[];
 }
 
 export interface RequestMark {
@@ -227,6 +346,10 @@ export type TunaEvent = EventBase &
         status: "pending";
         /** v2: the server's one-line summary without the tool name, e.g. `npm test`. */
         summary?: string;
+        /** v3: what the tool is */
+        kind?: ToolKind;
+        /** v3: plain words for a person, e.g. `Edit calc.py (+1 -1)` */
+        title?: string;
       }
     | {
         type: "tool_call_update";
@@ -239,8 +362,8 @@ export type TunaEvent = EventBase &
         denied?: boolean;
         /** bash's exit code */
         exitCode?: number;
-        /** v3: why it failed or was cancelled (`policy`: a mode, a rule or a hook refused it) */
-        reason?: string;
+        /** v3: failed/cancelled: why */
+        reason?: ToolEndReason;
       }
     | { type: "turn_end"; turn: number; usage?: Partial<Usage>; contextTokens?: number; contextWindow?: number }
     | { type: "plan"; items: PlanItem[] }

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from acp import text_block
 
@@ -82,9 +83,11 @@ async def test_load_after_restart_replays_the_history_and_continues(workspace: P
         assert client.text("agent_thought_chunk", session_id) == "Look first."
         assert client.text("agent_message_chunk", session_id) == "Reading a.txt.It says alpha."
         [call] = client.of_kind("tool_call", session_id)
-        assert call.tool_call_id == "call_r" and call.kind == "read" and call.status == "completed"
-        assert "alpha" in call.content[0].content.text
-        assert kinds.index("tool_call") < len(kinds) - 1  # the final text comes after the call
+        assert call.tool_call_id == "call_r" and call.kind == "read" and call.title == "Read a.txt"
+        *_, done = client.of_kind("tool_call_update", session_id)
+        assert done.tool_call_id == "call_r" and done.status == "completed"
+        assert "alpha" in done.content[0].content.text
+        assert kinds.index("tool_call_update") < len(kinds) - 1  # the final text comes after the call
 
         response = await second.conn.prompt(session_id=session_id, prompt=[text_block("And now?")])
         assert response.stop_reason == "end_turn"
@@ -170,3 +173,51 @@ async def test_each_session_is_confined_to_its_own_cwd(workspace: Path, home: Pa
         assert "from the other project" in results(there, "call_r")[0].content[0].content.text
         [outside] = results(there, "call_x")
         assert outside.status == "failed" and "outside the workspace" in outside.content[0].content.text
+
+
+def _tool_statuses(client: Any, session_id: str) -> list[tuple[str, str, str | None]]:
+    """Each tool call's updates as (id, status, reason) in order, as a client sees them."""
+    seen = []
+    for sid, update in client.updates:
+        if sid != session_id or update.session_update not in ("tool_call", "tool_call_update"):
+            continue
+        reason = (update.raw_output or {}).get("reason") if isinstance(update.raw_output, dict) else None
+        seen.append((update.tool_call_id, update.status, reason))
+    return seen
+
+
+async def test_load_replays_each_call_through_the_statuses_it_had_live(
+    workspace: Path, home: Path, model: ScriptedModelServer
+) -> None:
+    model.set_script([
+        {"steps": [
+            {"tool_call": {"id": "call_list", "name": "list_files", "arguments": {}}},
+            {"tool_call": {"id": "call_read", "name": "read_file", "arguments": {"filepath": "missing.py"}}},
+            {"tool_call": {"id": "call_bash", "name": "bash", "arguments": {"command": "touch ran"}}},
+        ]},
+        {"text": "Done."},
+        {"tool_call": {"id": "call_sleep", "name": "bash", "arguments": {"command": "sleep 30"}}},
+        {"text": "unused"},
+    ])
+    async with acp_agent(workspace, home, scripted_settings(model, approval="ask")) as first:
+        session_id = await first.start_session(workspace)
+        first.client.permission_answer = "deny"
+        await first.conn.prompt(session_id=session_id, prompt=[text_block("Look around")])
+        first.client.permission_answer = "allow"
+        prompt = asyncio.ensure_future(first.conn.prompt(session_id=session_id, prompt=[text_block("Wait")]))
+        await first.client.wait_for(lambda: ("call_sleep", "in_progress", None) in _tool_statuses(first.client, session_id))
+        await first.conn.cancel(session_id=session_id)
+        assert (await asyncio.wait_for(prompt, 10)).stop_reason == "cancelled"
+        await first.client.wait_for(lambda: ("call_sleep", "failed", "aborted") in _tool_statuses(first.client, session_id))
+        live = _tool_statuses(first.client, session_id)
+
+    async with acp_agent(workspace, home, scripted_settings(model)) as second:
+        await second.conn.initialize(protocol_version=1)
+        await second.conn.load_session(cwd=str(workspace), session_id=session_id)
+        replayed = _tool_statuses(second.client, session_id)
+    assert replayed == live
+    finals = {call: (status, reason) for call, status, reason in replayed if status in ("completed", "failed")}
+    assert finals == {
+        "call_list": ("completed", None), "call_read": ("failed", "error"),
+        "call_bash": ("failed", "denied"), "call_sleep": ("failed", "aborted"),
+    }

@@ -136,8 +136,8 @@ local function scenario()
   end
   results.command_output = {}
   for _, text in ipairs({ table.concat(long_output, '\n') .. '\n[exit code 0]', 'partial\n…' }) do
-    local lines, exit_code = view.command_output(text)
-    table.insert(results.command_output, { lines = lines, exit_code = exit_code or vim.NIL })
+    local lines, cut = view.command_output(text)
+    table.insert(results.command_output, { lines = lines, cut = cut })
   end
   results.status = vim.lsp.status()
 

@@ -207,10 +207,10 @@ local function scenario()
   } })
   event({ type = 'text_delta', text = 'Looking at it.' })
   event({ type = 'tool_call', toolCallId = 'c1', name = 'bash', args = { command = 'pytest' }, status = 'pending',
-    summary = 'pytest -q' })
+    summary = 'pytest -q', kind = 'execute', title = 'Run pytest -q' })
   results.statusline_tool = tunacode.statusline()
   event({ type = 'tool_call_update', toolCallId = 'c1', name = 'bash', status = 'completed', durationMs = 12,
-    result = '1 passed\n[exit code 0]' })
+    result = '1 passed\n[exit code 0]', exitCode = 0 })
   event({ type = 'turn_end', turn = 1, usage = { totalTokens = 1200, cost = 0.01 }, contextTokens = 45000,
     contextWindow = 100000 })
   results.statusline_turn = tunacode.statusline()

@@ -63,7 +63,7 @@ def test_without_the_flag_a_denied_call_still_exits_0_and_is_reported(model, wor
     assert "[denied] write_file new.txt" in done.stderr
     assert re.search(r"\[done\] end_turn: 2 turns, 1 tool call \(1 denied\), 0 files changed, ", done.stderr), done.stderr
     assert "[changed] nothing" in done.stderr
-    assert "[tool] write_file new.txt denied" in done.stderr
+    assert "[tool] Write new.txt (+1) denied" in done.stderr
 
 
 def test_allowed_calls_are_not_denied(model, workspace, home):
@@ -271,8 +271,8 @@ def test_colour_and_a_progress_line_on_a_terminal(model, workspace, home):
     model.set_script(_bash_turns("sleep 1; echo slept"))
     code, screen = _run_on_a_pty(_args(model, workspace, "wait", "--approve", "auto"), cli_env(home))
     assert code == 0, screen
-    assert "\x1b[36m[tool]\x1b[0m bash sleep 1; echo slept" in screen
-    assert re.search(r"\r\x1b\[K\x1b\[2m. bash sleep 1; echo slept  0\.\d s", screen), screen  # the ticking line
+    assert "\x1b[36m[tool]\x1b[0m Run sleep 1; echo slept" in screen
+    assert re.search(r"\r\x1b\[K\x1b\[2m. Run sleep 1; echo slept  0\.\d s", screen), screen  # the ticking line
     assert "\x1b[32mexit code 0\x1b[0m" in screen
     assert "\x1b[1m[done] end_turn" in screen.replace("\x1b[32m", "")
 
@@ -281,7 +281,7 @@ def test_no_color_turns_colour_and_the_progress_line_off(model, workspace, home)
     model.set_script(_bash_turns("sleep 1"))
     code, screen = _run_on_a_pty(_args(model, workspace, "wait", "--approve", "auto"), cli_env(home, NO_COLOR="1"))
     assert code == 0, screen
-    assert "\x1b[" not in screen and "[tool] bash sleep 1" in screen
+    assert "\x1b[" not in screen and "[tool] Run sleep 1" in screen
 
 
 def test_not_a_terminal_means_no_escape_codes(model, workspace, home):
@@ -316,8 +316,11 @@ def test_the_client_of_a_whole_run_never_imports_pygls_or_the_agent(model, works
     done, names = _imported(_args(model, workspace, "hi"), home)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "tunacode_lsp.cli.headless" in names and "orjson" in names
-    heavy = ("pygls", "lsprotocol", "tinyagent", "tunacode_lsp.agent", "tunacode_lsp.lsp", "tunacode_lsp.tools")
-    assert not [n for n in names if n.startswith(heavy)]
+    # tools/ itself is light (its tool factories load with build_tools); the snapshot reads ignore
+    # files with tools/confined_read.py, so only the tool modules that need tinyagent are heavy
+    heavy = ("pygls", "lsprotocol", "tinyagent", "tunacode_lsp.agent", "tunacode_lsp.lsp", "tunacode_lsp.tools.bash",
+             "tunacode_lsp.tools.read_file", "tunacode_lsp.tools.base")
+    assert not [n for n in names if n.startswith(heavy)], sorted(n for n in names if n.startswith(heavy))
 
 
 def test_json_result_line_parses_with_the_new_fields(model, workspace, home):
@@ -343,7 +346,7 @@ def test_a_hostile_models_control_characters_are_shown_not_obeyed_on_a_terminal(
     assert "\x1b" not in screen and "\x07" not in screen and "\x9b" not in screen  # NO_COLOR: no escape at all is ours
     assert "Done.\\x1b]0;pwned title\\x07\\x0dHIDDEN\\x1b[2J\\x9b31m" in screen
     # the server's one-line summary ends the line at the \r and says so; the escapes are shown, not obeyed
-    assert "[tool] bash echo hi #\\x1b]52;c;cm0gLXJmIH4=\\x07 (+1 more line)" in screen
+    assert "[tool] Run echo hi #\\x1b]52;c;cm0gLXJmIH4=\\x07 (+1 more line)" in screen
 
 
 def test_redirected_output_keeps_the_answer_as_it_is(model, workspace, home):
@@ -364,7 +367,7 @@ def test_a_changed_file_with_a_newline_in_its_name_stays_on_one_line(model, work
 def test_a_multi_line_command_says_it_has_more_lines(model, workspace, home):
     model.set_script(_bash_turns("echo harmless\nrm -f nothing-here\ntrue"))
     done = run_cli(_args(model, workspace, "go", "--approve", "auto"), home=home)
-    assert "[tool] bash echo harmless (+2 more lines)\n" in done.stderr
+    assert "[tool] Run echo harmless (+2 more lines)\n" in done.stderr
 
 
 # ---------------------------------------------------------------- a broken or hostile server

@@ -84,7 +84,7 @@ def test_plain_mode_answer_on_stdout_tool_lines_and_session_on_stderr(model, wor
     assert done.code == 0, done.stderr
     assert "Reading notes." in done.stdout and done.stdout.endswith("The notes say: tuna.\n")
     assert "[tool]" not in done.stdout
-    assert "[tool] read_file notes.txt\n" in done.stderr
+    assert "[tool] Read notes.txt\n" in done.stderr  # the row is the server's title
     assert "[tool] read_file completed in" in done.stderr
     stored = SessionStore(home / "sessions.sqlite3").list_sessions()
     assert len(stored) == 1
@@ -285,10 +285,11 @@ def test_sessions_list_show_export_import_delete(store_with_session, workspace, 
     assert json.loads(out) == {"sessions": []}
 
     code, out, _ = _sessions(*store, "show", session_id)
-    assert code == 0 and "[user]\n  hello there" in out and "[assistant]\n  general kenobi" in out
+    assert code == 0 and "> hello there\n" in out and "general kenobi" in out  # the server's projection, as `run` shows it
     code, out, _ = _sessions(*store, "show", session_id, "--json")
     shown = json.loads(out)
     assert shown["session"]["title"] == "greeting" and len(shown["messages"]) == 2
+    assert [e["type"] for e in shown["events"]] == ["request_start", "text_delta", "request_end"]
 
     exported = tmp_path / "doc.json"
     assert _sessions(*store, "export", session_id, "-o", str(exported))[0] == 0

@@ -112,18 +112,19 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert lines[lines.index("> Create the greeting file") + 1] == ""
     text = "\n".join(lines)
     assert "I will create the greeting." in text and "Created hello.txt." in text
-    assert any(line.startswith("[tool] write_file hello.txt: completed in") for line in lines), lines
+    assert any(line.startswith("[tool] Write hello.txt (+1): completed in") for line in lines), lines
     assert lines[-2] == f"-- end_turn  (session {first['result']['sessionId']})"
     # the command's output in a foldable block below its line, with the exit code
-    bash = next(i for i, line in enumerate(lines) if line.startswith("[tool] bash "))
-    assert re.fullmatch(r"\[tool\] bash printf 'one\\ntwo\\n'; exit 3: exit code 3 in \d+ ms", lines[bash]), lines[bash]
-    assert lines[bash + 1:bash + 5] == ["```output", "one", "two", "```"], lines
+    bash = next(i for i, line in enumerate(lines) if line.startswith("[tool] Run "))
+    assert re.fullmatch(r"\[tool\] Run printf 'one\\ntwo\\n'; exit 3: exit code 3 in \d+ ms", lines[bash]), lines[bash]
+    # the exit code from the update's exitCode; the output block is the server's preview as sent
+    assert lines[bash + 1:bash + 6] == ["```output", "one", "two", "[exit code 3]", "```"], lines
     folds = first["foldlevels"]
-    assert folds[bash:bash + 5] == [0, 1, 1, 1, 1] and folds[bash + 5] == 0, folds
-    assert first["closed_fold"] == [bash + 2, bash + 5]  # zc on an output line folds the block
+    assert folds[bash:bash + 6] == [0, 1, 1, 1, 1, 1] and folds[bash + 6] == 0, folds
+    assert first["closed_fold"] == [bash + 2, bash + 6]  # zc on an output line folds the block
     long, cut = seen["command_output"]
-    assert long["lines"] == [f"line {n}" for n in range(1, 21)] + ["… 10 more lines"] and long["exit_code"] == 0
-    assert cut["lines"] == ["partial", "… (cut)"] and cut["exit_code"] is None
+    assert long["lines"] == [f"line {n}" for n in range(1, 21)] + ["… 11 more lines"] and long["cut"] is False
+    assert cut["lines"] == ["partial", "… (cut)"] and cut["cut"] is True
     assert (workspace / "hello.txt").read_text() == "hi\n"
     assert len(seen["approvals"]) == 2
     assert "write_file" in seen["approvals"][0]["prompt"] and "bash" in seen["approvals"][1]["prompt"]
@@ -188,6 +189,10 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     resumed = seen["resumed"]["lines"]
     assert resumed[0].startswith("# Create the greeting file")
     assert "> Tell me a long story" in resumed
+    # rendered from the server's events by the same code as live: outcomes and exit codes included
+    assert any(re.fullmatch(r"\[tool\] Write hello.txt \(\+1\): completed in \d+ ms", line) for line in resumed), resumed
+    assert any(re.fullmatch(r"\[tool\] Run printf .*: exit code 3 in \d+ ms", line) for line in resumed), resumed
+    assert "-- end_turn" in resumed and "-- cancelled" in resumed
 
 
 def test_the_plain_lsp_snippets_of_the_docs_work_without_the_plugin(nvim, tmp_path, workspace, home):
@@ -331,8 +336,8 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     assert lines[plan:plan + 4] == ["Plan:", "- [x] Read calc.py", "- [>] Fixing add", "- [ ] Run the tests"]
     assert lines.count("Plan:") == 1 and lines[plan + 4] == "Looking at it."
     assert "[compacted] the conversation: ~90000 -> ~30000 tokens" in lines
-    tool = lines.index("[tool] bash pytest -q: exit code 0 in 12 ms")  # the name and the server's summary
-    assert lines[tool + 1:tool + 4] == ["```output", "1 passed", "```"]
+    tool = lines.index("[tool] Run pytest -q: exit code 0 in 12 ms")  # the server's title, the update's exitCode
+    assert lines[tool + 1:tool + 5] == ["```output", "1 passed", "[exit code 0]", "```"]
     assert seen["unescaped"] == [True, True, True]
     assert seen["hand_opened"] == {"foldmethod": "expr", "fold": 1}
     assert seen["other_request_ignored"] is True

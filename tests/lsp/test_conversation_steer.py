@@ -8,6 +8,7 @@ import asyncio
 import os
 
 from tests.conftest import scripted_options
+from tests.lsp.test_projection import assert_live_equals_replayed
 
 STEER = "also add a test for the empty list"
 
@@ -51,10 +52,12 @@ async def test_steer_reaches_the_next_turn_is_stored_and_replays(lsp, model, wor
     assert [m["role"] for m in stored] == ["user", "assistant", "tool_result", "user", "assistant"]
     assert stored[3]["content"][0]["text"] == STEER
     # and it replays: the next request's model input holds it at the same place
-    await lsp.command("tunacode.request", {"prompt": "what did I ask?", "sessionId": session["sessionId"]})
+    again = await lsp.command("tunacode.request", {"prompt": "what did I ask?", "sessionId": session["sessionId"]})
     replay = [(m["role"], str(m.get("content"))) for m in model.requests[2]["messages"][1:]]
     assert [r for r, _ in replay] == ["user", "assistant", "tool", "user", "assistant", "user"]
     assert STEER in replay[3][1]
+    # the server's projection of the session gives the events the client received, the steer included
+    await assert_live_equals_replayed(lsp, session["sessionId"], [result["requestId"], again["requestId"]])
 
 
 async def test_steer_after_the_last_turn_is_refused(lsp, model):

@@ -55,3 +55,56 @@ def test_every_event_and_its_fields_are_declared(event):
     for field in attrs.fields(event):
         if field.name != "type":
             assert re.search(rf"\b{_camel(field.name)}\??:", block), f"{type_name}.{_camel(field.name)} missing in protocol.ts"
+
+
+def test_tool_kinds_and_end_reasons():
+    assert _union("ToolKind") == set(protocol.TOOL_KINDS)
+    assert _union("ToolEndReason") == set(protocol.TOOL_END_REASONS)
+
+
+def _interface(name: str) -> str:
+    """The body of `export interface <name> { ... }` in protocol.ts."""
+
+    match = re.search(rf"export interface {name}\b[^{{]*\{{", TS)
+    assert match, f"interface {name} is not declared in protocol.ts"
+    depth, end = 0, match.end() - 1
+    for end in range(match.end() - 1, len(TS)):
+        depth += {"{": 1, "}": -1}.get(TS[end], 0)
+        if depth == 0:
+            break
+    return TS[match.end() - 1:end + 1]
+
+
+# every command result (and what it holds), and the server's tunacode/approve params: Python class -> TS name
+RESULTS = {
+    protocol.RequestResult: "RequestResult",
+    protocol.ToolCallSummary: "ToolCallSummary",
+    protocol.SessionInfo: "Session",
+    protocol.SessionGetResult: "SessionGetResult",
+    protocol.RequestMark: "RequestMark",
+    protocol.SessionListResult: "SessionListResult",
+    protocol.StatusResult: "StatusResult",
+    protocol.ActiveRequest: "ActiveRequest",
+    protocol.McpServerInfo: "McpServerInfo",
+    protocol.SandboxInfo: "SandboxInfo",
+    protocol.BackgroundProcessInfo: "BackgroundProcessInfo",
+    protocol.ModelsListResult: "ModelsListResult",
+    protocol.ModelInfo: "ModelInfo",
+    protocol.ModelCostInfo: "ModelCostInfo",
+    protocol.SteerResult: "SteerResult",
+    protocol.DetachedRequest: "DetachedRequest",
+    protocol.AbortResult: "AbortResult",
+    protocol.DeleteResult: "DeleteResult",
+    protocol.ChangesResult: "ChangesResult",
+    protocol.ChangedFile: "ChangedFile",
+    protocol.RewindResult: "RewindResult",
+    protocol.Usage: "Usage",
+    protocol.ApproveParams: "ApproveParams",
+}
+
+
+@pytest.mark.parametrize("cls", RESULTS, ids=lambda cls: cls.__name__)
+def test_every_result_and_the_approve_params_are_declared(cls):
+    block = _interface(RESULTS[cls])
+    for field in attrs.fields(cls):
+        assert re.search(rf"\b{_camel(field.name)}\??:", block), f"{RESULTS[cls]}.{_camel(field.name)} missing in protocol.ts"

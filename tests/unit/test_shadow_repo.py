@@ -190,7 +190,7 @@ def test_a_fifo_named_gitignore_turns_checkpoints_off_naming_it(tmp_path):
     os.mkfifo(root / "sub" / ".gitignore")
     with pytest.raises(CheckpointsOff) as info:
         repo.snapshot()
-    assert "sub/.gitignore" in str(info.value) and "took longer" in str(info.value)
+    assert "sub/.gitignore" in str(info.value) and ("took longer" in str(info.value) or "waits on a FIFO" in str(info.value))
 
 
 def test_a_fifo_named_gitattributes_turns_checkpoints_off_naming_it(tmp_path):
@@ -223,3 +223,56 @@ def test_a_restore_of_thousands_of_files_does_not_overflow_the_command_line(tmp_
     assert sum(len(p) + 1 for p in paths) > 3_000_000  # more than the kernel takes as arguments
     assert len(repo.restore(first, paths)) == 30_000
     assert sorted(os.listdir(root)) == ["a.txt"]
+
+
+@pytest.mark.parametrize("kind", ["gitignore", "nested-gitignore", "gitattributes", "link-to-fifo"])
+def test_git_waiting_on_a_fifo_is_stopped_at_once_not_after_the_time_limit(tmp_path, kind):
+    """git opening a FIFO waits in the kernel's `wait_for_partner`: seen within a fraction of a
+    second, the snapshot stops (checkpoints off, the file named) instead of stalling 60 s."""
+
+    import time
+
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo")  # the default limit: 60 s
+    repo.snapshot()
+    name = {"gitignore": ".gitignore", "nested-gitignore": "sub/.gitignore", "gitattributes": ".gitattributes",
+            "link-to-fifo": ".gitignore"}[kind]
+    if kind == "link-to-fifo":
+        os.mkfifo(root / "pipe")
+        (root / ".gitignore").symlink_to("pipe")
+    else:
+        os.mkfifo(root / name)
+    (root / "a.txt").write_text("changed\n")  # `git add` reads the attributes
+    started = time.monotonic()
+    try:
+        repo.snapshot()  # git >= 2.32 does not follow a linked .gitignore: nothing to wait on
+    except CheckpointsOff as exc:
+        assert name in str(exc) and "waits on a FIFO" in str(exc)
+    assert time.monotonic() - started < 10
+
+
+def test_the_workspace_exclude_file_is_copied_never_opened_by_git(tmp_path):
+    """`.git/info/exclude` is read with the confined reader and copied: as a FIFO, a link to
+    one or a link out it is left out (nothing waits); as a plain file its rules apply."""
+
+    import time
+
+    root = tmp_path / "ws"
+    (root / ".git" / "info").mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    (root / "secret.log").write_text("s\n")
+    exclude = root / ".git" / "info" / "exclude"
+    exclude.write_text("*.log\n")
+    repo = ShadowRepo(root, tmp_path / "data" / "repo")
+    tree = repo.snapshot()
+    assert "secret.log" not in repo._git("ls-tree", "-r", "--name-only", tree).decode()
+    exclude.unlink()
+    os.mkfifo(root / "pipe")
+    exclude.symlink_to("../../pipe")
+    (root / "b.txt").write_text("b\n")
+    started = time.monotonic()
+    tree = repo.snapshot()
+    assert time.monotonic() - started < 10
+    assert "secret.log" in repo._git("ls-tree", "-r", "--name-only", tree).decode()

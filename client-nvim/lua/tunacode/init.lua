@@ -606,18 +606,18 @@ function M.new()
   notify('the next question starts a new session')
 end
 
---- Continue a stored session: its messages are shown in the answer buffer.
+--- Continue a stored session: its requests are shown in the answer buffer (the server's events).
 ---@param session_id string
 function M.resume(session_id)
   M.with_client(function(client)
-    command(client, 'tunacode.session.get', { sessionId = session_id }, function(err, result)
+    command(client, 'tunacode.session.get', { sessionId = session_id, events = true }, function(err, result)
       if err then
         notify(err.message, vim.log.levels.ERROR)
         return
       end
       M.state.session_id = session_id
       view.show()
-      view.transcript(result.session, result.messages or {})
+      view.transcript(result.session, result.events or {})
       notify('continuing session ' .. (result.session.title ~= '' and result.session.title or session_id))
     end)
   end)

@@ -1,9 +1,12 @@
 --- The answer buffer: one scratch buffer (`tunacode://answer`) that requests stream into.
 ---
---- Text deltas are appended at the end as they arrive; each tool call gets one line that
---- is rewritten in place when the call ends (an extmark keeps its place). A finished bash
---- call gets its exit code on that line and its output below it, in a bounded ```output
---- block that folds (zc / zo; the window's foldexpr is V.foldexpr).
+--- Text deltas are appended at the end as they arrive; each tool call gets one line (the
+--- server's `title`) that is rewritten in place when the call ends (an extmark keeps its
+--- place). A finished bash call gets its exit code (the update's `exitCode`) on that line
+--- and its output below it, in a bounded ```output block that folds (zc / zo; the window's
+--- foldexpr is V.foldexpr). A resumed session is the server's events of its requests
+--- (`tunacode.session.get {events: true}`) rendered by the same V.event: no stored message
+--- is read here.
 
 local V = {}
 
@@ -181,20 +184,6 @@ function V.plan(items)
   plan_mark = vim.api.nvim_buf_set_extmark(buf, ns_plan, row, 0, { end_row = row + #lines - 1, right_gravity = false })
 end
 
-local function tool_summary(args)
-  if type(args) ~= 'table' then
-    return ''
-  end
-  for _, key in ipairs({ 'filepath', 'command', 'pattern', 'path', 'glob' }) do
-    local value = args[key]
-    if type(value) == 'string' and value ~= '' then
-      local first = vim.split(value, '\n', { plain = true })[1]
-      return #first > 80 and first:sub(1, 77) .. '...' or first
-    end
-  end
-  return ''
-end
-
 local function tool_outcome(event)
   if event.status == 'awaiting_approval' then
     return 'waiting for approval'
@@ -202,25 +191,24 @@ local function tool_outcome(event)
     return 'running'
   elseif event.status == 'completed' then
     return ('completed in %d ms'):format(tonumber(event.durationMs) or 0)
+  elseif event.reason == 'denied' or event.reason == 'policy' then
+    return event.reason == 'denied' and 'denied' or 'refused'
   elseif event.status == 'failed' then
     local first = vim.split(vim.trim(tostring(event.result or 'error')), '\n', { plain = true })[1]
     return 'failed: ' .. first:sub(1, 120)
+  elseif event.status == 'cancelled' and event.reason == 'timeout' then
+    return 'cancelled (timed out)'
   end
   return event.status
 end
 
---- A command's result text -> its output lines (bounded) and exit code (nil if the preview
---- was cut before the server's `[exit code N]` line).
+--- A command's result preview -> its output lines (bounded), and whether the preview was cut.
 ---@param result string
----@return string[] lines, integer? exit_code, boolean cut
+---@return string[] lines, boolean cut
 function V.command_output(result)
   local text = tostring(result or '')
   local cut = false
-  local exit_code
-  local body, code = text:match('^(.-)\n?%[exit code (%-?%d+)%][^\n]*$')
-  if body then
-    text, exit_code = body, tonumber(code)
-  elseif text:sub(-3) == '…' then
+  if text:sub(-3) == '…' then
     cut = true
     text = text:sub(1, -4)
   end
@@ -237,7 +225,7 @@ function V.command_output(result)
       lines[i] = ' ' .. line -- a fence in the output must not end the block
     end
   end
-  return lines, exit_code, cut
+  return lines, cut
 end
 
 --- Put a command's output block below its tool line.
@@ -268,9 +256,9 @@ function V.event(event)
   if kind == 'text_delta' then
     V.append(event.text or '')
   elseif kind == 'tool_call' then
-    -- the tool's name and the server's one-line summary (`npm test`, `calc.py`) when it sends one
-    local label = type(event.summary) == 'string' and event.summary ~= '' and ('[tool] %s %s'):format(event.name, event.summary)
-      or ('[tool] %s %s'):format(event.name, tool_summary(event.args))
+    -- the server's title (`Run npm test`); a server before v3: the name and its one-line summary
+    local label = type(event.title) == 'string' and event.title ~= '' and ('[tool] ' .. event.title)
+      or ('[tool] %s %s'):format(event.name, type(event.summary) == 'string' and event.summary or '')
     local row = V.line(vim.trim(label))
     -- left gravity: rewriting the line keeps the mark on it
     local mark = vim.api.nvim_buf_set_extmark(V.buffer(), ns, row, 0, { right_gravity = false })
@@ -285,9 +273,10 @@ function V.event(event)
       return
     end
     local final = event.status == 'completed' or event.status == 'failed'
-    local lines, exit_code = {}, nil
-    if event.name == 'bash' and final and event.result then
-      lines, exit_code = V.command_output(event.result)
+    local lines = {}
+    local exit_code = type(event.exitCode) == 'number' and event.exitCode or nil
+    if exit_code and final and event.result then
+      lines = V.command_output(event.result)
     end
     if exit_code or (event.status == 'completed' and #lines > 0) then
       local code = exit_code and ('exit code %d'):format(exit_code) or event.status
@@ -350,25 +339,21 @@ function V.error(message)
   V.line('-- error: ' .. message)
 end
 
---- Show a stored session's messages (as `tunacode.session.get` returns them).
+--- Show a stored session: the server's events of each of its requests, rendered as live.
 ---@param session table
----@param messages table[]
-function V.transcript(session, messages)
+---@param events table[] `tunacode.session.get {events: true}`'s events
+function V.transcript(session, events)
   local buf = V.buffer()
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
   V.line(('# %s  (session %s)'):format(session.title ~= '' and session.title or 'untitled', session.sessionId))
-  for _, message in ipairs(messages) do
-    for _, block in ipairs(message.content or {}) do
-      if block.type == 'text' and message.role == 'user' then
+  for _, event in ipairs(events) do
+    if type(event) == 'table' and event.type == 'request_start' then
+      V.start_request(tostring(event.prompt or ''))
+    elseif type(event) == 'table' then
+      V.event(event)
+      if event.type == 'request_end' then
         V.line('')
-        for _, text in ipairs(vim.split(block.text or '', '\n', { plain = true })) do
-          V.line('> ' .. text)
-        end
-        V.line('')
-      elseif block.type == 'text' and message.role == 'assistant' then
-        V.line(block.text or '')
-      elseif block.type == 'tool_call' then
-        V.line(vim.trim(('[tool] %s %s'):format(block.name, tool_summary(block.arguments))))
+        V.line('-- ' .. tostring(event.stopReason))
       end
     end
   end

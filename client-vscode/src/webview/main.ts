@@ -25,7 +25,6 @@ import {
   plural,
   reduce,
   sessionUsage,
-  summarizeArgs,
   toolFilePath,
 } from "./state";
 import type { ApprovalDecision } from "../protocol";
@@ -651,10 +650,11 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
   const set = (cls: string, text: string): void => {
     (node.querySelector(`.${cls}`) as HTMLElement).textContent = text;
   };
-  set("tool-name", item.name);
+  // The row is the server's title ("Edit calc.py (+1 -1)"); a server before v3 sent the name and summary.
+  set("tool-name", item.title ? "" : item.name);
   const path = toolFilePath(item.args);
   const argsBox = node.querySelector(".tool-args") as HTMLElement;
-  const summaryText = item.summary ? stripToolPrefix(item.summary, item.name) : summarizeArgs(item.name, item.args);
+  const summaryText = item.title ?? (item.summary ? stripToolPrefix(item.summary, item.name) : "");
   argsBox.replaceChildren();
   if (path) {
     const link = el("a", "tool-path", summaryText);

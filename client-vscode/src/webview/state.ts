@@ -1,6 +1,7 @@
 /**
- * The side panel's view state and the pure reducer that builds it from `tunacode/event`s,
- * request results, and replayed session histories. No DOM and no `vscode` import, so node's
+ * The side panel's view state and the one reducer that builds it from `tunacode/event`s and
+ * request results; a reloaded session is the same events (`tunacode.session.get {events: true}`,
+ * the server's projection of its history), so nothing here reads stored messages. No DOM and no `vscode` import, so node's
  * test runner exercises it directly.
  *
  * Updates are immutable: a turn or item that did not change keeps its identity, which is
@@ -18,7 +19,8 @@ import type {
   RequestResult,
   Session,
   StopReason,
-  StoredMessage,
+  ToolEndReason,
+  ToolKind,
   ToolStatus,
   TunaEvent,
   Usage,
@@ -46,6 +48,11 @@ export interface ToolItem {
   durationMs?: number;
   /** v2: the server's one-line summary of the call. */
   summary?: string;
+  /** v3: the call in plain words (`Edit calc.py (+1 -1)`), and what the tool is. */
+  title?: string;
+  toolKind?: ToolKind;
+  /** v3: why a failed or cancelled call ended (`denied`, `policy`, `error`, `timeout`, `aborted`). */
+  reason?: ToolEndReason;
   /** The approval asked for this call (`tunacode/approve`), and how it was settled. */
   approval?: Approval;
 }
@@ -159,7 +166,7 @@ export type Action =
   | { type: "request_done"; result: RequestResult }
   | { type: "request_failed"; message: string; code?: number }
   | { type: "stop_requested" }
-  | { type: "session_loaded"; session: Session; messages: StoredMessage[]; requests?: RequestMark[] }
+  | { type: "session_loaded"; session: Session; events: TunaEvent[]; requests?: RequestMark[] }
   | { type: "session_cleared" }
   | { type: "sessions"; sessions: Session[] }
   | { type: "session_deleted"; sessionId: string }
@@ -202,13 +209,10 @@ export function initialState(): ViewState {
 
 const FINAL_TOOL_STATUSES: ReadonlySet<ToolStatus> = new Set(["completed", "failed", "cancelled"]);
 
-/** The server's wording of a tool call the user (or read-only mode) declined. */
-const DECLINED = /^the user declined\b/i;
-
-/** A tool call that did not run because it was denied: shown as "denied", not "failed". */
+/** A tool call that did not run because it was refused (the user, or the mode): shown as "denied". */
 export function isDenied(item: ToolItem): boolean {
   if (item.approval?.state === "deny") return item.status !== "completed";
-  return item.status === "failed" && DECLINED.test(item.result ?? "");
+  return item.status === "failed" && (item.reason === "denied" || item.reason === "policy");
 }
 
 /** Tool cards waiting for an answer, oldest first. */
@@ -273,22 +277,6 @@ function num(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
-/** A one-line summary of a tool call's arguments for its card. */
-export function summarizeArgs(name: string, args: Record<string, unknown>, max = 80): string {
-  const preferred = ["filepath", "command", "pattern", "path", "glob"];
-  const key = preferred.find((k) => typeof args[k] === "string" && args[k] !== "");
-  let summary: string;
-  if (key) {
-    summary = String(args[key]);
-    if (name === "grep" && typeof args.path === "string" && key === "pattern") summary += ` in ${args.path}`;
-  } else {
-    const entries = Object.entries(args);
-    summary = entries.length === 0 ? "" : entries.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
-  }
-  summary = summary.replace(/\s+/g, " ").trim();
-  return summary.length > max ? `${summary.slice(0, max - 1)}…` : summary;
-}
-
 /** What a person can do about a request that failed to start, by JSON-RPC error code. */
 export function hintForError(code: number | undefined, message: string): string | undefined {
   switch (code) {
@@ -335,7 +323,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return replaceTurn(state, idx, { ...state.turns[idx], status: "stopping" });
     }
     case "session_loaded":
-      return loadSession(state, action.session, action.messages, action.requests);
+      return loadSession(state, action.session, action.events, action.requests);
     case "session_cleared":
       return {
         ...state,
@@ -583,6 +571,8 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
         args: event.args ?? {},
         status: "pending",
         summary: typeof event.summary === "string" && event.summary ? event.summary : undefined,
+        title: typeof event.title === "string" && event.title ? event.title : undefined,
+        toolKind: event.kind,
       });
     case "tool_call_update":
       return upsertTool(running(turn), event.toolCallId, {
@@ -590,6 +580,7 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
         status: event.status,
         result: event.result === undefined || event.result === null ? undefined : stringifyResult(event.result),
         durationMs: event.durationMs,
+        reason: event.reason,
       });
     case "turn_end":
       return { ...running(turn), usage: addUsage(turn.usage, event.usage) };
@@ -652,6 +643,9 @@ function upsertTool(
     result?: string;
     durationMs?: number;
     summary?: string;
+    title?: string;
+    toolKind?: ToolKind;
+    reason?: ToolEndReason;
     approval?: Approval;
   },
 ): Turn {
@@ -667,6 +661,9 @@ function upsertTool(
       result: patch.result,
       durationMs: patch.durationMs,
       summary: patch.summary,
+      title: patch.title,
+      toolKind: patch.toolKind,
+      reason: patch.reason,
       approval: patch.approval,
     };
     return pushItem(turn, item);
@@ -684,6 +681,9 @@ function upsertTool(
     result: patch.result ?? current.result,
     durationMs: patch.durationMs ?? current.durationMs,
     summary: patch.summary ?? current.summary,
+    title: patch.title ?? current.title,
+    toolKind: patch.toolKind ?? current.toolKind,
+    reason: patch.reason ?? current.reason,
     approval: patch.approval ?? settledByStatus(current.approval, status),
   };
   const items = turn.items.slice();
@@ -869,128 +869,34 @@ function onRequestFailed(state: ViewState, message: string, code: number | undef
   return turn.contextItems.reduce((s, item) => reduce(s, { type: "attach", item }), next);
 }
 
-// ------------------------------------------------------------------ replay
+// ------------------------------------------------------------------ a reloaded session
 
-const INTERRUPTED_MARK = "[INTERRUPTED]";
-
-/** Rebuilds the turns of a stored session (from `tunacode.session.get`). */
-export function turnsFromHistory(messages: StoredMessage[], keyPrefix: string): Turn[] {
-  const turns: Turn[] = [];
-  let current: Turn | undefined;
-  const ensureTurn = (): Turn => {
-    if (!current) {
-      current = newTurn(`${keyPrefix}${turns.length}`, "", true);
-      turns.push(current);
-    }
-    return current;
-  };
-  const update = (t: Turn): void => {
-    turns[turns.length - 1] = t;
-    current = t;
-  };
-
-  for (const message of messages) {
-    if (!message || typeof message !== "object") continue;
-    if (message.role === "user") {
-      const prompt = blocksText(message.content);
-      current = newTurn(`${keyPrefix}${turns.length}`, prompt, true);
-      turns.push(current);
-    } else if (message.role === "assistant") {
-      let t = ensureTurn();
-      for (const block of message.content ?? []) {
-        if (!block) continue;
-        if (block.type === "text" && block.text) {
-          const interrupted = block.text.includes(INTERRUPTED_MARK);
-          const text = interrupted ? block.text.replace(INTERRUPTED_MARK, "").trimEnd() : block.text;
-          t = appendText(t, "text", text);
-          if (interrupted) t = { ...t, status: "cancelled" };
-        } else if (block.type === "thinking" && block.thinking) {
-          t = appendText(t, "thinking", block.thinking);
-        } else if (block.type === "tool_call" && block.id) {
-          t = upsertTool(t, block.id, { name: block.name ?? "tool", args: block.arguments ?? {}, status: "pending" });
-        }
-      }
-      if (message.stop_reason === "aborted") t = { ...t, status: "cancelled" };
-      if (message.stop_reason === "error") {
-        t = { ...t, status: "error", error: { message: message.error_message || "The model returned an error." } };
-      }
-      t = { ...t, usage: addUsage(t.usage, usageFromStore(message.usage)) };
-      update(t);
-    } else if (message.role === "tool_result") {
-      const t = ensureTurn();
-      const id = message.tool_call_id ?? "";
-      const text = blocksText(message.content);
-      const status: ToolStatus = message.is_error ? (/cancel|abort/i.test(text) ? "cancelled" : "failed") : "completed";
-      const exists = t.items.some((i) => i.kind === "tool" && i.toolCallId === id);
-      const base = exists ? t : upsertTool(t, id, { name: message.tool_name ?? "tool", status: "pending" });
-      update(upsertTool(base, id, { name: message.tool_name, status, result: text }));
-    }
-  }
-  // A tool call without a stored result was cut off.
-  return turns.map((t) => endTurn(t, t.status as StopReason, undefined, t.error));
-}
-
-function usageFromStore(raw: Record<string, unknown> | undefined): Partial<Usage> | undefined {
-  if (!raw) return undefined;
-  const pick = (...keys: string[]): number | undefined => {
-    for (const k of keys) if (typeof raw[k] === "number") return raw[k] as number;
-    return undefined;
-  };
-  const costRaw = raw.cost;
-  const cost = typeof costRaw === "number" ? costRaw : typeof costRaw === "object" && costRaw ? pickNum(costRaw, "total") : undefined;
-  return {
-    inputTokens: pick("inputTokens", "input_tokens", "input"),
-    outputTokens: pick("outputTokens", "output_tokens", "output"),
-    cacheReadTokens: pick("cacheReadTokens", "cache_read_tokens", "cacheRead", "cache_read"),
-    cacheWriteTokens: pick("cacheWriteTokens", "cache_write_tokens", "cacheWrite", "cache_write"),
-    totalTokens: pick("totalTokens", "total_tokens"),
-    cost,
-  };
-}
-
-function pickNum(obj: object, key: string): number | undefined {
-  const v = (obj as Record<string, unknown>)[key];
-  return typeof v === "number" ? v : undefined;
-}
-
-function blocksText(blocks: unknown): string {
-  if (!Array.isArray(blocks)) return "";
-  return blocks
-    .filter((b): b is { type: "text"; text?: string } => !!b && typeof b === "object" && (b as { type?: string }).type === "text")
-    .map((b) => b.text ?? "")
-    .join("");
-}
-
-function loadSession(state: ViewState, session: Session, messages: StoredMessage[], requests: RequestMark[] = []): ViewState {
-  const turns = withRequestIds(turnsFromHistory(messages, `r${state.nextKey}-`), messages, requests);
-  return {
+/**
+ * A stored session, from the server's projection of its history: the events of each request,
+ * fed through the same reducer as live events. A replayed turn keeps its request id only when
+ * the server has checkpoints for it (`requests`), so Changes and Rewind are offered only there.
+ */
+function loadSession(state: ViewState, session: Session, events: TunaEvent[] = [], requests: RequestMark[] = []): ViewState {
+  let s: ViewState = {
     ...state,
     sessionId: session.sessionId,
     title: session.title,
     model: session.model || state.model,
     baseUsage: toUsage(session.usage),
-    turns,
-    nextKey: state.nextKey + 1,
+    turns: [],
+    plan: undefined,
+    context: undefined,
     banner: undefined,
   };
-}
-
-/**
- * Gives replayed turns their request ids (`tunacode.session.get`'s `requests`: the index of each
- * request's prompt), so a reloaded conversation still offers Changes and Rewind.
- */
-export function withRequestIds(turns: Turn[], messages: StoredMessage[], requests: RequestMark[]): Turn[] {
-  if (requests.length === 0) return turns;
-  const byIndex = new Map(requests.map((r) => [r.firstMessage, r.requestId]));
-  const prompts: number[] = []; // each user message starts a turn (turnsFromHistory's rule)
-  messages.forEach((message, index) => {
-    if (message && typeof message === "object" && message.role === "user") prompts.push(index);
+  for (const event of Array.isArray(events) ? events : []) {
+    if (event && typeof event === "object" && typeof event.type === "string") s = onEvent(s, event);
+  }
+  const checkpointed = new Set(requests.map((r) => r.requestId));
+  const turns = s.turns.map((turn) => {
+    const ended = turn.ended ? turn : endTurn(turn, "cancelled", undefined, undefined);
+    return { ...ended, replayed: true, requestId: turn.requestId && checkpointed.has(turn.requestId) ? turn.requestId : undefined };
   });
-  const offset = turns.length - prompts.length; // a history that starts without a prompt has one turn more
-  return turns.map((turn, i) => {
-    const requestId = i >= offset ? byIndex.get(prompts[i - offset]) : undefined;
-    return requestId ? { ...turn, requestId } : turn;
-  });
+  return { ...s, turns, title: session.title, model: session.model || s.model };
 }
 
 // ------------------------------------------------------------------ links

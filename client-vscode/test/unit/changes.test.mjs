@@ -115,31 +115,25 @@ describe("MCP servers from tunacode.status", () => {
 });
 
 describe("a reloaded session keeps its requests (session.get's requests)", () => {
-  const messages = [
-    { role: "user", content: [{ type: "text", text: "fix it" }] },
-    { role: "assistant", content: [{ type: "text", text: "done" }] },
-    { role: "user", content: [{ type: "text", text: "thanks" }] },
-    { role: "assistant", content: [{ type: "text", text: "welcome" }] },
+  const replay = (requestId, prompt, text) => [
+    { sessionId: "s-1", requestId, seq: 1, type: "request_start", prompt },
+    { sessionId: "s-1", requestId, seq: 2, type: "text_delta", text },
+    { sessionId: "s-1", requestId, seq: 3, type: "request_end", stopReason: "end_turn" },
   ];
+  const events = [...replay("r-a", "fix it", "done"), ...replay("r-b", "thanks", "welcome")];
   const session = { sessionId: "s-1", title: "t", cwd: "/w", projectId: "p", model: "m", createdAt: "", modifiedAt: "",
     messageCount: 4, usage: {}, busy: false };
 
-  it("gives each replayed turn the request that started at its prompt", () => {
-    const state = reduce(initialState(), { type: "session_loaded", session, messages,
+  it("gives each replayed turn its request when the server has its checkpoints", () => {
+    const state = reduce(initialState(), { type: "session_loaded", session, events,
       requests: [{ requestId: "r-a", firstMessage: 0 }, { requestId: "r-b", firstMessage: 2 }] });
     assert.deepEqual(state.turns.map((t) => [t.prompt, t.requestId]), [["fix it", "r-a"], ["thanks", "r-b"]]);
   });
 
-  it("leaves turns without a mark (no checkpoints, an older server) without one", () => {
-    const state = reduce(initialState(), { type: "session_loaded", session, messages, requests: [{ requestId: "r-b", firstMessage: 2 }] });
+  it("leaves turns without checkpoints (or from an older server) without one", () => {
+    const state = reduce(initialState(), { type: "session_loaded", session, events, requests: [{ requestId: "r-b", firstMessage: 2 }] });
     assert.deepEqual(state.turns.map((t) => t.requestId), [undefined, "r-b"]);
-    const old = reduce(initialState(), { type: "session_loaded", session, messages });
+    const old = reduce(initialState(), { type: "session_loaded", session, events });
     assert.deepEqual(old.turns.map((t) => t.requestId), [undefined, undefined]);
-  });
-
-  it("counts a history that starts without a prompt", () => {
-    const state = reduce(initialState(), { type: "session_loaded", session, messages: messages.slice(1),
-      requests: [{ requestId: "r-b", firstMessage: 1 }] });
-    assert.deepEqual(state.turns.map((t) => t.requestId), [undefined, "r-b"]);
   });
 });

@@ -10,8 +10,6 @@ import {
   reduce,
   reduceAll,
   sessionUsage,
-  summarizeArgs,
-  turnsFromHistory,
 } from "../../out/test/state.mjs";
 
 const SID = "s-1";
@@ -274,29 +272,31 @@ describe("sessions", () => {
     createdAt: "2026-01-01T00:00:00Z", modifiedAt: "2026-01-01T00:01:00Z", messageCount: 5,
     usage: usage(100, 50, 0.02), busy: false,
   };
+  // The server's projection of the stored session (tunacode.session.get {events: true}).
   const history = [
-    { role: "user", content: [{ type: "text", text: "read a.txt" }] },
-    {
-      role: "assistant",
-      content: [
-        { type: "thinking", thinking: "use read_file" },
-        { type: "tool_call", id: "t1", name: "read_file", arguments: { filepath: "a.txt" } },
-      ],
-      stop_reason: "tool_calls",
-    },
-    { role: "tool_result", tool_call_id: "t1", tool_name: "read_file", content: [{ type: "text", text: "1:ab|hello" }], is_error: false },
-    { role: "assistant", content: [{ type: "text", text: "It says hello." }], stop_reason: "complete" },
-    { role: "user", content: [{ type: "text", text: "now run it" }] },
-    {
-      role: "assistant",
-      content: [{ type: "text", text: "Running [INTERRUPTED]" }, { type: "tool_call", id: "t2", name: "bash", arguments: { command: "./a" } }],
-      stop_reason: "aborted",
-    },
-    { role: "tool_result", tool_call_id: "t2", tool_name: "bash", content: [{ type: "text", text: "cancelled" }], is_error: true },
+    ...events([
+      { type: "request_start", prompt: "read a.txt", model: "openai:gpt-4.1" },
+      { type: "thinking_delta", text: "use read_file" },
+      { type: "tool_call", toolCallId: "t1", name: "read_file", args: { filepath: "a.txt" }, status: "pending", kind: "read", title: "Read a.txt" },
+      { type: "tool_call_update", toolCallId: "t1", name: "read_file", status: "in_progress" },
+      { type: "tool_call_update", toolCallId: "t1", name: "read_file", status: "completed", result: "1:ab|hello" },
+      { type: "turn_end", turn: 1, usage: usage(10, 5) },
+      { type: "text_delta", text: "It says hello." },
+      { type: "turn_end", turn: 2, usage: usage(10, 5) },
+      { type: "request_end", stopReason: "end_turn", usage: usage(20, 10) },
+    ], { sessionId: "old", requestId: "r-old-1" }),
+    ...events([
+      { type: "request_start", prompt: "now run it", model: "openai:gpt-4.1" },
+      { type: "text_delta", text: "Running" },
+      { type: "tool_call", toolCallId: "t2", name: "bash", args: { command: "./a" }, status: "pending", kind: "execute", title: "Run ./a" },
+      { type: "tool_call_update", toolCallId: "t2", name: "bash", status: "in_progress" },
+      { type: "tool_call_update", toolCallId: "t2", name: "bash", status: "cancelled", result: "cancelled", reason: "aborted" },
+      { type: "request_end", stopReason: "cancelled", usage: usage(0, 0) },
+    ], { sessionId: "old", requestId: "r-old-2" }),
   ];
 
-  it("replays a stored history as finished turns", () => {
-    const s = reduce(sent("something else"), { type: "session_loaded", session, messages: history });
+  it("replays a stored session's events as finished turns", () => {
+    const s = reduce(sent("something else"), { type: "session_loaded", session, events: history });
     assert.equal(s.sessionId, "old");
     assert.equal(s.title, "read a file");
     assert.equal(s.model, "openai:gpt-4.1");
@@ -307,17 +307,19 @@ describe("sessions", () => {
     assert.equal(first.status, "end_turn");
     assert.deepEqual(first.items.map((i) => i.kind), ["thinking", "tool", "text"]);
     assert.equal(first.items[1].status, "completed");
+    assert.equal(first.items[1].title, "Read a.txt");
     assert.equal(first.items[1].result, "1:ab|hello");
     assert.equal(first.items[2].text, "It says hello.");
     assert.equal(second.prompt, "now run it");
     assert.equal(second.status, "cancelled");
     assert.equal(second.items[0].text, "Running");
     assert.equal(second.items[1].status, "cancelled");
+    assert.equal(second.items[1].reason, "aborted");
     assert.equal(isRunning(s), false);
   });
 
   it("counts the stored usage once and adds new requests to it", () => {
-    let s = reduce(initialState(), { type: "session_loaded", session, messages: history });
+    let s = reduce(initialState(), { type: "session_loaded", session, events: history });
     assert.equal(sessionUsage(s).totalTokens, 150);
     s = reduce(s, { type: "prompt_sent", prompt: "more" });
     s = feed(s, events([
@@ -329,32 +331,30 @@ describe("sessions", () => {
     assert.equal(s.turns[2].status, "end_turn");
   });
 
-  it("settles a stored tool call that never got its result", () => {
-    const turns = turnsFromHistory(
-      [
-        { role: "user", content: [{ type: "text", text: "go" }] },
-        { role: "assistant", content: [{ type: "tool_call", id: "x", name: "bash", arguments: { command: "ls" } }] },
-      ],
-      "k",
-    );
-    assert.equal(turns[0].items[0].status, "cancelled");
+  it("settles a replayed request whose end is missing", () => {
+    const s = reduce(initialState(), { type: "session_loaded", session, events: events([
+      { type: "request_start", prompt: "go" },
+      { type: "tool_call", toolCallId: "x", name: "bash", args: { command: "ls" }, status: "pending" },
+    ], { sessionId: "old" }) });
+    assert.equal(s.turns[0].items[0].status, "cancelled");
+    assert.equal(isRunning(s), false);
   });
 
-  it("skips malformed stored messages instead of failing", () => {
-    const turns = turnsFromHistory([null, { role: "user" }, { role: "assistant", content: [null, { type: "image" }] }], "k");
-    assert.equal(turns.length, 1);
-    assert.equal(turns[0].prompt, "");
+  it("skips malformed events instead of failing", () => {
+    const s = reduce(initialState(), { type: "session_loaded", session, events: [null, 3, { seq: 1 }, ...events([{ type: "request_start", prompt: "" }], { sessionId: "old" })] });
+    assert.equal(s.turns.length, 1);
+    assert.equal(s.turns[0].prompt, "");
   });
 
   it("ignores events of another session", () => {
-    let s = reduce(initialState(), { type: "session_loaded", session, messages: history });
+    let s = reduce(initialState(), { type: "session_loaded", session, events: history });
     const before = s;
     s = feed(s, events([{ type: "request_start", prompt: "x", model: "m" }], { sessionId: "other" }));
     assert.equal(s, before);
   });
 
   it("clears the view for a new session and when the current one is deleted", () => {
-    let s = reduce(initialState(), { type: "session_loaded", session, messages: history });
+    let s = reduce(initialState(), { type: "session_loaded", session, events: history });
     s = reduce(s, { type: "sessions", sessions: [session] });
     const deleted = reduce(s, { type: "session_deleted", sessionId: "old" });
     assert.equal(deleted.sessionId, undefined);
@@ -364,17 +364,5 @@ describe("sessions", () => {
     const cleared = reduce(s, { type: "session_cleared" });
     assert.equal(cleared.turns.length, 0);
     assert.equal(cleared.sessions.length, 1);
-  });
-});
-
-describe("summarizeArgs", () => {
-  it("prefers the argument a person recognises, and shortens long ones", () => {
-    assert.equal(summarizeArgs("read_file", { filepath: "src/a.py", offset: 3 }), "src/a.py");
-    assert.equal(summarizeArgs("grep", { pattern: "TODO", path: "src" }), "TODO in src");
-    assert.equal(summarizeArgs("bash", { command: "echo 1\necho 2" }), "echo 1 echo 2");
-    assert.equal(summarizeArgs("other", { n: 1 }), "n=1");
-    const long = summarizeArgs("bash", { command: "x".repeat(200) }, 20);
-    assert.equal(long.length, 20);
-    assert.ok(long.endsWith("…"));
   });
 });

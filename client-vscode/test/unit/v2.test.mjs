@@ -82,16 +82,16 @@ describe("approvals in the tool card", () => {
     let s = reduce(asking(), { type: "approval_settled", requestId: RID, toolCallId: "c1", state: "deny" });
     s = reduce(
       s,
-      ev(4, { type: "tool_call_update", toolCallId: "c1", name: "bash", status: "failed", result: "the user declined: bash npm test." }),
+      ev(4, { type: "tool_call_update", toolCallId: "c1", name: "bash", status: "failed", result: "the user declined: bash npm test.", reason: "denied" }),
     );
     assert.equal(tool(s).status, "failed");
     assert.ok(isDenied(tool(s)));
   });
 
-  it("recognises the server's declined result without a client answer (read-only mode)", () => {
-    const item = { kind: "tool", status: "failed", result: "the user declined: write_file is not allowed in read-only mode" };
-    assert.ok(isDenied(item));
-    assert.ok(!isDenied({ kind: "tool", status: "failed", result: "exit 1" }));
+  it("a call refused without a client answer (read-only mode) is denied by its reason, not its text", () => {
+    assert.ok(isDenied({ kind: "tool", status: "failed", result: "not allowed in read-only mode", reason: "policy" }));
+    assert.ok(isDenied({ kind: "tool", status: "failed", result: "anything", reason: "denied" }));
+    assert.ok(!isDenied({ kind: "tool", status: "failed", result: "the user declined: (a tool printed this)", reason: "error" }));
   });
 
   it("renders a diff approval's lines by kind", () => {

@@ -141,10 +141,10 @@ class TunaAcpAgent:
             raise errors.unknown_session(session_id)
         try:
             messages = await self.sessions.messages(session_id)
-            plan = await self.sessions.plan(session_id)
+            events = await self.sessions.events(session_id, messages, record.model)
         except UnreadableMessageError as exc:
             raise RequestError.internal_error({"details": f"session {session_id} cannot be read: {exc}"}) from None
-        for update in replay_updates(messages, plan, root):
+        for update in replay_updates(events, root):
             await self.client.session_update(session_id=session_id, update=update)
         await self.mcp.configure(session_id, mcp_servers, self.options)
         self._roots[session_id] = root

@@ -120,7 +120,7 @@ async def _serve(options: Any, permission_timeout: float, protocol_out: Any) -> 
         await asyncio.wait_for(agent.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
     bash = sys.modules.get("tunacode_lsp.tools.bash")
     if bash is not None:
-        bash._kill_leftovers()
+        bash.kill_leftovers()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()

@@ -134,7 +134,7 @@ class AcpSink:
     def emit(self, event: Event) -> None:
         if isinstance(event, ToolCallEvent):
             self._names[event.tool_call_id] = (event.name, event.args)
-            if event.name in updates.EDIT_TOOLS:
+            if event.kind == "edit":
                 path = updates.file_path(event.name, event.args, self._root)
                 if path is not None:
                     self._before[event.tool_call_id] = (path, _read_text(self._root, path))
@@ -208,7 +208,7 @@ class AcpSink:
         name, args = self._names.get(request.tool_call_id, (request.tool_name, request.args))
         tool_call = schema.ToolCallUpdate(
             tool_call_id=request.tool_call_id,
-            title=updates.tool_title(name, args, request.summary),
+            title=updates.tool_title(name, args),
             kind=updates.tool_kind(name),
             status="pending",
             content=[updates.text_content(permission_content(request))],

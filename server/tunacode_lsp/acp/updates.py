@@ -3,9 +3,11 @@
 The mapping:
 
 - text_delta -> agent_message_chunk; thinking_delta -> agent_thought_chunk
-- tool_call -> tool_call (kind, title, locations, rawInput); tool_call_update -> tool_call_update
-  (`awaiting_approval` is not sent: the permission request carries it; `cancelled` and a
-  denial are `failed` with a text saying so, ACP has no cancelled tool status)
+- tool_call -> tool_call (the event's kind and title, locations, rawInput); tool_call_update ->
+  tool_call_update (`awaiting_approval` is not sent: the permission request carries it;
+  `cancelled` and a refusal are `failed` with a text saying why (the update's `reason`), ACP
+  has no cancelled tool status; rawOutput carries status and reason)
+- request_start -> user_message_chunk (only in a replay: session/load, acp/replay.py)
 - plan -> plan (every entry priority "medium"); turn_end -> usage_update (context used/size)
 - notice, compaction -> an agent_message_chunk of its own paragraph
 """
@@ -18,6 +20,7 @@ from typing import Any
 from acp import schema
 
 from tunacode_lsp.contract.protocol import (
+    TOOL_KINDS,
     Compaction,
     Event,
     Notice,
@@ -27,11 +30,12 @@ from tunacode_lsp.contract.protocol import (
     ToolCallEvent,
     ToolCallUpdate,
     TurnEnd,
+    to_wire,
 )
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import summarize_args
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.paths import resolve_in_workspace
+from tunacode_lsp.tools.spec import spec_of
 
 Update = (
     schema.AgentMessageChunk | schema.AgentThoughtChunk | schema.UserMessageChunk | schema.ToolCallStart
@@ -40,18 +44,14 @@ Update = (
 
 MAX_RESULT_CHARS = 20_000  # a tool result shown in a tool card
 
-TOOL_KINDS: dict[str, schema.ToolKind] = {
-    "read_file": "read",
-    "diagnostics": "read",
-    "write_file": "edit",
-    "edit_file": "edit",
-    "bash": "execute",
-    "grep": "search",
-    "list_files": "search",
-    "todo_write": "think",
+RAW_OUTPUT_FIELDS = ("status", "reason", "exitCode", "durationMs")
+# how a refused or stopped call reads (the final update's `reason`)
+REASON_TEXTS = {
+    "denied": "denied by the user.",
+    "policy": "refused by the approval mode or a rule.",
+    "timeout": "stopped: the request timed out.",
+    "aborted": "cancelled.",
 }
-FILE_TOOLS = ("read_file", "write_file", "edit_file")
-EDIT_TOOLS = ("write_file", "edit_file")
 
 # the agent's stop reason -> ACP's; "error" and "timeout" are JSON-RPC errors (prompt.py)
 STOP_REASONS: dict[str, schema.StopReason] = {
@@ -62,21 +62,18 @@ STOP_REASONS: dict[str, schema.StopReason] = {
 
 
 def tool_kind(name: str) -> schema.ToolKind:
-    return TOOL_KINDS.get(name, "other")  # MCP tools too: their kind is not known
+    return spec_of(name).kind  # MCP tools: other
 
 
-def tool_title(name: str, args: dict[str, Any], summary: str = "") -> str:
-    shown = summary or summarize_args(name, args)
-    if name.startswith("mcp__"):
-        _, server, tool = (name.split("__", 2) + ["", ""])[:3]
-        name = f"{server}: {tool}"
-    return f"{name} {shown}".strip()
+def tool_title(name: str, args: dict[str, Any]) -> str:
+    return spec_of(name).title(args)
 
 
 def file_path(name: str, args: dict[str, Any], real_root: Path) -> Path | None:
     """The file a file tool names, confined to the workspace as the tool confines it; else None."""
 
-    raw = args.get("filepath") if name in FILE_TOOLS else args.get("path") if name in ("grep", "list_files") else None
+    path_arg = spec_of(name).path_arg
+    raw = args.get(path_arg) if path_arg is not None else None
     if not isinstance(raw, str) or not raw.strip():
         return None
     try:
@@ -112,8 +109,8 @@ def tool_start(
     return schema.ToolCallStart(
         session_update="tool_call",
         tool_call_id=event.tool_call_id,
-        title=tool_title(event.name, event.args, event.summary),
-        kind=tool_kind(event.name),
+        title=event.title or tool_title(event.name, event.args),
+        kind=event.kind if event.kind in TOOL_KINDS else "other",  # type: ignore[arg-type]
         status=status,
         locations=locations(event.name, event.args, real_root),
         raw_input=event.args,
@@ -131,16 +128,12 @@ def tool_progress(event: ToolCallUpdate, extra: list[Any] | None = None) -> sche
     result = event.result or ""
     if event.status == "cancelled":
         result = result or "cancelled"
-    elif event.denied:
-        result = f"denied by the user. {result}".strip()
+    elif event.reason in REASON_TEXTS:
+        result = f"{REASON_TEXTS[event.reason]} {result}".strip()
     if result:
         cut = len(result) > MAX_RESULT_CHARS
         content.append(text_content(clip(result, MAX_RESULT_CHARS) + ("\n[cut]" if cut else "")))
-    raw_output: dict[str, Any] = {"status": event.status}
-    if event.exit_code is not None:
-        raw_output["exitCode"] = event.exit_code
-    if event.duration_ms is not None:
-        raw_output["durationMs"] = event.duration_ms
+    raw_output = {k: v for k, v in to_wire(event).items() if k in RAW_OUTPUT_FIELDS}  # as the update says them
     return schema.ToolCallProgress(
         session_update="tool_call_update",
         tool_call_id=event.tool_call_id,

@@ -18,11 +18,13 @@ from typing import Any
 from tunacode_lsp.core.text import visible_blanks
 from tunacode_lsp.tools.bash import command_problem
 from tunacode_lsp.tools.documents import DocumentOverlay
+from tunacode_lsp.tools.edit_file import prepare_args
 from tunacode_lsp.tools.errors import ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.paths import resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.previews import preview_edit, preview_write
 from tunacode_lsp.tools.sandbox_protected import runs_code_outside_path
+from tunacode_lsp.tools.spec import spec_of
 
 MAX_ARGUMENTS_SHOWN = 20_000
 
@@ -40,9 +42,12 @@ class ApprovalView:
 def approval_view(
     name: str, args: dict[str, Any], root: Path, ledger: LineRefLedger, documents: DocumentOverlay | None = None
 ) -> ApprovalView:
-    """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked)."""
+    """Raises ToolError when the call cannot run as shown (the model gets the error; nobody is asked).
 
-    if name == "bash":
+    Which view a tool gets is its spec's `approval` (tools/spec.py)."""
+
+    view = spec_of(name).approval
+    if view == "command":
         command = str(args.get("command", ""))
         problem = command_problem(command)
         if problem:
@@ -53,14 +58,14 @@ def approval_view(
         first = visible_blanks(command.strip().splitlines()[0]) if command.strip() else ""
         more = " …" if len(command.strip().splitlines()) > 1 else ""
         return ApprovalView(f"run {first}{more}{where}", command, "command")
-    if name == "write_file":
+    if view == "write":
         preview = preview_write(root, args)
         return ApprovalView(
             f"create {preview.path} ({preview.added} lines)", preview.diff, "diff", preview.truncated, preview.digest,
             edits_code_outside(name, args, root),
         )
-    if name == "edit_file":
-        preview = preview_edit(root, _prepared_edit_args(args), ledger, documents)
+    if view == "edit":
+        preview = preview_edit(root, prepare_args(dict(args)), ledger, documents)
         changes = f"{preview.edits} change{'s' if preview.edits != 1 else ''}"
         return ApprovalView(
             f"edit {preview.path}: {changes} (-{preview.removed} +{preview.added} lines)",
@@ -80,8 +85,9 @@ def edits_code_outside(name: str, args: dict[str, Any], root: Path) -> bool:
     """A file tool's call changes a file that runs code outside the sandbox (tools/sandbox.py
     RUNS_CODE_OUTSIDE: `.vscode/tasks.json`, `.envrc`, ...), so it is asked even under `auto`."""
 
-    raw = args.get("filepath")
-    if name not in ("write_file", "edit_file") or not isinstance(raw, str):
+    spec = spec_of(name)
+    raw = args.get(spec.path_arg) if spec.changes_files and spec.path_arg is not None else None
+    if not isinstance(raw, str):
         return False
     real_root = workspace_real_root(root)
     try:
@@ -90,10 +96,3 @@ def edits_code_outside(name: str, args: dict[str, Any], root: Path) -> bool:
         return False  # the tool refuses it anyway
     return runs_code_outside_path(real_root, real)
 
-
-def _prepared_edit_args(args: dict[str, Any]) -> dict[str, Any]:
-    """The arguments as edit_file's own `prepare` step makes them (edits sent as a JSON string)."""
-
-    from tunacode_lsp.tools.edit_file import _prepare
-
-    return _prepare(dict(args))

@@ -17,9 +17,9 @@ from tinyagent.agent_types import TextContent, ThinkingContent, ToolCallContent
 
 from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.agent.ports import AgentSink, MessageLog
-from tunacode_lsp.agent.registry import ToolCallRegistry
+from tunacode_lsp.agent.registry import ToolCallRegistry, outcome_of
 from tunacode_lsp.agent.usage import normalize_usage
-from tunacode_lsp.contract.protocol import TextDelta, ThinkingDelta, TurnEnd, Usage, UserMessageEvent
+from tunacode_lsp.contract.protocol import Event, TextDelta, ThinkingDelta, TurnEnd, Usage, UserMessageEvent, to_wire
 from tunacode_lsp.core.codec import dump_message
 from tunacode_lsp.core.history import mark_interrupted
 
@@ -39,6 +39,21 @@ class RequestState:
     steers: dict[int, Any] = field(default_factory=dict)  # id() -> steer messages not emitted by the loop yet
     context_estimate: int = 0  # estimated input tokens of the latest model call
     context_window: int = 0  # the model's context window (0: unknown)
+    request_id: str = ""
+    # events no stored message holds (request_start, notices, compaction, turn_end), as sent,
+    # since the last stored message: kept in the next one's `meta` (agent/projection.py)
+    unstored: list[dict[str, Any]] = field(default_factory=list)
+
+    def note(self, event: Event) -> None:
+        """An event the projection cannot derive from messages was emitted: keep it."""
+        self.unstored.append(to_wire(event))
+
+    def meta(self) -> dict[str, Any]:
+        """The `meta` of the next stored message (core/history.py); takes the kept events."""
+        meta: dict[str, Any] = {"requestId": self.request_id}
+        if self.unstored:
+            meta["events"], self.unstored = self.unstored, []
+        return meta
 
 
 def tool_result_text(result: Any) -> str:
@@ -129,6 +144,9 @@ class EventTable:
             dump = dump_message(message)
             if isinstance(message, ToolResultMessage):
                 dump["timestamp"] = int(time.time() * 1000)  # tinyagent stamps loop time, not wall time
+                record = self.registry.get(message.tool_call_id or "")
+                if record is not None and record.final:  # how it ended, for the replay
+                    dump["details"] = {**(dump.get("details") or {}), "outcome": outcome_of(record)}
             steer = self.state.steers.pop(id(message), None)
             await self._store(dump, usage=None, thoughts=None)
             if steer is not None:  # a steer, stored where the model sees it
@@ -146,6 +164,7 @@ class EventTable:
             await self._store(dump, usage=usage, thoughts=_thinking_text(message) or None)
 
     async def _store(self, dump: dict[str, Any], *, usage: Usage | None, thoughts: str | None) -> None:
+        dump["meta"] = self.state.meta()
         await self.log.append(dump, usage=usage, thoughts=thoughts)
         self.state.stored.append(dump)  # only once it is really stored
 
@@ -164,4 +183,6 @@ class EventTable:
         usage = normalize_usage(getattr(message, "usage", None), self.state.cost)
         reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         context_tokens = reported or self.state.context_estimate
-        self.sink.emit(TurnEnd(self.state.turns, usage, context_tokens, self.state.context_window))
+        event = TurnEnd(self.state.turns, usage, context_tokens, self.state.context_window)
+        self.state.note(event)
+        self.sink.emit(event)

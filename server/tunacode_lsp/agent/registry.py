@@ -17,7 +17,7 @@ from typing import Any
 
 from tunacode_lsp.contract.protocol import FINAL_TOOL_STATUSES, Event, ToolCallEvent, ToolCallSummary, ToolCallUpdate
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import summarize_args
+from tunacode_lsp.tools.spec import spec_of
 
 PREVIEW_CHARS = 400
 
@@ -68,9 +68,10 @@ class ToolCallRecord:
     ended: float | None = None
     result: str | None = None
     announced_at: float = field(default_factory=time.monotonic)
-    denied: bool = False  # the user (or read-only mode) declined it
+    reason: str | None = None  # why it ended failed/cancelled (contract TOOL_END_REASONS), set where decided
+    asked: bool = False  # an approval was asked for it
+    ticks: dict[str, int] = field(default_factory=dict)  # status -> when its event was emitted (request order)
     exit_code: int | None = None  # of the command a bash call ran
-    reason: str | None = None  # why it was refused: denied (the user) | policy (a mode, a rule, a hook)
 
     @property
     def final(self) -> bool:
@@ -82,12 +83,66 @@ class ToolCallRecord:
             return None
         return round((self.ended - (self.started or self.announced_at)) * 1000)
 
+    @property
+    def end_reason(self) -> str | None:
+        """The final update's `reason`: the one set where the call was refused or stopped,
+        else `error` for a failure and `aborted` for a cancellation; None when completed."""
+        if self.status == "completed" or not self.final:
+            return None
+        return self.reason or ("error" if self.status == "failed" else "aborted")
+
+
+def call_event(tool_call_id: str, name: str, args: dict[str, Any]) -> ToolCallEvent:
+    """The `tool_call` event of a call (live, and replayed from the store: agent/projection.py)."""
+    spec = spec_of(name)
+    return ToolCallEvent(
+        tool_call_id, name, bounded_args(args), summary=spec.summary(args), kind=spec.kind, title=spec.title(args)
+    )
+
+
+def update_event(record: ToolCallRecord, status: str, result: str | None = None) -> ToolCallUpdate:
+    """A `tool_call_update` of the call in `record` (live, and replayed from the store)."""
+    final = status in FINAL_TOOL_STATUSES
+    reason = record.end_reason if final else None
+    return ToolCallUpdate(
+        record.tool_call_id,
+        record.name,
+        status,
+        result=result,
+        duration_ms=record.duration_ms if final else None,
+        denied=True if reason in ("denied", "policy") else None,
+        exit_code=record.exit_code if final else None,
+        reason=reason,
+    )
+
+
+def outcome_of(record: ToolCallRecord) -> dict[str, Any]:
+    """What the store keeps of a finished call (the tool result's `details.outcome`, see
+    core/history.py): everything its replayed updates are built from."""
+    outcome: dict[str, Any] = {"status": record.status}
+    if record.end_reason is not None:
+        outcome["reason"] = record.end_reason
+    if record.asked:
+        outcome["asked"] = True
+    if record.started is not None:
+        outcome["started"] = True
+    if record.result is not None:
+        outcome["result"] = record.result
+    if record.exit_code is not None:
+        outcome["exitCode"] = record.exit_code
+    if record.duration_ms is not None:
+        outcome["durationMs"] = record.duration_ms
+    if record.ticks:
+        outcome["ticks"] = dict(record.ticks)
+    return outcome
+
 
 class ToolCallRegistry:
     def __init__(self, emit: Callable[[Event], None]) -> None:
         self._emit = emit
         self._calls: dict[str, ToolCallRecord] = {}
         self._seen_in_order: dict[str, asyncio.Event] = {}
+        self._ticks = 0  # events emitted so far: the order of calls that run at the same time
 
     def _seen(self, tool_call_id: str) -> asyncio.Event:
         return self._seen_in_order.setdefault(tool_call_id, asyncio.Event())
@@ -113,35 +168,29 @@ class ToolCallRegistry:
         if record is None:
             record = ToolCallRecord(tool_call_id, name, dict(args or {}))
             self._calls[tool_call_id] = record
-            self._emit(ToolCallEvent(tool_call_id, name, bounded_args(record.args), summary=summarize_args(name, record.args)))
+            self._tick(record, "pending")
+            self._emit(call_event(tool_call_id, name, record.args))
         return record
 
     def _update(self, record: ToolCallRecord, status: str, result: str | None = None) -> None:
         record.status = status
-        self._emit(
-            ToolCallUpdate(
-                record.tool_call_id,
-                record.name,
-                status,
-                result=result,
-                duration_ms=record.duration_ms if record.final else None,
-                denied=True if record.final and record.denied else None,
-                exit_code=record.exit_code if record.final else None,
-                reason=record.reason if record.final else None,
-            )
-        )
+        self._tick(record, status)
+        self._emit(update_event(record, status, result))
+
+    def _tick(self, record: ToolCallRecord, status: str) -> None:
+        self._ticks += 1
+        record.ticks[status] = self._ticks
 
     def awaiting_approval(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
         record = self.announce(tool_call_id, name, args)
         if record.status == "pending":
+            record.asked = True
             self._update(record, "awaiting_approval")
 
-    def mark_denied(self, tool_call_id: str, name: str, args: dict[str, Any], reason: str | None = None) -> None:
-        """The call was declined: its final update will say `denied: true` (and `reason: "policy"`
-        when a rule or a hook refused it)."""
-        record = self.announce(tool_call_id, name, args)
-        record.denied = True
-        record.reason = reason
+    def mark_denied(self, tool_call_id: str, name: str, args: dict[str, Any], reason: str = "denied") -> None:
+        """The call was refused: by the user (`denied`) or by a mode, a rule or a hook
+        (`policy`); its final update says so in `reason` (and `denied: true`)."""
+        self.announce(tool_call_id, name, args).reason = reason
 
     def start(self, tool_call_id: str, name: str, args: dict[str, Any]) -> None:
         record = self.announce(tool_call_id, name, args)
@@ -151,23 +200,26 @@ class ToolCallRegistry:
         self._update(record, "in_progress")
 
     def finish(
-        self, tool_call_id: str, status: str, result: str | None = None, *, name: str = "", exit_code: int | None = None
+        self, tool_call_id: str, status: str, result: str | None = None, *, name: str = "",
+        exit_code: int | None = None, reason: str | None = None,
     ) -> None:
         assert status in FINAL_TOOL_STATUSES, status
         record = self._calls.get(tool_call_id) or self.announce(tool_call_id, name, {})
         if record.final:
             return
+        if reason is not None:
+            record.reason = reason
         record.exit_code = exit_code
         record.ended = time.monotonic()
         record.result = preview(result) if result is not None else None
         self._update(record, status, record.result)
 
-    def settle_open(self, status: str = "cancelled", result: str = "cancelled") -> None:
+    def settle_open(self, status: str = "cancelled", result: str = "cancelled", reason: str | None = None) -> None:
         """Give every call still open its final update (abort, timeout, a crash of the loop)."""
 
         for record in list(self._calls.values()):
             if not record.final:
-                self.finish(record.tool_call_id, status, result)
+                self.finish(record.tool_call_id, status, result, reason=reason)
 
     def summaries(self) -> list[ToolCallSummary]:
         return [

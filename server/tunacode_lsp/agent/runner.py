@@ -27,6 +27,7 @@ from tunacode_lsp.agent.hooks import HookRunner
 from tunacode_lsp.agent.instructions import NestedInstructions
 from tunacode_lsp.agent.permissions import RuleDecision, suggested_rules
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
+from tunacode_lsp.agent.projection import NotingSink, plan_items, plan_of, save_request_end, stored_results_for
 from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
@@ -36,8 +37,6 @@ from tunacode_lsp.contract.protocol import (
     ErrorInfo,
     Event,
     Notice,
-    Plan,
-    PlanItem,
     RequestEnd,
     RequestResult,
     RequestStart,
@@ -47,7 +46,6 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
 from tunacode_lsp.core.history import (
-    cancelled_results_for,
     estimate_tokens,
     plan_pruning,
     prune_tool_outputs,
@@ -56,7 +54,7 @@ from tunacode_lsp.core.history import (
 )
 from tunacode_lsp.core.redact import Redactor, StreamRedactor, process_redactor
 from tunacode_lsp.core.text import clip
-from tunacode_lsp.tools import ASKED_TOOLS, CHANGING_TOOLS, build_tools, summarize_args
+from tunacode_lsp.tools import build_tools, spec_of
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 
 log = logging.getLogger(__name__)
@@ -99,15 +97,18 @@ def _is_empty_answer(message: Any) -> bool:
 class RequestRun:
     def __init__(self, spec: RequestSpec, sink: AgentSink, log_: MessageLog) -> None:
         self.spec = spec
-        self.sink = RedactingSink(sink, process_redactor())  # no key in any event
         self.started_at = time.time()
         self.abort_signal = asyncio.Event()
         self.abort_reason: str | None = None
         self.state = RequestState(
             cost=spec.model_cost,
             context_window=spec.context_window or DEFAULT_CONTEXT_WINDOW,
+            request_id=spec.request_id,
         )
-        self.registry = ToolCallRegistry(self.sink.emit)  # tool calls and deltas redacted too
+        # no key in any event (tool calls and deltas too); what no message holds is kept for the
+        # replay (agent/projection.py)
+        self.sink = RedactingSink(NotingSink(sink, self.state), process_redactor())
+        self.registry = ToolCallRegistry(self.sink.emit)
         self.table = EventTable(self.state, self.sink, log_, self.registry)
         self._model_calls = 0
         self._max_turns_hit = False
@@ -459,18 +460,22 @@ class RequestRun:
         async def execute(tool_call_id: str, args: dict[str, Any], _signal: Any, on_update: Any) -> AgentToolResult:
             async with self._semaphore:
                 if self.abort_signal.is_set():
-                    self.registry.finish(tool_call_id, "cancelled", "cancelled before it started", name=tool.name)
+                    self.registry.announce(tool_call_id, tool.name, args)
+                    self.registry.finish(tool_call_id, "cancelled", "cancelled before it started", reason=self._stop_reason())
                     raise ToolCancelled("cancelled before it started")
                 self.registry.start(tool_call_id, tool.name, args)
                 try:
-                    shell = tool.name == "bash" or tool.name in self.spec.extra_changing_tools
-                    if self.spec.checkpoint is not None and (shell or tool.name in CHANGING_TOOLS):
+                    shell = spec_of(tool.name).runs_commands or tool.name in self.spec.extra_changing_tools
+                    if self.spec.checkpoint is not None and (shell or spec_of(tool.name).changes_files):
                         for notice in await self.spec.checkpoint(shell):  # the workspace before (agent/checkpoints.py)
                             self.sink.emit(Notice(notice))
                     result = await self._run_abortable(inner(tool_call_id, args, self.abort_signal, on_update))
                 except BaseException as exc:
                     cancelled = isinstance(exc, ToolCancelled | asyncio.CancelledError) or self.abort_signal.is_set()
-                    self.registry.finish(tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__)
+                    self.registry.finish(
+                        tool_call_id, "cancelled" if cancelled else "failed", str(exc) or type(exc).__name__,
+                        reason=self._stop_reason() if cancelled else None,
+                    )
                     raise
                 result = await self._with_nested_instructions(tool.name, args, result)
                 result = await self._post_tool_hooks(tool_call_id, tool.name, args, result)
@@ -491,16 +496,10 @@ class RequestRun:
     async def _publish_plan(self, result: AgentToolResult) -> None:
         """After todo_write: the `plan` event, and the plan stored with the session."""
 
-        details: Any = result.details
-        raw = details.get("items") if isinstance(details, dict) else None
-        if not isinstance(raw, list):
+        items = plan_items(result.details)
+        if items is None:
             return
-        items: list[dict[str, str]] = [
-            {key: str(item.get(key, "")) for key in ("content", "status", "activeForm")}
-            for item in raw
-            if isinstance(item, dict)
-        ]
-        self.sink.emit(Plan([PlanItem(i["content"], i["status"], i["activeForm"]) for i in items]))
+        self.sink.emit(plan_of(items))
         try:
             await self.table.log.save_plan(items)
         except Exception:  # the plan is shown; failing to keep it must not fail the tool
@@ -559,7 +558,7 @@ class RequestRun:
             if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
                 return None
             forced = True
-        if not forced and name not in ASKED_TOOLS and name not in self.spec.extra_changing_tools:
+        if not forced and not spec_of(name).needs_approval and name not in self.spec.extra_changing_tools:
             return None
         approval = self.spec.approval
         if not forced and (approval == "auto" or name in self.spec.session_allowed_tools):
@@ -574,12 +573,12 @@ class RequestRun:
             return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
         summary = view.headline
         if approval == "read-only" and not forced:
-            self.registry.mark_denied(call_id, name, args)
+            self.registry.mark_denied(call_id, name, args, reason="policy")
             return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
         self.registry.awaiting_approval(call_id, name, args)
         always = suggested_rules(name, args, self.spec.workspace_root) if self.spec.save_rules else ()
         decision = await self._ask(ApprovalRequest(
-            call_id, name, summarize_args(name, args), args, view.detail, view.detail_kind, view.truncated, summary,
+            call_id, name, spec_of(name).summary(args), args, view.detail, view.detail_kind, view.truncated, summary,
             rule=rule.describe() if rule is not None else None, always_allow=always, runs_code_outside=view.runs_code_outside,
         ))
         if decision == "allow_session":
@@ -594,7 +593,7 @@ class RequestRun:
                 self._approved[call_id] = view.digest  # the tool writes exactly these bytes, or nothing
             return None
         if self.abort_signal.is_set():
-            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name)
+            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name, reason=self._stop_reason())
             return _error_result("cancelled by the user")
         self.registry.mark_denied(call_id, name, args)
         return _error_result(f"the user declined: {name} {summary}. Do not retry it unchanged; ask or try another way.")
@@ -648,6 +647,10 @@ class RequestRun:
             return result
         return AgentToolResult(content=[*result.content, TextContent(text="\n\n" + text)], details=result.details)
 
+    def _stop_reason(self) -> str:
+        """The `reason` of a call stopped by this request's end: its timeout or an abort."""
+        return "timeout" if self.abort_reason == "timeout" else "aborted"
+
     async def _ask(self, request: ApprovalRequest) -> str:
         """Ask for approval; an abort ends the wait as a denial."""
 
@@ -699,11 +702,15 @@ class RequestRun:
         state = self.state
         if not self._steering_closed:  # the loop ended without a last decision (an abort, an error)
             self._close_steering([])
-        self.registry.settle_open("cancelled", "cancelled" if self.abort_reason else "did not finish")
+        self.registry.settle_open(
+            "cancelled", "cancelled" if self.abort_reason else "did not finish",
+            reason=self._stop_reason() if self.abort_reason else "error",
+        )
         # Calls stored this request that never got a result (an abort mid-tool, a loop
         # that died) are answered now, so the stored history never dangles.
         dangling = unanswered_tool_calls(state.stored)
-        for result in cancelled_results_for(dangling):
+        for result in stored_results_for(dangling, self.registry, self._stop_reason()):
+            result["meta"] = state.meta()
             await self.table.log.append(result, usage=None, thoughts=None)
             state.stored.append(result)
 
@@ -731,6 +738,7 @@ class RequestRun:
                 pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
+        await save_request_end(self.table.log, state)
         self.end_sent = True  # the client knows it ended; the answer follows within moments
         return redactor.value(RequestResult(
             session_id=self.spec.session_id,

@@ -277,6 +277,19 @@ class SessionService:
     async def request_checkpoints(self, session_id: str) -> builtins.list[RequestCheckpointRecord]:
         return await self._call("request_checkpoints", session_id)
 
+    async def set_request_end(self, session_id: str, request_id: str, events: builtins.list[dict[str, Any]]) -> None:
+        await self._call("set_request_end", session_id, request_id, events)
+
+    async def events(self, session_id: str, messages: builtins.list[dict[str, Any]], model: str) -> builtins.list[dict[str, Any]]:
+        """The stored requests of the session as the events they emitted (agent/projection.py)."""
+        from tunacode_lsp.agent.projection import project_session  # the agent stack: not at the server's start
+
+        trailers = await self._call("request_ends", session_id)
+        marks = {r.first_seq: r.request_id for r in await self.request_checkpoints(session_id)}
+        return await asyncio.to_thread(
+            project_session, messages, session_id=session_id, model=model, trailers=trailers, marks=marks
+        )
+
     async def rewind(self, session_id: str, request_id: str) -> SessionInfo:
         """Cut the history back to before the request (KeyError: no such request)."""
         try:
@@ -307,6 +320,9 @@ class StoreMessageLog:
 
     async def save_plan(self, items: list[dict[str, str]]) -> None:
         await self._service.set_plan(self._session_id, items)
+
+    async def save_request_end(self, request_id: str, events: list[dict[str, Any]]) -> None:
+        await self._service.set_request_end(self._session_id, request_id, process_redactor().value(events))
 
     async def save_compaction(self, history: list[dict[str, Any]], cut: int, summary: str, usage: Usage) -> bool:
         return await self._service.save_compaction(self._session_id, history, cut, summary, usage)

@@ -36,10 +36,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tunacode_lsp.tools.confined_read import read_confined
+
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are not recorded
 MAX_FILES = 100_000  # more changed files than this at once: the workspace is not recorded
 MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024  # more new bytes than this at once: likewise
 GIT_TIMEOUT_SECONDS = 60.0
+STALL_CHECK_SECONDS = 0.25  # how often a running git is checked for waiting on a FIFO
+MAX_EXCLUDE_BYTES = 1024 * 1024  # the workspace's .git/info/exclude, copied up to this
 WHOLE_TREE_ADD = 500  # more changed paths than this: `git add` the whole tree, not a pathspec list
 LOCK_WAIT_SECONDS = 30.0
 IDENTITY = "tunacode checkpoints"
@@ -71,6 +75,10 @@ class CheckpointsOff(CheckpointError):
 
 class GitTimeout(CheckpointError):
     """git took longer than the time limit."""
+
+
+class GitBlocked(GitTimeout):
+    """git waits on a FIFO of the workspace (a `.gitignore` or `.gitattributes` that is one)."""
 
 
 class TooManyFiles(CheckpointsOff):
@@ -109,6 +117,18 @@ def _git_env(git_dir: Path, root: Path) -> dict[str, str]:
         "LC_ALL": "C",
     })
     return env
+
+
+def _waits_on_a_fifo(pid: int) -> bool:
+    """Whether the process sleeps in the kernel opening a FIFO that has no writer (Linux names
+    the place `wait_for_partner` in /proc/PID/wchan): git reading a FIFO named `.gitignore`
+    or `.gitattributes` would wait there forever. False where /proc cannot tell."""
+
+    try:
+        with open(f"/proc/{pid}/wchan", "rb") as handle:
+            return handle.read(64).strip() == b"wait_for_partner"
+    except OSError:
+        return False
 
 
 def _exclude_line(path: str) -> str | None:
@@ -185,16 +205,30 @@ class ShadowRepo:
 
     def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
         try:
-            done = subprocess.run(
-                ["git", *args], input=stdin, env=self._env, cwd=self.root, capture_output=True,
-                timeout=self.timeout, check=False,
+            process = subprocess.Popen(
+                ["git", *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env, cwd=self.root,
             )
-        except subprocess.TimeoutExpired:
-            raise GitTimeout(f"git {args[0]} took longer than {self.timeout:g} s") from None
         except FileNotFoundError:
             raise CheckpointsOff("git is not installed (checkpoints need it)") from None
         except OSError as exc:
             raise CheckpointError(f"cannot run git: {exc.strerror}") from None
+        deadline = time.monotonic() + self.timeout
+        given = stdin
+        while True:
+            try:
+                out, err = process.communicate(given, timeout=max(0.0, min(STALL_CHECK_SECONDS, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                given = None  # sent already (communicate keeps it)
+                blocked = _waits_on_a_fifo(process.pid)
+                if blocked or time.monotonic() >= deadline:
+                    process.kill()
+                    process.communicate()
+                    if blocked:
+                        raise GitBlocked(f"git {args[0]} waits on a FIFO in the workspace") from None
+                    raise GitTimeout(f"git {args[0]} took longer than {self.timeout:g} s") from None
+        done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
         if done.returncode not in ok:
             message = done.stderr.decode("utf-8", "replace").strip().splitlines()
             errors = [line for line in message if line.startswith(("error:", "fatal:"))]
@@ -234,10 +268,23 @@ class ShadowRepo:
         self._sync_workspace_excludes()
 
     def _sync_workspace_excludes(self) -> None:
-        """Honour the workspace's own `.git/info/exclude` (read, never written)."""
+        """Honour the workspace's own `.git/info/exclude` (read, never written): its content is
+        read with the confined reader (a FIFO, a link out or a huge file is left out) and
+        copied into this repository, so git itself never opens the workspace's file."""
 
-        own = self.root / ".git" / "info" / "exclude"
-        wanted = str(own) if own.is_file() else os.devnull
+        found = read_confined(self.root, ".git/info/exclude", limit=MAX_EXCLUDE_BYTES)
+        copy = self.git_dir / "info" / "workspace-exclude"
+        if found.data is None:
+            wanted = os.devnull
+        else:
+            wanted = str(copy)
+            try:
+                same = copy.read_bytes() == found.data
+            except OSError:
+                same = False
+            if not same:  # rewritten only when it changed (git's untracked cache keys on it)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_bytes(found.data)
         current = self._git("config", "--get", "core.excludesFile", ok=(0, 1)).decode().strip()
         if current != wanted:
             self._git("config", "core.excludesFile", wanted)
@@ -377,9 +424,11 @@ class ShadowRepo:
                 path = Path(folder, name)
                 try:
                     mode = path.lstat().st_mode
+                    if stat.S_ISLNK(mode):  # an older git follows the link
+                        mode = path.stat().st_mode
                 except OSError:
                     continue
-                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     found.append(path.relative_to(self.root).as_posix())
             if seen > limit or len(found) >= 5:
                 break

@@ -8,8 +8,11 @@ It is bounded: at most MAX_FILES files, and contents are hashed only up to a byt
 a huge checkout costs a bounded walk, not a full read. A file written back with the same
 bytes does not count as changed when its hash is known.
 
-This walk mirrors tools/walk.py on purpose: importing the tools package pulls in the agent
-(about 0.3 s), which the light headless client must not pay.
+This walk mirrors tools/walk.py on purpose: the tool modules pull in the agent (about 0.3 s),
+which the light headless client must not pay. The ignore files are the checkout's: they are
+read with the confined reader (tools/confined_read.py, light), so a `.gitignore` that is a
+FIFO, a link to one or a link out of the workspace is skipped (named in `skipped`), never
+waited on.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from tunacode_lsp.tools.confined_read import read_confined
+
 MAX_FILES = 20_000
 HASH_BUDGET_BYTES = 64 * 1024 * 1024
 HASH_MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
 SKIPPED_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
@@ -45,6 +51,7 @@ class Snapshot:
     files: dict[str, FileState] = field(default_factory=dict)
     complete: bool = True  # False: MAX_FILES reached, later files unseen
     hashed_bytes: int = 0
+    skipped: list[str] = field(default_factory=list)  # ignore files not read, and why
 
 
 def _digest(path: str, size: int, snapshot: Snapshot) -> bytes | None:
@@ -59,12 +66,13 @@ def _digest(path: str, size: int, snapshot: Snapshot) -> bytes | None:
     return digest
 
 
-def _rules(path: str, base: str) -> tuple[str, GitIgnoreSpec] | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
+def _rules(root: Path, rel: str, base: str, snapshot: Snapshot) -> tuple[str, GitIgnoreSpec] | None:
+    found = read_confined(root, rel, limit=MAX_IGNORE_FILE_BYTES)
+    if found.notice is not None:
+        snapshot.skipped.append(found.notice)
+    if not found.data:
         return None
+    lines = found.data.decode("utf-8", errors="replace").splitlines()
     return (base, GitIgnoreSpec.from_lines(lines)) if lines else None
 
 
@@ -88,16 +96,17 @@ def take(root: Path, before: Snapshot | None = None) -> Snapshot:
 
     snapshot = Snapshot()
     rules: list[tuple[str, GitIgnoreSpec]] = []
-    exclude = _rules(os.path.join(root, ".git", "info", "exclude"), "")
+    root = Path(os.path.realpath(root))
+    exclude = _rules(root, ".git/info/exclude", "", snapshot)
     if exclude:
         rules.append(exclude)
-    _walk(str(root), "", rules, snapshot, before)
+    _walk(root, str(root), "", rules, snapshot, before)
     return snapshot
 
 
-def _walk(folder: str, rel_folder: str, rules: list[tuple[str, GitIgnoreSpec]], snapshot: Snapshot,
+def _walk(root: Path, folder: str, rel_folder: str, rules: list[tuple[str, GitIgnoreSpec]], snapshot: Snapshot,
           before: Snapshot | None) -> None:
-    own = _rules(os.path.join(folder, ".gitignore"), rel_folder)
+    own = _rules(root, f"{rel_folder}/.gitignore" if rel_folder else ".gitignore", rel_folder, snapshot)
     if own:
         rules = [*rules, own]
     try:
@@ -113,7 +122,7 @@ def _walk(folder: str, rel_folder: str, rules: list[tuple[str, GitIgnoreSpec]], 
         try:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIPPED_DIRS and not _ignored(rules, rel, True):
-                    _walk(entry.path, rel, rules, snapshot, before)
+                    _walk(root, entry.path, rel, rules, snapshot, before)
                 continue
             if not (entry.is_file(follow_symlinks=False) or entry.is_symlink()) or _ignored(rules, rel, False):
                 continue

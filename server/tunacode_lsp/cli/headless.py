@@ -5,6 +5,11 @@ notifications the output (cli/output.py). Ctrl-C aborts through `tunacode.abort`
 stored session stays valid and can be resumed with `--session`; a Ctrl-C before the request
 is sent stops the server and exits 130 quietly. While the server starts, the workspace is
 snapshotted (cli/changes.py) so the result can say which files the request changed.
+
+`--timeout S` bounds the whole run, not only the request: start-up, the MCP wait, the
+snapshots and the request all end within S + TIMEOUT_GRACE_S seconds of the start (exit 124).
+The snapshots run in daemon threads with a bounded wait of their own, so a file that blocks
+(which the confined reader already refuses) could never hold up the exit either.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from tunacode_lsp.cli import changes
 from tunacode_lsp.cli import run as run_args
-from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, tool_summary, workflow_command_fence
+from tunacode_lsp.cli.output import MODEL_WAIT, JsonLinesOutput, Output, PlainOutput, was_refused, workflow_command_fence
 from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
@@ -54,7 +60,9 @@ START_TIMEOUT_S = 30.0  # server start + initialize, on a busy machine
 MCP_WAIT_S = 40.0  # --mcp-config: the servers' start (the server gives each mcpStartupTimeout, 30 s)
 MCP_POLL_S = 0.1
 TIMEOUT_GRACE_S = 15.0  # past --timeout, the server's own timeout should have answered
+SNAPSHOT_WAIT_S = 60.0  # a workspace snapshot (a bounded walk) that takes longer is given up
 SHUTDOWN_TIMEOUT_S = 5.0
+TIMED_OUT_STOP_S = 1.0
 # After answering `shutdown` the server has settled everything (history stored, leases
 # released); its own exit can still take a while (interpreter teardown), so it gets this
 # long and is then stopped, rather than holding the caller's step.
@@ -69,6 +77,35 @@ class _ServerFailed(Exception):
 
 class _Cancelled(Exception):
     """Interrupted before the request was sent."""
+
+
+def in_daemon_thread(work: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """`work(*args)` in a daemon thread. Unlike asyncio.to_thread (whose workers the loop joins
+    at exit), a call that never returns can be given up on and never holds up the exit."""
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        try:
+            result, error = work(*args), None
+        except Exception as exc:  # noqa: BLE001 - handed to the awaiting side
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=run, name=f"tunacode-{getattr(work, '__name__', 'work')}", daemon=True).start()
+    return future
 
 
 class HeadlessRun:
@@ -107,6 +144,7 @@ class HeadlessRun:
         self._before_snapshot: changes.Snapshot | None = None
         self._shutdown: asyncio.Future[Any] | None = None  # sent as soon as the answer is in
         self._initialized = False  # a server that never answered `initialize` is not asked to shut down
+        self._timed_out = False  # the whole run passed --timeout (+ grace)
         self.spent = 0.0  # US dollars: the request's cost so far, from turn_end usage
         self.cost_stopped = False  # --max-cost: the request was aborted before its next model call
 
@@ -154,12 +192,10 @@ class HeadlessRun:
                 self._send_abort()
         elif kind == "tool_call":
             summary = event.get("summary")
-            self._summaries[str(event.get("toolCallId"))] = (
-                summary if isinstance(summary, str) and summary else tool_summary(event.get("args"))
-            )
+            self._summaries[str(event.get("toolCallId"))] = summary if isinstance(summary, str) else ""
         elif kind == "turn_end":
             self._count_cost(event.get("usage"))
-        elif kind == "tool_call_update" and event.get("denied"):
+        elif kind == "tool_call_update" and event.get("status") == "failed" and was_refused(event):
             call_id = str(event.get("toolCallId"))
             self.denied[call_id] = {
                 "toolCallId": call_id, "name": event.get("name"), "summary": self._summaries.get(call_id, ""),
@@ -300,8 +336,8 @@ class HeadlessRun:
         self._kill()
         if self._transport is not None:
             self._transport.close()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=SHUTDOWN_TIMEOUT_S)
+        if self._tasks:  # past --timeout, a pipe a stray grandchild holds open is not waited on long
+            await asyncio.wait(self._tasks, timeout=TIMED_OUT_STOP_S if self._timed_out else SHUTDOWN_TIMEOUT_S)
         if process is not None:
             await self._wait_exit(SHUTDOWN_TIMEOUT_S)  # reaped: no zombie left behind
 
@@ -396,9 +432,12 @@ class HeadlessRun:
         guard = timeout + TIMEOUT_GRACE_S if timeout else None
         if self._before is not None:
             try:
-                self._before_snapshot = await self._before
+                self._before_snapshot = await asyncio.wait_for(asyncio.shield(self._before), SNAPSHOT_WAIT_S)
+                for skipped in self._before_snapshot.skipped[:5]:
+                    self.output.note(f"warning: {skipped}")
             except Exception as exc:  # noqa: BLE001 - the run goes on; only changedFiles is lost
-                self.output.note(f"warning: could not snapshot the workspace ({exc}); changedFiles stays empty")
+                why = f"it took longer than {SNAPSHOT_WAIT_S:g} s" if isinstance(exc, TimeoutError) else str(exc)
+                self.output.note(f"warning: could not snapshot the workspace ({why}); changedFiles stays empty")
         if self.interrupted:
             raise _Cancelled
         self._request_sent = True
@@ -425,8 +464,12 @@ class HeadlessRun:
             before = self._before_snapshot
             changed = []
             if before is not None:
-                after = await asyncio.to_thread(changes.take, self.opts.cwd, before)
-                changed = changes.changed_files(before, after)
+                try:
+                    after = await asyncio.wait_for(in_daemon_thread(changes.take, self.opts.cwd, before), SNAPSHOT_WAIT_S)
+                except TimeoutError:
+                    self.output.note(f"warning: the workspace snapshot took longer than {SNAPSHOT_WAIT_S:g} s; changedFiles stays empty")
+                else:
+                    changed = changes.changed_files(before, after)
         changed = changes.without_own_outputs(self.opts.cwd, [str(path) for path in changed])
         return {"changedFiles": changed, "deniedToolCalls": list(self.denied.values())}
 
@@ -447,7 +490,7 @@ class HeadlessRun:
         loop = asyncio.get_running_loop()
         handled = self._install_signals()
         try:
-            return await self._run()
+            return await self._within_timeout()
         finally:
             try:
                 self.output.close()
@@ -456,12 +499,32 @@ class HeadlessRun:
                 for sig in handled:
                     loop.remove_signal_handler(sig)
 
+    async def _within_timeout(self) -> int:
+        """The run, bounded as a whole by --timeout (+ grace): start-up and waits included."""
+
+        if not self.opts.timeout:
+            return await self._run()
+        whole = self.opts.timeout + TIMEOUT_GRACE_S
+        task = asyncio.ensure_future(self._run())
+        done, _ = await asyncio.wait({task}, timeout=whole)
+        if task in done:
+            return task.result()
+        self._timed_out = True
+        if self._request_sent:
+            self._send_abort()  # the server settles the session while we stop it
+        task.cancel()
+        try:
+            return await task
+        except asyncio.CancelledError:  # cancelled past _run's own handling (the wrap-up)
+            self.output.failure(f"the run did not finish within --timeout {self.opts.timeout:g} s (+{TIMEOUT_GRACE_S:g} s)", None)
+            return EXIT_TIMEOUT
+
     async def _run(self) -> int:
         try:
             if self.interrupted:
                 raise _Cancelled
             # the snapshot and the server's start overlap; the request waits for both
-            self._before = asyncio.ensure_future(asyncio.to_thread(changes.take, self.opts.cwd))
+            self._before = in_daemon_thread(changes.take, self.opts.cwd)
             await self._connect()
             await self._initialize()
             if self.opts.trust_workspace:
@@ -476,6 +539,13 @@ class HeadlessRun:
             self.output.failure(exc.message, exc.code)
             return EXIT_USAGE if exc.code in USAGE_ERROR_CODES else EXIT_ERROR
         except asyncio.CancelledError:
+            if self._timed_out:
+                if not self._request_sent:
+                    self._kill()  # nothing was asked of it yet: nothing to settle
+                self.output.failure(
+                    f"the run did not finish within --timeout {self.opts.timeout:g} s (+{TIMEOUT_GRACE_S:g} s): stopped", None
+                )
+                return EXIT_TIMEOUT
             self.output.failure("cancelled (interrupted twice: the server was stopped)", None)
             self._kill()
             return EXIT_CANCELLED
@@ -521,7 +591,8 @@ def shown_message(params: dict[str, Any]) -> str:
 
     message = str(params.get("message", ""))
     message = message.removeprefix(SERVER_MESSAGE_PREFIX)
-    kind = MESSAGE_KINDS.get(params.get("type"), "") if isinstance(params.get("type"), int) else ""
+    level = params.get("type")
+    kind = MESSAGE_KINDS.get(level, "") if isinstance(level, int) else ""
     return message if message.startswith(kind) else kind + message
 
 

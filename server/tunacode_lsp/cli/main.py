@@ -22,7 +22,7 @@ def _serve(args: argparse.Namespace) -> int:
         if not host or not port.isdigit():
             print(f"tunacode-lsp: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
             return 2
-        _stop_on_ctrl_c()  # before the line that says so: a Ctrl-C right after it is no traceback
+        _stop_on_ctrl_c()  # before saying so: a Ctrl-C right after the line must find it
         print(f"tunacode-lsp: serving LSP on tcp://{host}:{port} (Ctrl-C stops)", file=sys.stderr, flush=True)
         server.start_tcp(host, int(port))
     else:

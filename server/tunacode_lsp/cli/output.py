@@ -19,14 +19,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from tunacode_lsp.core.text import clip
-
-SUMMARY_KEYS = ("filepath", "command", "pattern", "path", "glob")
 # C0 controls but tab and newline, DEL, C1: a model's text must not drive the terminal
 # (hide lines with \r, set the title, write the clipboard with OSC 52, ...)
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 LINE_BREAKS = re.compile(r"[\n\t]")
-EXIT_CODE_IN_RESULT = re.compile(r"\[exit code (-?\d+)\]")
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.1
 PROGRESS_AFTER_S = 0.3  # a tool that ends sooner gets no progress line
@@ -106,20 +102,6 @@ def wants_colour(stream: TextIO, env: Mapping[str, str] | None = None) -> bool:
     return not env.get("NO_COLOR") and _is_terminal(stream)
 
 
-def tool_summary(args: Any, limit: int = 80) -> str:
-    """The argument that says what a tool call does (its file, command or pattern), on one line."""
-
-    if not isinstance(args, dict):
-        return ""
-    for key in SUMMARY_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            lines = value.strip().split("\n")  # not splitlines: a \r must show, not end the line
-            line = clip(lines[0], limit)
-            return line + (f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else "")
-    return ""
-
-
 def call_label(name: str, summary: str) -> str:
     """`name summary` on one line, without the name twice when the server's summary starts with it."""
 
@@ -128,14 +110,17 @@ def call_label(name: str, summary: str) -> str:
     return printable(f"{name} {summary}".rstrip(), one_line=True)
 
 
-def bash_exit_code(event: Mapping[str, Any]) -> int | None:
-    """A bash call's exit code: the update's `exitCode`, else the `[exit code N]` of its result."""
+def exit_code_of(event: Mapping[str, Any]) -> int | None:
+    """The exit code of the command a call ran: the final update's `exitCode`."""
 
     code = event.get("exitCode")
-    if isinstance(code, int) and not isinstance(code, bool):
-        return code
-    match = EXIT_CODE_IN_RESULT.search(str(event.get("result") or ""))
-    return int(match.group(1)) if match else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def was_refused(event: Mapping[str, Any]) -> bool:
+    """A call the user declined or the mode refused (the update's `reason`; `denied` before v3)."""
+
+    return event.get("reason") in ("denied", "policy") or event.get("denied") is True
 
 
 def _plural(count: int, word: str) -> str:
@@ -196,7 +181,7 @@ class PlainOutput(Output):
         self._out_is_terminal = _is_terminal(out)  # then the answer's control characters are shown, not obeyed
         self._live = self._colour  # a progress line only where it can be redrawn: a terminal
         self._mid_line = False  # stdout holds a started line
-        self._summaries: dict[str, str] = {}
+        self._labels: dict[str, str] = {}
         self._running: dict[str, tuple[str, float]] = {}  # toolCallId -> (label, started)
         self._progress_shown = False
         self._ticker: asyncio.TimerHandle | None = None
@@ -317,10 +302,9 @@ class PlainOutput(Output):
         if kind == "text_delta":
             self._text(str(event.get("text", "")))
         elif kind == "tool_call":
-            summary = event.get("summary")
-            self._summaries[event.get("toolCallId", "")] = (
-                summary if isinstance(summary, str) and summary else tool_summary(event.get("args"))
-            )
+            title, summary = event.get("title"), event.get("summary")
+            self._labels[event.get("toolCallId", "")] = printable(title, one_line=True) if isinstance(title, str) and title \
+                else call_label(str(event.get("name", "tool")), summary if isinstance(summary, str) else "")
         elif kind == "tool_call_update":
             self._tool_update(event)
         elif kind == "notice":
@@ -337,7 +321,8 @@ class PlainOutput(Output):
             self._end_line()
 
     def _label(self, event: Mapping[str, Any]) -> str:
-        return call_label(str(event.get("name", "tool")), self._summaries.get(event.get("toolCallId", ""), ""))
+        """The call's row: the server's title ("Run npm test"); before v3, the name and summary."""
+        return self._labels.get(event.get("toolCallId", "")) or call_label(str(event.get("name", "tool")), "")
 
     def _tool_update(self, event: dict[str, Any]) -> None:
         name = printable(str(event.get("name", "tool")), one_line=True)
@@ -358,13 +343,13 @@ class PlainOutput(Output):
 
     def _final_line(self, event: Mapping[str, Any], name: str, status: str) -> str:
         took = f"in {event.get('durationMs') or 0} ms"
-        if event.get("denied"):
+        if was_refused(event):
             return self._paint(f"{self._label(event)} denied", RED, BOLD) + self._paint(
                 "  (--approve auto allows it)", DIM
             )
         if status == "completed":
             line = printable(f"{name} completed {took}", one_line=True)
-            code = bash_exit_code(event) if name == "bash" else None
+            code = exit_code_of(event)
             if code is not None:
                 line += ", " + self._paint(f"exit code {code}", GREEN if code == 0 else RED)
             return line

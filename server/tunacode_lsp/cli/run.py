@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="tools that change something: auto = allow all, deny = read-only (default)",
     )
     parser.add_argument("--max-turns", metavar="N", type=int, help="model turns for this request")
-    parser.add_argument("--timeout", metavar="S", type=float, help="seconds for the request (0 = none)")
+    parser.add_argument("--timeout", metavar="S", type=float,
+                        help="seconds for the request (0 = none); the whole run is stopped after S + 15 s")
     parser.add_argument("--fail-on-denied", action="store_true", help="exit 4 when any tool call was denied")
     parser.add_argument("--require-changes", action="store_true", help="exit 5 when the request changed no file")
     parser.add_argument("--verbose", action="store_true", help="pass the server's log (stderr) through")

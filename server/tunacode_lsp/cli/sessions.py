@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from tunacode_lsp.agent.projection import project_session
 from tunacode_lsp.agent.sessions import session_info
-from tunacode_lsp.cli.output import workflow_command_fence
+from tunacode_lsp.cli.output import PlainOutput, printable, workflow_command_fence
 from tunacode_lsp.contract.protocol import SessionInfo, to_wire
 from tunacode_lsp.store.errors import DocumentError, SessionBusy, SessionError, SessionNotFound
 from tunacode_lsp.store.leases import new_owner
@@ -27,7 +28,6 @@ EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 
-TOOL_RESULT_LINES = 6  # of a tool result in `show`
 
 
 class CommandFailed(Exception):
@@ -47,9 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
     listing.add_argument("--json", action="store_true")
 
-    show = sub.add_parser("show", help="a session and its messages")
+    show = sub.add_parser("show", help="a session and its requests, as they were shown")
     show.add_argument("session_id", metavar="ID")
-    show.add_argument("--json", action="store_true", help="{session, messages} as the server sends them")
+    show.add_argument("--json", action="store_true", help="{session, messages, events} as the server sends them")
 
     export = sub.add_parser("export", help="the portable SessionDocument (JSON)")
     export.add_argument("session_id", metavar="ID")
@@ -77,19 +77,9 @@ def _session_line(record: SessionInfo) -> str:
     return f"{record.session_id}  {record.modified_at}  {record.message_count:>4} msgs  {title}{busy}"
 
 
-def _block_text(block: dict[str, Any]) -> list[str]:
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text", "")).splitlines() or [""]
-    if kind == "thinking":
-        return [f"(thinking) {line}" for line in str(block.get("thinking", "")).splitlines()]
-    if kind == "tool_call":
-        args = json.dumps(block.get("arguments", {}), ensure_ascii=False)
-        return [f"-> {block.get('name')} {args}"]
-    return [f"({kind})"]
-
-
-def render_transcript(session: SessionInfo, messages: list[dict[str, Any]], out: TextIO) -> None:
+def render_transcript(session: SessionInfo, events: list[dict[str, Any]], out: TextIO) -> None:
+    """The session's header, then its requests as `run` shows them live (the server's projection
+    of the history, rendered by the same PlainOutput): no stored message is read here."""
     usage = session.usage
     out.write(
         f"session   {session.session_id}\n"
@@ -102,20 +92,16 @@ def render_transcript(session: SessionInfo, messages: list[dict[str, Any]], out:
         f"tokens    {usage.total_tokens} (in {usage.input_tokens}, "
         f"out {usage.output_tokens}), cost {usage.cost:g}\n"
     )
-    for message in messages:
-        role = message.get("role")
-        lines: list[str] = []
-        for block in message.get("content") or []:
-            lines.extend(_block_text(block))
-        if role == "tool_result":
-            status = "error" if message.get("is_error") else "ok"
-            header = f"[tool result: {message.get('tool_name')} {status}]"
-            if len(lines) > TOOL_RESULT_LINES:
-                lines = [*lines[:TOOL_RESULT_LINES], f"... ({len(lines) - TOOL_RESULT_LINES} more lines)"]
+    shown = PlainOutput(out, out, session_hint=False, colour=False)
+    for event in events:
+        if event.get("type") == "request_start":
+            prompt = printable(str(event.get("prompt", "")))
+            out.write("\n" + "".join(f"> {line}\n" for line in prompt.splitlines() or [""]) + "\n")
         else:
-            header = f"[{role}]"
-        out.write(f"\n{header}\n")
-        out.write("".join(f"  {line}\n" for line in lines))
+            shown.event(event)
+        if event.get("type") == "request_end":
+            out.write(f"-- {printable(str(event.get('stopReason')), one_line=True)}\n")
+    shown.close()
 
 
 def _print_json(value: Any, out: TextIO) -> None:
@@ -168,10 +154,15 @@ def _show(store: SessionStore | None, args: argparse.Namespace, out: TextIO) -> 
     record = _require(store, args.session_id)
     assert store is not None
     messages = store.load_messages(record.session_id)
+    marks = {r.first_seq: r.request_id for r in store.request_checkpoints(record.session_id)}
+    events = project_session(
+        messages, session_id=record.session_id, model=record.model,
+        trailers=store.request_ends(record.session_id), marks=marks,
+    )
     if args.json:
-        _print_json({"session": to_wire(session_info(record)), "messages": messages}, out)
+        _print_json({"session": to_wire(session_info(record)), "messages": messages, "events": events}, out)
     else:
-        render_transcript(record, messages, out)
+        render_transcript(record, events, out)
 
 
 def _export(store: SessionStore | None, args: argparse.Namespace, out: TextIO) -> None:

@@ -55,6 +55,11 @@ ToolStatus = Literal[
 ]
 TOOL_STATUSES = ("pending", "awaiting_approval", "in_progress", "completed", "failed", "cancelled")
 FINAL_TOOL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+# Why a call ended failed or cancelled: the user said no; a mode, a rule or a hook refused it;
+# the tool failed; it ran out of time; the request was stopped.
+ToolEndReason = Literal["denied", "policy", "error", "timeout", "aborted"]
+TOOL_END_REASONS = ("denied", "policy", "error", "timeout", "aborted")
+TOOL_KINDS = ("read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other")
 STOP_REASONS = ("end_turn", "cancelled", "max_turns", "timeout", "error")
 
 
@@ -333,6 +338,15 @@ class SessionListParams:
 @attrs.define
 class SessionIdParams:
     session_id: str
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+
+
+@attrs.define
+class SessionGetParams:
+    session_id: str
+    events: bool | None = None  # also the stored requests as the events a client received live
 
     def validate(self) -> None:
         _non_empty("session_id", self.session_id)
@@ -662,6 +676,28 @@ class SessionGetResult:
     messages: list[dict[str, Any]]
     plan: list[dict[str, Any]] = attrs.field(factory=list)
     requests: list[RequestMark] = attrs.field(factory=list)  # the requests with checkpoints, oldest first
+    # with `events: true`: every stored request as its events ({sessionId, requestId, seq, type, ...})
+    events: list[dict[str, Any]] | None = attrs.field(default=None, metadata={"omit": True})
+
+
+# ---------------------------------------------------------------- server -> client requests
+
+
+@attrs.define
+class ApproveParams:
+    """`tunacode/approve`: the server asks a rich client to approve one tool call."""
+
+    session_id: str
+    request_id: str
+    tool_call_id: str
+    tool: str
+    summary: str
+    detail: str
+    detail_kind: str  # command | diff | arguments
+    truncated: bool = False
+    runs_code_outside: bool = False  # the file changed is one a tool runs outside the sandbox (.vscode/tasks.json)
+    rule: str | None = attrs.field(default=None, metadata={"omit": True})  # the permission rule that made it ask
+    always_allow: list[str] | None = attrs.field(default=None, metadata={"omit": True})  # where "Always allow" can save
 
 
 # ---------------------------------------------------------------- events
@@ -696,6 +732,8 @@ class ToolCallEvent:
     args: dict[str, Any]
     status: str = "pending"
     summary: str = ""  # one line, computed by the server (clients show it as is)
+    kind: str = "other"  # ACP's ToolKind: read | edit | delete | move | search | execute | fetch | think | other
+    title: str = ""  # plain words for a person: "Read calc.py", "Edit calc.py (+1 -1)", "Run python3 check.py"
     type: str = "tool_call"
 
 
@@ -708,7 +746,7 @@ class ToolCallUpdate:
     duration_ms: int | None = attrs.field(default=None, metadata={"omit": True})
     denied: bool | None = attrs.field(default=None, metadata={"omit": True})  # final update of a declined call
     exit_code: int | None = attrs.field(default=None, metadata={"omit": True})  # final update of a bash call
-    reason: str | None = attrs.field(default=None, metadata={"omit": True})  # v3: why failed/cancelled (policy, ...)
+    reason: str | None = attrs.field(default=None, metadata={"omit": True})  # failed/cancelled: TOOL_END_REASONS
     type: str = "tool_call_update"
 
 
@@ -781,3 +819,24 @@ Event = (
     | RequestQueued
     | UserMessageEvent
 )
+
+EVENT_TYPES: dict[str, type] = {
+    str(attrs.fields_dict(cls)["type"].default): cls
+    for cls in (
+        RequestStart, TextDelta, ThinkingDelta, ToolCallEvent, ToolCallUpdate, TurnEnd, Plan, Compaction, Notice,
+        RequestEnd, UserMessageEvent,
+    )
+}
+
+
+def event_from_wire(body: dict[str, Any]) -> Event | None:
+    """An event as sent (its envelope ignored) back as its class; None for an unknown or bad one."""
+    kind = body.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    try:
+        event: Event = converter.structure(body, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError):
+        return None
+    return event

@@ -14,6 +14,18 @@ message's other results; orphan results are dropped; empty assistant, system and
 messages are dropped as if absent; adjacent user messages are merged; a duplicate call
 id is renamed ("call_0" -> "call_0~2") in the call and in its results. A valid history
 comes back equal to itself. Inputs are never mutated. See docs/sessions.md.
+
+What the server knows of a message beyond tinyagent's dump is structured, never prose:
+
+- `meta` (any role, optional): `{"requestId": str, "events": [wire event, ...]}`: the
+  request that stored it, and the events of that request which no message holds (request
+  start, notices, compaction, turn ends) emitted since the previous stored message;
+  agent/projection.py replays them.
+- a tool result's `details.outcome`: `{"status", "reason"?, "asked"?, "started"?,
+  "result"?, "exitCode"?, "durationMs"?}`: how the call ended, as its final
+  `tool_call_update` said (agent/registry.py `outcome_of`).
+- an interrupted assistant message: `stop_reason: "aborted"` and the mark below at the end
+  of its text (`interrupted_text` gives the text without it).
 """
 
 from __future__ import annotations
@@ -196,6 +208,26 @@ def mark_interrupted(message: Message) -> Message:
     marked["content"] = blocks
     marked.setdefault("stop_reason", "aborted")
     return marked
+
+
+def interrupted_text(message: Message, text: str) -> str:
+    """`text` of `message` without the mark `mark_interrupted` added (only an aborted message has it)."""
+    if message.get("stop_reason") == "aborted" and text.endswith(INTERRUPTED_MARK):
+        return text[: -len(INTERRUPTED_MARK)].removesuffix("\n\n")
+    return text
+
+
+def meta_of(message: object) -> dict[str, Any]:
+    """The message's `meta` (see module doc), {} when it has none."""
+    meta = message.get("meta") if isinstance(message, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def outcome_of_result(message: object) -> dict[str, Any] | None:
+    """A tool result's stored outcome (see module doc), None for one stored without it."""
+    details = message.get("details") if isinstance(message, dict) else None
+    outcome = details.get("outcome") if isinstance(details, dict) else None
+    return outcome if isinstance(outcome, dict) and isinstance(outcome.get("status"), str) else None
 
 
 def clean_history(messages: list[Message]) -> list[Message]:

@@ -36,9 +36,10 @@ from pygls.lsp.server import LanguageServer
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.tools.beneath import replace_beneath
+from tunacode_lsp.tools.confined_read import read_confined_async
 from tunacode_lsp.tools.documents import BufferEdit, StaleDocument
 from tunacode_lsp.tools.errors import ToolError
-from tunacode_lsp.tools.textfile import encode
+from tunacode_lsp.tools.textfile import MAX_FILE_BYTES, encode
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,8 @@ class LspDocuments:
         if document is None or document.source != old_text:
             raise StaleDocument()
         shown = real_path.relative_to(self._root).as_posix()
-        try:
-            on_disk = real_path.read_bytes()
-        except OSError:
-            on_disk = None
+        # the confined reader, off the loop: a file that became a FIFO or a link out is "not clean"
+        on_disk = (await read_confined_async(self._root, real_path, limit=MAX_FILE_BYTES)).data
         clean = on_disk == encode(old_text)
         if clean and not client_offers(self._ls, "saveDocuments"):
             replace_beneath(self._root, real_path, encode(new_text), shown)

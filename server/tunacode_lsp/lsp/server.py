@@ -76,6 +76,7 @@ from tunacode_lsp.contract.protocol import (
     RewindParams,
     SandboxInfo,
     SessionForkParams,
+    SessionGetParams,
     SessionGetResult,
     SessionIdParams,
     SessionImportParams,
@@ -367,7 +368,7 @@ def _kill_leftover_commands() -> None:
 
     bash = sys.modules.get("tunacode_lsp.tools.bash")
     if bash is not None:
-        bash._kill_leftovers()
+        bash.kill_leftovers()
 
 
 def apply_logging(options: ServerOptions) -> None:
@@ -635,14 +636,15 @@ async def session_list(ls: TunaLanguageServer, params: types.ExecuteCommandParam
 
 @command(COMMAND_SESSION_GET)
 async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
-    p = parse_params(SessionIdParams, params.arguments)
+    p = parse_params(SessionGetParams, params.arguments)
     record = await ls.sessions.get(p.session_id)
     if record is None:
         raise SessionNotFound(p.session_id)
     messages = await ls.sessions.messages(p.session_id)
     marks = [RequestMark(r.request_id, r.first_seq) for r in await ls.sessions.request_checkpoints(p.session_id)
              if r.first_seq < len(messages)]  # where each request's prompt is: clients offer its changes and rewind
-    return to_wire(SessionGetResult(session_info(record), messages, await ls.sessions.plan(p.session_id), marks))
+    events = await ls.sessions.events(p.session_id, messages, record.model) if p.events else None
+    return to_wire(SessionGetResult(session_info(record), messages, await ls.sessions.plan(p.session_id), marks, events))
 
 
 @command(COMMAND_SESSION_DELETE)

@@ -20,6 +20,7 @@ from tunacode_lsp.contract.consent import RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
     FINAL_TOOL_STATUSES,
+    ApproveParams,
     Event,
     RequestEnd,
     TextDelta,
@@ -32,7 +33,6 @@ from tunacode_lsp.core.text import clip, visible_blanks
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
-from tunacode_lsp.tools import summarize_args
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class ProgressReporter:
         )
         self.token: Any = None
         self._tool_tokens: dict[str, Any] = {}
-        self._tool_args: dict[str, dict[str, Any]] = {}
+        self._summaries: dict[str, str] = {}  # tool call id -> the tool_call event's summary
         self._task = asyncio.ensure_future(self._work())
 
     def push(self, event: Event) -> None:
@@ -155,7 +155,7 @@ class ProgressReporter:
     async def _on_event(self, event: Event) -> None:
         progress = self._ls.work_done_progress
         if isinstance(event, ToolCallEvent):
-            self._tool_args[event.tool_call_id] = event.args
+            self._summaries[event.tool_call_id] = event.summary
         elif isinstance(event, ToolCallUpdate):
             await self._on_tool_update(event)
         elif isinstance(event, RequestEnd) and self.token is not None:
@@ -163,7 +163,7 @@ class ProgressReporter:
 
     async def _on_tool_update(self, event: ToolCallUpdate) -> None:
         progress = self._ls.work_done_progress
-        summary = summarize_args(event.name, self._tool_args.get(event.tool_call_id, {}))
+        summary = self._summaries.get(event.tool_call_id, "")
         if event.status == "in_progress":
             if self.token is not None:
                 progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {summary}".strip()))
@@ -252,16 +252,11 @@ class LspSink:
 
         if client_offers(self._ls, "approve"):
             method = APPROVE_REQUEST
-            params: Any = {
-                "sessionId": self._session_id, "requestId": self._request_id, "toolCallId": request.tool_call_id,
-                "tool": request.tool_name, "summary": request.summary, "detail": request.detail,
-                "detailKind": request.detail_kind, "truncated": request.truncated,
-                "runsCodeOutside": request.runs_code_outside,
-            }
-            if request.rule:
-                params["rule"] = request.rule
-            if request.always_allow:
-                params["alwaysAllow"] = list(request.always_allow)
+            params: Any = to_wire(ApproveParams(
+                self._session_id, self._request_id, request.tool_call_id, request.tool_name, request.summary,
+                request.detail, request.detail_kind, request.truncated, request.runs_code_outside,
+                rule=request.rule or None, always_allow=list(request.always_allow) or None,
+            ))
         else:
             method = types.WINDOW_SHOW_MESSAGE_REQUEST
             params = types.ShowMessageRequestParams(

@@ -5,7 +5,8 @@ working_directory, current_model, total_tokens, session_total_usage, thoughts, m
 Optional keys (version 1 still): `plan` and `compaction` (store/session_state.py), checked
 by the store on import. `parse_document` checks a document completely (before anything is
 written) and names the first bad field, e.g. "messages[3].role: unknown role 'system' ...":
-times between 1970 and a day from now, counts that fit SQLite's INTEGER. Unknown extra keys
+times between 1970 and a day from now, token counts of at most 2**53 - 1 (the largest
+integer every JSON reader keeps exactly; store/records.py MAX_COUNT). Unknown extra keys
 are ignored.
 """
 
@@ -20,10 +21,9 @@ from tunacode_lsp.core.codec import load_message
 from tunacode_lsp.core.errors import MessageFormatError
 from tunacode_lsp.core.text import shown
 from tunacode_lsp.store.errors import DocumentError
-from tunacode_lsp.store.records import check_usage, us_from_iso
+from tunacode_lsp.store.records import MAX_COUNT, check_usage, us_from_iso
 
 DOCUMENT_VERSION = 1
-MAX_STORED_INT = 2**63 - 1  # SQLite INTEGER
 FUTURE_SLACK_SECONDS = 86_400.0  # clocks differ between machines
 DOCUMENT_KEYS: tuple[str, ...] = (
     "version",
@@ -92,11 +92,14 @@ def parse_document(document: object) -> ParsedDocument:
         usage = check_usage(document["session_total_usage"], where="session_total_usage")
     except ValueError as exc:
         raise DocumentError(str(exc)) from None
-    if total_tokens > MAX_STORED_INT:
-        raise DocumentError(f"total_tokens: too large ({shown(total_tokens)}; at most {MAX_STORED_INT})")
-    for key, value in usage.items():
-        if value > MAX_STORED_INT:
-            raise DocumentError(f"session_total_usage.{key}: too large ({shown(value)}; at most {MAX_STORED_INT})")
+    # counts above 2**53 - 1 are refused, not stored: no JSON client reads them exactly
+    # (JavaScript makes 2**63 - 1 a float), and a stored sum past 2**63 - 1 becomes a REAL
+    counts = {"total_tokens": total_tokens} | {
+        f"session_total_usage.{key}": value for key, value in document["session_total_usage"].items() if key != "cost"
+    }
+    for name, value in counts.items():
+        if value > MAX_COUNT:
+            raise DocumentError(f"{name}: too large ({shown(value)}; at most {MAX_COUNT}, 2**53 - 1)")
     if "total_tokens" not in document["session_total_usage"]:
         usage["total_tokens"] = total_tokens
     return ParsedDocument(

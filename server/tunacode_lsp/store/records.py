@@ -18,6 +18,22 @@ USAGE_KEYS: tuple[str, ...] = (
     "cost",
 )
 TOKEN_KEYS: tuple[str, ...] = USAGE_KEYS[:-1]
+# Token counts stop at the largest integer every JSON reader keeps exactly (JavaScript's
+# Number.MAX_SAFE_INTEGER): a document above it is refused, a running total saturates there.
+# Without the cap SQLite turns a sum past 2**63 - 1 into a REAL, sent on as 9.2e18.
+MAX_COUNT = 2**53 - 1
+# the SET clause that adds a usage delta (token keys, then cost) to a session's totals
+ADD_USAGE_SQL = ", ".join(f"{key} = MIN({key} + ?, {MAX_COUNT})" for key in TOKEN_KEYS) + ", cost = cost + ?"
+
+
+def stored_count(value: object) -> int:
+    """A token total as read from the store: an int within MAX_COUNT (a row written before
+    the cap may hold a REAL or more)."""
+
+    try:
+        return max(0, min(int(value), MAX_COUNT))  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 def zero_usage() -> dict[str, int | float]:
@@ -40,7 +56,7 @@ def check_usage(usage: object, *, where: str = "usage") -> dict[str, int | float
                 raise ValueError(f"{where}.{key}: expected a non-negative number, got {shown(value)}")
         elif not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{where}.{key}: expected a non-negative integer, got {shown(value)}")
-        checked[key] = float(value) if key == "cost" else value
+        checked[key] = float(value) if key == "cost" else min(value, MAX_COUNT)
     return checked
 
 

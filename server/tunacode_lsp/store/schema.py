@@ -90,6 +90,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "CREATE INDEX request_checkpoints_by_start ON request_checkpoints(session_id, first_seq, started_us)",
     ),
+    # 5 -> 6: the events after each request's last stored message (request_end), as sent, for
+    # the replay of the session (agent/projection.py); at_seq: the session's message count then.
+    (
+        """
+        CREATE TABLE request_ends (
+            session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+            request_id TEXT NOT NULL,
+            events     BLOB NOT NULL,
+            at_seq     INTEGER NOT NULL,
+            PRIMARY KEY (session_id, request_id)
+        )
+        """,
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -35,11 +35,13 @@ from tunacode_lsp.store.errors import (
 from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import (
+    ADD_USAGE_SQL,
     TOKEN_KEYS,
     RequestCheckpointRecord,
     check_usage,
     iso_from_us,
     now_us,
+    stored_count,
     zero_usage,
 )
 from tunacode_lsp.store.redacting import RedactingConnection
@@ -250,7 +252,7 @@ class SessionStore:
             conn.execute(
                 "UPDATE sessions SET message_count = ?, modified_us = ?, title = ?, thoughts = ?, "
                 "model = COALESCE(?, model), "
-                + ", ".join(f"{key} = {key} + ?" for key in (*TOKEN_KEYS, "cost"))
+                + ADD_USAGE_SQL
                 + " WHERE session_id = ?",
                 (
                     new_count,
@@ -323,7 +325,7 @@ class SessionStore:
                 return False
             conn.execute(
                 "UPDATE sessions SET compaction = ?, modified_us = ?, "
-                + ", ".join(f"{key} = {key} + ?" for key in (*TOKEN_KEYS, "cost"))
+                + ADD_USAGE_SQL
                 + " WHERE session_id = ?",
                 (encode_state(checked) if checked else "", _next_modified_us(conn),
                  *(delta[key] for key in (*TOKEN_KEYS, "cost")), session_id),
@@ -427,7 +429,41 @@ class SessionStore:
                  source.model, stamp, stamp, len(forked)),
             )
             _insert_messages(conn, new_id, forked)
+            conn.execute(
+                "INSERT INTO request_ends (session_id, request_id, events, at_seq) "
+                "SELECT ?, request_id, events, at_seq FROM request_ends WHERE session_id = ? AND at_seq <= ?",
+                (new_id, session_id, len(forked)),
+            )
         return self._require(new_id)
+
+    # ------------------------------------------------------------ request ends
+
+    def set_request_end(self, session_id: str, request_id: str, events: list[dict[str, Any]]) -> None:
+        """Keep the events a request emitted after its last stored message (agent/projection.py)."""
+        with self._write() as conn:
+            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            conn.execute(
+                "INSERT OR REPLACE INTO request_ends (session_id, request_id, events, at_seq) VALUES (?, ?, ?, ?)",
+                (session_id, request_id, encode({"events": events}), int(row[0])),
+            )
+
+    def request_ends(self, session_id: str) -> dict[str, tuple[int, list[dict[str, Any]]]]:
+        """request id -> (the session's message count at its end, the events kept by
+        set_request_end); a row that cannot be read is left out."""
+        rows = self._conn().execute(
+            "SELECT request_id, events, at_seq FROM request_ends WHERE session_id = ?", (session_id,)
+        ).fetchall()
+        ends: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        for request_id, raw, at_seq in rows:
+            try:
+                events = decode(raw).get("events")
+            except (MessageFormatError, AttributeError):
+                continue
+            if isinstance(events, list):
+                ends[str(request_id)] = (int(at_seq), [e for e in events if isinstance(e, dict)])
+        return ends
 
     # ------------------------------------------------------------ request checkpoints
 
@@ -494,6 +530,7 @@ class SessionStore:
                 "DELETE FROM request_checkpoints WHERE session_id = ? AND (first_seq, started_us) >= (?, ?)",
                 (session_id, first_seq, started_us),
             )
+            conn.execute("DELETE FROM request_ends WHERE session_id = ? AND at_seq > ?", (session_id, cut))
         return self._require(session_id)
 
     # ------------------------------------------------------------ leases
@@ -667,6 +704,7 @@ def _record(row: tuple[Any, ...]) -> SessionInfo:
      *usage_values, owner) = row
     usage = zero_usage()
     usage.update(zip((*TOKEN_KEYS, "cost"), usage_values))
+    usage.update({key: stored_count(usage[key]) for key in TOKEN_KEYS})
     usage["cost"] = float(usage["cost"])
     return SessionInfo(  # the contract's type: the store has no session record of its own
         session_id=session_id,

@@ -1,18 +1,18 @@
 """The coding tools the model gets: one module per tool, a factory each, all file access confined
-to the workspace root (paths.py). The agent layer calls build_tools and summarize_args."""
+to the workspace root (paths.py). The agent layer calls build_tools; what each tool is (kind, title,
+approval view) is its ToolSpec (spec.py)."""
 
 from __future__ import annotations
 
 import importlib
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
 from tunacode_lsp.tools.line_refs import LineRefLedger
 from tunacode_lsp.tools.settings import ToolSettings
+from tunacode_lsp.tools.spec import ASKED_TOOLS, CHANGING_TOOLS, ToolSpec, spec_of, summarize_args
 
 if TYPE_CHECKING:
     from tinyagent.agent_types import AgentTool
@@ -48,6 +48,7 @@ __all__ = [
     "ToolCancelled",
     "ToolError",
     "ToolSettings",
+    "ToolSpec",
     "build_tools",
     "create_bash_tool",
     "create_edit_file_tool",
@@ -56,14 +57,9 @@ __all__ = [
     "create_read_file_tool",
     "create_todo_write_tool",
     "create_write_file_tool",
+    "spec_of",
     "summarize_args",
 ]
-
-CHANGING_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file", "bash"})
-# asked before they run (approval "ask"), refused under "read-only": the changing ones and web_fetch
-ASKED_TOOLS: frozenset[str] = CHANGING_TOOLS | {"web_fetch"}
-
-SUMMARY_CHARS = 80
 
 
 def build_tools(
@@ -109,46 +105,3 @@ def build_tools(
         tools.append(create_diagnostics_tool(root, diagnostics, settings.tool_timeouts))
     return tools
 
-
-def _short(text: str) -> str:
-    line = " ".join(text.split())
-    return clip(line, SUMMARY_CHARS)
-
-
-def summarize_args(name: str, args: dict[str, Any]) -> str:
-    """A short one-line summary of a call's arguments for progress messages and tool cards."""
-    if not isinstance(args, dict):
-        return ""
-
-    def text(key: str) -> str:
-        value = args.get(key)
-        return value if isinstance(value, str) else ""
-
-    if name in ("read_file", "write_file", "edit_file"):
-        summary = text("filepath")
-        offset = args.get("offset")
-        if name == "read_file" and isinstance(offset, int) and offset > 0:
-            summary += f" from line {offset + 1}"
-        return _short(summary)
-    if name == "bash":
-        cwd = text("cwd")
-        lines = text("command").strip().splitlines() or [""]
-        more = f" (+{len(lines) - 1} more line{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else ""
-        return _short(lines[0] + (f" (in {cwd})" if cwd and cwd != "." else "")) + more
-    if name == "grep":
-        where = " ".join(part for part in (text("path"), text("glob")) if part)
-        return _short(f"/{text('pattern')}/" + (f" in {where}" if where else ""))
-    if name == "web_fetch":
-        return _short(text("url"))
-    if name in ("process_output", "process_kill"):
-        return _short(text("processId"))
-    if name == "list_files":
-        return _short(" ".join(part for part in (text("path") or ".", text("glob")) if part))
-    if name == "todo_write" and isinstance(args.get("todos"), list):
-        todos = [t for t in args["todos"] if isinstance(t, dict)]
-        done = sum(t.get("status") == "completed" for t in todos)
-        return f"{len(todos)} items, {done} done"
-    try:
-        return _short(json.dumps(args, ensure_ascii=False, default=str))
-    except (TypeError, ValueError):
-        return ""

@@ -209,7 +209,7 @@ def kill_marked(prefix: bytes, *, skip: int | None = None) -> int:
 
 
 @atexit.register
-def _kill_leftovers() -> None:
+def kill_leftovers() -> None:
     """At exit, nothing a command of this server started lives on."""
 
     if sys.platform.startswith("linux"):

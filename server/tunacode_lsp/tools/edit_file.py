@@ -93,7 +93,7 @@ DESCRIPTION = (
 )
 
 
-def _prepare(args: dict[str, Any]) -> dict[str, Any]:
+def prepare_args(args: dict[str, Any]) -> dict[str, Any]:
     edits = args.get("edits")
     if isinstance(edits, str):
         try:
@@ -223,7 +223,7 @@ def create_edit_file_tool(
         description=DESCRIPTION,
         parameters=PARAMETERS,
         run=run,
-        prepare=_prepare,
+        prepare=prepare_args,
         seconds=tool_seconds(settings.tool_timeouts, "edit_file"),
         changes_files=True,
     )

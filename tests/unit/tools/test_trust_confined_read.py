@@ -90,7 +90,7 @@ def test_special_files_are_skipped_without_waiting(tmp_path: Path, resolver: str
     assert "FIFO" in str(done[0].notice) and "folder" in str(done[2].notice)
 
 
-def test_the_device_behind_dev_null_is_never_read(tmp_path: Path, resolver: str) -> None:
+def test_a_link_to_an_endless_device_is_never_read(tmp_path: Path, resolver: str) -> None:
     os.symlink("/dev/zero", tmp_path / "AGENTS.md")  # endless, and outside
     found = read_confined(tmp_path, "AGENTS.md")
     assert found.data is None and found.notice
