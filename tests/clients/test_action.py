@@ -216,7 +216,7 @@ def test_a_denied_edit_fails_the_job_with_exit_4_and_still_sets_the_outputs(mode
     assert out["exit-code"] == "4" and json.loads(out["changed-files"]) == []
     assert "::error::tunacode-lsp run exited 4" in job.log
     # the log shows the plain view while the JSON goes to the outputs
-    assert "[tool] write_file fixed.txt denied" in job.log and "[done] end_turn: 2 turns, 1 tool call (1 denied)" in job.log
+    assert "[tool] Write fixed.txt (+1) denied" in job.log and "[done] end_turn: 2 turns, 1 tool call (1 denied)" in job.log
     assert "**Denied tool calls**" in job.summary and "`write_file` fixed.txt" in job.summary
     assert not (job.workspace / "fixed.txt").exists()
 
