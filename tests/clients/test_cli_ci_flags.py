@@ -73,8 +73,9 @@ def test_max_cost_stops_before_the_call_that_would_pass_it(model, workspace, hom
     result = done.lines[-1]
     assert result["maxCostReached"] is True and result["stopReason"] == "cancelled"
     assert "never" not in done.stdout
-    assert len(model.requests) <= 2  # never the third call; normally the second is not started either
-    assert "stopped at the cost cap" in done.stderr or result["maxCostReached"]
+    # the abort is sent after the first call (0.6 + a predicted 0.6 > 1.0); the second call may
+    # have started by the time it lands (then it is stopped mid-stream); the third never starts
+    assert len(model.requests) <= 2
 
 
 def test_max_cost_not_reached_is_exit_0(model, workspace, home):

@@ -205,7 +205,8 @@ class HeadlessRun:
     def _count_cost(self, usage: Any) -> None:
         """--max-cost: after each model call, stop the request when the next call would pass the
         cap. The next call resends at least this call's context, so it is predicted to cost at
-        least as much as this one; once the cost so far has passed the cap nothing more starts."""
+        least as much as this one. The abort races the server's next call: a call started before it
+        lands is stopped mid-stream (docs/ci.md: --max-cost)."""
 
         cost = usage.get("cost") if isinstance(usage, dict) else None
         if isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0:
