@@ -437,7 +437,8 @@ class RunService:
             record = await sessions.get(params.session_id)
             if record is None:
                 raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
-            model = self._model(params.model or record.model or None, options)
+            # the request's model, else the configured one (setting, flag, TUNACODE_MODEL), else the session's own
+            model = self._model(params.model or options.model or record.model or None, options)
         else:
             record, model = None, self._model(params.model, options)
         facts = await asyncio.to_thread(  # the catalog is read on first use: off the event loop
