@@ -12,8 +12,10 @@ import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
+import { modelRows } from "./modelPick";
+import { userLevelValue } from "./options";
 import { needsRestart } from "./settings";
-import type { ApprovalDecision, ContextItem, LspRange, StatusResult } from "./protocol";
+import type { ApprovalDecision, ContextItem, LspRange, ModelsListResult, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import { parseCommands } from "./webview/slash";
 import type { Session } from "./protocol";
@@ -276,26 +278,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   async function pickModel(): Promise<void> {
     try {
-      const result = await tuna.executeCommand<{ models?: { id: string; provider?: string; configured?: boolean }[]; default?: string }>(
-        Commands.modelsList,
-        {},
-      );
-      const current = vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
-      const items: (vscode.QuickPickItem & { value: string })[] = [
-        { label: "Server default", description: result.default, value: "" },
-        ...(result.models ?? []).map((m) => ({
-          label: m.id,
-          description: [m.provider, m.configured === false ? "not configured" : undefined].filter(Boolean).join(" · "),
-          value: m.id,
-          picked: m.id === current,
-        })),
-      ];
-      const picked = await vscode.window.showQuickPick(items, { title: "TunaCode model", placeHolder: current || result.default });
+      const result = await tuna.executeCommand<ModelsListResult>(Commands.modelsList, {});
+      const config = vscode.workspace.getConfiguration("tunacode");
+      const setting = userLevelValue<string>(config.inspect<string>("model")) ?? "";
+      const inUse = convo.modelInUse ?? (setting || result.default);
+      const picked = await vscode.window.showQuickPick(modelRows(result, inUse, setting), {
+        title: "TunaCode model",
+        placeHolder: inUse ? `In use: ${inUse}` : "Choose the model",
+        matchOnDescription: true,
+        matchOnDetail: true,
+      });
       if (!picked) return;
-      // Applied live: the server re-reads its settings on workspace/didChangeConfiguration.
-      const target = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-      await vscode.workspace.getConfiguration("tunacode").update("model", picked.value || undefined, target);
-      panel.dispatch({ type: "model", model: picked.value || result.default });
+      // The next requests send `model` (the session's model changes with them), and the
+      // user's settings (never the workspace's .vscode/settings.json) keep it for new sessions.
+      convo.chooseModel(picked.value || undefined);
+      await config.update("model", picked.value || undefined, vscode.ConfigurationTarget.Global);
+      panel.dispatch({ type: "model", model: convo.modelInUse ?? result.default });
     } catch (err) {
       void vscode.window.showErrorMessage(`TunaCode: could not list models: ${errorMessage(err)}`);
     }
@@ -319,7 +317,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   }
 
   async function refreshModel(): Promise<void> {
-    const configured = vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
+    const configured = convo.modelInUse ?? vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
     if (configured) {
       panel.dispatch({ type: "model", model: configured });
       return;
