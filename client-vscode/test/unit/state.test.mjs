@@ -366,3 +366,25 @@ describe("sessions", () => {
     assert.equal(cleared.sessions.length, 1);
   });
 });
+
+describe("the plan box", () => {
+  const planned = events([
+    { type: "request_start", prompt: "plan it", model: "m" },
+    { type: "plan", items: [{ content: "step one", status: "in_progress" }] },
+  ]);
+  const other = { sessionId: "other", title: "t", cwd: "/w", createdAt: "", modifiedAt: "", messageCount: 1 };
+
+  it("is cleared by a session switch and a new session", () => {
+    const s = feed(sent("plan it"), planned);
+    assert.equal(s.plan.length, 1);
+    assert.equal(reduce(s, { type: "session_loaded", session: other, events: [] }).plan, undefined);
+    assert.equal(reduce(s, { type: "session_cleared" }).plan, undefined);
+  });
+
+  it("is rebuilt from the kept turns after a rewind (a rewound turn's plan is gone)", () => {
+    const s = feed(sent("plan it"), planned);
+    const kept = events([{ type: "request_start", prompt: "first" }, { type: "request_end", stopReason: "end_turn" }], { requestId: "r-0" });
+    const rewound = reduce(s, { type: "session_loaded", session: { ...other, sessionId: SID }, events: kept });
+    assert.equal(rewound.plan, undefined);
+  });
+});
