@@ -487,6 +487,7 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   status.className = `turn-status status-${turn.status}`;
   const text = STATUS_TEXT[turn.status];
   if (text) status.append(el("span", "turn-status-text", text));
+  trackElapsed(article, turn.status === "sending" || turn.status === "running" || turn.status === "stopping");
   // a replayed turn knows its request (session.get's `requests`) but not what it changed until asked
   if (turn.requestId && ((turn.changedFiles && turn.changedFiles.length > 0) || (turn.replayed && !turn.changedFiles))) {
     status.append(changesBox(turn, turn.requestId));
@@ -497,8 +498,60 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
     box.setAttribute("role", "alert");
     box.append(el("div", "turn-error-message", turn.error.message));
     if (turn.error.hint) box.append(el("div", "turn-error-hint", turn.error.hint));
+    box.append(errorActions(turn));
     status.append(box);
   }
+}
+
+/** When each running turn started: its status line shows the time waited ("Working… 12 s"). */
+const runningSince = new Map<HTMLElement, number>();
+let elapsedTimer: ReturnType<typeof setInterval> | undefined;
+
+function trackElapsed(article: HTMLElement, running: boolean): void {
+  if (!running) {
+    runningSince.delete(article);
+  } else if (!runningSince.has(article)) {
+    runningSince.set(article, Date.now());
+  }
+  showElapsed();
+  if (runningSince.size > 0 && elapsedTimer === undefined) elapsedTimer = setInterval(showElapsed, 1000);
+  if (runningSince.size === 0 && elapsedTimer !== undefined) {
+    clearInterval(elapsedTimer);
+    elapsedTimer = undefined;
+  }
+}
+
+function showElapsed(): void {
+  for (const [article, since] of runningSince) {
+    if (!article.isConnected) {
+      runningSince.delete(article);
+      continue;
+    }
+    const seconds = Math.floor((Date.now() - since) / 1000);
+    const text = article.querySelector(".turn-status-text");
+    if (!text) continue;
+    const base = (text.textContent ?? "").replace(/ \d+ s$/, "");
+    text.textContent = seconds >= 2 ? `${base} ${seconds} s` : base;
+  }
+}
+
+/** The failed turn's way out: Retry (the same prompt), Choose model, Open Settings, Show Logs. */
+function errorActions(turn: Turn): HTMLElement {
+  const row = el("div", "turn-error-actions");
+  const add = (label: string, onClick: () => void): void => {
+    const button = el("button", "link-button", label);
+    button.addEventListener("click", onClick);
+    row.append(button);
+  };
+  if (turn.prompt) {
+    add("Retry", () => {
+      if (!isRunning(state)) post({ type: "send", prompt: turn.prompt });
+    });
+  }
+  add("Choose model", () => post({ type: "pick_model" }));
+  add("Open Settings", () => post({ type: "banner_action", action: "openSettings" }));
+  add("Show Logs", () => post({ type: "banner_action", action: "showLogs" }));
+  return row;
 }
 
 /** Requests whose Changes list is open (a view choice, not state). */

@@ -71,7 +71,12 @@ export interface NoticeItem {
   kind: "notice";
   key: string;
   message: string;
+  /** A model-call retry ("retrying in 2.0 s (retry 1 of 3)"): one line, updated in place. */
+  retry?: boolean;
 }
+
+/** The server's retry notice (agent/provider/stream.py). */
+export const RETRY_NOTICE = /retrying in [\d.]+ s \(retry \d+ of \d+\)/;
 export type Item = TextItem | ThinkingItem | ToolItem | NoticeItem;
 
 /** `sending`: asked, no event yet; `failed`: the request never started (JSON-RPC error). */
@@ -281,7 +286,7 @@ function num(value: unknown): number {
 export function hintForError(code: number | undefined, message: string): string | undefined {
   switch (code) {
     case -32003:
-      return "Set a usable model: `tunacode.model` (e.g. openai:gpt-4.1), `tunacode.baseUrl` for openai-compatible, and the provider's API key in the server's environment.";
+      return "Set a usable model: Choose model, or Open Settings for tunacode.model (e.g. openai:gpt-4.1), tunacode.baseUrl for openai-compatible, and the provider's API key in the server's environment.";
     case -32002:
       return "This session is busy with another request: wait for it, or press Stop.";
     case -32001:
@@ -588,7 +593,15 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
       // A notice repeated back to back (a retry loop) shows once.
       const last = turn.items[turn.items.length - 1];
       if (last && last.kind === "notice" && last.message === event.message) return turn;
-      return pushItem(turn, { kind: "notice", key: `${turn.key}:${turn.items.length}`, message: event.message });
+      const retry = RETRY_NOTICE.test(event.message);
+      // The retries of one model call are one line that says which retry it is now.
+      const earlier = retry ? turn.items.findIndex((item) => item.kind === "notice" && item.retry) : -1;
+      if (earlier >= 0) {
+        const items = turn.items.slice();
+        items[earlier] = { ...(items[earlier] as NoticeItem), message: event.message };
+        return { ...turn, items };
+      }
+      return pushItem(turn, { kind: "notice", key: `${turn.key}:${turn.items.length}`, message: event.message, ...(retry ? { retry } : {}) });
     }
     case "plan":
       return running(turn);
@@ -787,11 +800,11 @@ function endTurn(
 function hintForStopReason(stopReason: StopReason): string | undefined {
   switch (stopReason) {
     case "error":
-      return "Check the model settings (tunacode.model, tunacode.baseUrl, API key) or Show Logs; then ask again.";
+      return "Retry, Choose model, or Open Settings (tunacode.model, tunacode.baseUrl, API key); Show Logs has the details.";
     case "max_turns":
       return "The request used all its turns: raise tunacode.maxTurns or ask it to continue.";
     case "timeout":
-      return "The request ran out of time: raise tunacode.requestTimeout or ask it to continue.";
+      return "Timed out (not stopped by you): the request ran longer than tunacode.requestTimeout. Retry, or raise the setting.";
     default:
       return undefined;
   }

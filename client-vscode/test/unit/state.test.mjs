@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import {
   MAX_EARLY_EVENTS,
   activeTurn,
+  hintForError,
   initialState,
   isRunning,
   reduce,
@@ -386,5 +387,26 @@ describe("the plan box", () => {
     const kept = events([{ type: "request_start", prompt: "first" }, { type: "request_end", stopReason: "end_turn" }], { requestId: "r-0" });
     const rewound = reduce(s, { type: "session_loaded", session: { ...other, sessionId: SID }, events: kept });
     assert.equal(rewound.plan, undefined);
+  });
+});
+
+describe("one error-and-retry line", () => {
+  const retry = (n) => ({ type: "notice", message: `Model request failed (HTTP 500); retrying in 1.0 s (retry ${n} of 3)` });
+
+  it("updates one retry line in place instead of stacking notices", () => {
+    const s = feed(sent("hi"), events([{ type: "request_start", prompt: "hi" }, retry(1), retry(2), retry(3)]));
+    const notices = activeTurn(s).items.filter((i) => i.kind === "notice");
+    assert.equal(notices.length, 1);
+    assert.match(notices[0].message, /retry 3 of 3/);
+    assert.equal(notices[0].retry, true);
+  });
+
+  it("hints carry no literal backticks and a timeout says it was not a stop", () => {
+    assert.ok(!hintForError(-32003, "").includes("`"));
+    const s = feed(sent("hi"), events([{ type: "request_start", prompt: "hi" }, { type: "request_end", stopReason: "timeout", error: { message: "request timed out" } }]));
+    const turn = s.turns.at(-1);
+    assert.equal(turn.status, "timeout");
+    assert.match(turn.error.hint, /not stopped by you/);
+    assert.ok(!turn.error.hint.includes("`"));
   });
 });
