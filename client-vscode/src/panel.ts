@@ -119,7 +119,7 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
       <button id="toggle-sessions" type="button" class="secondary" aria-expanded="false" aria-controls="sessions" title="Show sessions">Sessions</button>
     </header>
     <form id="composer" aria-label="Ask TunaCode">
-      <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Esc stops · @file adds a file</label>
+      <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Ctrl+Alt+S stops · @file adds a file</label>
       <ul id="attachments" class="attachments" aria-label="Context sent with the prompt" hidden></ul>
       <ul id="slash" class="slash" role="listbox" aria-label="Commands" hidden></ul>
       <textarea id="prompt" rows="3" placeholder="Ask TunaCode… (/ for commands)" aria-label="Prompt"></textarea>

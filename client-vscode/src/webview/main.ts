@@ -190,12 +190,7 @@ conversation.addEventListener("click", (e) => {
     e.preventDefault();
   }
 });
-document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && isRunning(state)) {
-    e.preventDefault();
-    stop();
-  }
-});
+// Esc never stops the request (Stop and Ctrl+Alt+S do): a stray Esc must not lose a long run.
 $<HTMLFormElement>("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   send();
@@ -503,6 +498,11 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   }
 }
 
+/** Approval shortcuts while its buttons have the focus. */
+const APPROVAL_KEYS: Record<string, ApprovalDecision> = { a: "allow", s: "allow_session", d: "deny" };
+/** Approvals that already took the focus once (a re-render does not take it again). */
+const focusedApprovals = new Set<string>();
+
 /** When each running turn started: its status line shows the time waited ("Working… 12 s"). */
 const runningSince = new Map<HTMLElement, number>();
 let elapsedTimer: ReturnType<typeof setInterval> | undefined;
@@ -733,21 +733,41 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
     if (item.approval.truncated) approvalBox.append(el("div", "approval-note", "The diff was cut; the full change is larger."));
     const buttons = el("div", "approval-buttons");
     const requestId = turn.requestId;
-    const button = (label: string, decision: ApprovalDecision, cls: string): HTMLButtonElement => {
+    const answer = (decision: ApprovalDecision): void => {
+      post({ type: "approve", requestId, toolCallId: item.toolCallId, decision });
+      // Answered: the keyboard goes back to the prompt (not the page's body).
+      promptBox.focus();
+    };
+    const button = (label: string, key: string, decision: ApprovalDecision, cls: string): HTMLButtonElement => {
       const b = el("button", cls, label);
       b.type = "button";
+      b.title = `${label} (${key.toUpperCase()})`;
+      b.setAttribute("aria-keyshortcuts", key.toUpperCase());
       b.addEventListener("click", (e) => {
         e.preventDefault();
-        post({ type: "approve", requestId, toolCallId: item.toolCallId, decision });
+        answer(decision);
       });
       return b;
     };
     buttons.append(
-      button("Allow", "allow", "approve-allow"),
-      button("Allow for this session", "allow_session", "approve-session secondary"),
-      button("Deny", "deny", "approve-deny secondary"),
+      button("Allow", "a", "allow", "approve-allow"),
+      button("Allow for this session", "s", "allow_session", "approve-session secondary"),
+      button("Deny", "d", "deny", "approve-deny secondary"),
     );
     approvalBox.append(buttons);
+    approvalBox.onkeydown = (e: KeyboardEvent) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const decision = APPROVAL_KEYS[e.key.toLowerCase()];
+      if (!decision) return;
+      e.preventDefault();
+      answer(decision);
+    };
+    // A new question takes the keyboard (Allow focused), unless the person is typing a prompt.
+    if (!focusedApprovals.has(item.toolCallId)) {
+      focusedApprovals.add(item.toolCallId);
+      const typing = document.activeElement === promptBox && promptBox.value.trim() !== "";
+      if (!typing) requestAnimationFrame(() => (approvalBox.querySelector(".approve-allow") as HTMLElement | null)?.focus());
+    }
   }
 
   const result = node.querySelector(".tool-result") as HTMLElement;

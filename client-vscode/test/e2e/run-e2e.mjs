@@ -158,6 +158,13 @@ async function main() {
     fs.mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
     const settingsFile = path.join(dirs["user-data"], "User/settings.json");
     fs.writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+    // code-server's window is remote: `machine`-scoped settings (how the server starts, the
+    // endpoint) come from the remote machine's settings, so they are written there too.
+    const machine = Object.fromEntries(
+      Object.entries(settings).filter(([key]) => ["tunacode.server.command", "tunacode.server.env", "tunacode.baseUrl"].includes(key)),
+    );
+    fs.mkdirSync(path.join(dirs["user-data"], "Machine"), { recursive: true });
+    fs.writeFileSync(path.join(dirs["user-data"], "Machine/settings.json"), JSON.stringify(machine, null, 2));
 
     // Install the packaged extension, then start code-server in its own process group.
     const csArgs = ["--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions];
