@@ -128,7 +128,26 @@ function send(): void {
   const context = state.attachments.map((a) => a.item);
   const mode = modeSelect.value === "plan" ? { mode: "plan" as const } : {};
   post(context.length > 0 ? { type: "send", prompt, context, ...mode } : { type: "send", prompt, ...mode });
+  // The new turn is shown even when the person had scrolled up to read.
+  scrollOnNewTurn = state.turns.length;
   renderSlash();
+}
+
+/** The number of turns when a prompt was sent: the next render with more scrolls to it. */
+let scrollOnNewTurn: number | undefined;
+const jumpButton = $<HTMLButtonElement>("jump-bottom");
+
+function atBottom(): boolean {
+  return conversation.scrollHeight - conversation.scrollTop - conversation.clientHeight < 40;
+}
+
+function scrollToBottom(): void {
+  conversation.scrollTop = conversation.scrollHeight;
+  jumpButton.hidden = true;
+}
+
+function updateJumpButton(): void {
+  jumpButton.hidden = atBottom();
 }
 
 function walkHistory(step: -1 | 1): boolean {
@@ -190,6 +209,8 @@ conversation.addEventListener("click", (e) => {
     e.preventDefault();
   }
 });
+conversation.addEventListener("scroll", () => updateJumpButton(), { passive: true });
+jumpButton.addEventListener("click", () => scrollToBottom());
 // Esc never stops the request (Stop and Ctrl+Alt+S do): a stray Esc must not lose a long run.
 $<HTMLFormElement>("composer").addEventListener("submit", (e) => {
   e.preventDefault();
@@ -323,7 +344,13 @@ function render(): void {
   renderPlan();
   announce();
   renderFooter();
-  if (stickToBottom) conversation.scrollTop = conversation.scrollHeight;
+  if (scrollOnNewTurn !== undefined && state.turns.length > scrollOnNewTurn) {
+    scrollOnNewTurn = undefined;
+    scrollToBottom();
+  } else if (stickToBottom) {
+    scrollToBottom();
+  }
+  updateJumpButton();
 }
 
 function renderBanner(): void {
