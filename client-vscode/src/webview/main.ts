@@ -527,6 +527,7 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
 
 /** Approval shortcuts while its buttons have the focus. */
 const APPROVAL_KEYS: Record<string, ApprovalDecision> = { a: "allow", s: "allow_session", d: "deny" };
+const ALWAYS_KEYS: Record<string, ApprovalDecision> = { u: "allow_always_user", p: "allow_always_project" };
 /** Approvals that already took the focus once (a re-render does not take it again). */
 const focusedApprovals = new Set<string>();
 
@@ -781,10 +782,22 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
       button("Allow for this session", "s", "allow_session", "approve-session secondary"),
       button("Deny", "d", "deny", "approve-deny secondary"),
     );
+    const always = item.approval.alwaysAllow;
+    if (always && always.length > 0) {
+      // The server saves these allow rules to the chosen settings file (docs/protocol.md).
+      const rules = always.join(", ");
+      const user = button("Always allow (user)", "u", "allow_always_user", "approve-always-user secondary");
+      const project = button("Always allow (project)", "p", "allow_always_project", "approve-always-project secondary");
+      user.title = `Save ${rules} to your user settings and allow (U)`;
+      project.title = `Save ${rules} to the project's .tunacode/settings.json and allow (P)`;
+      buttons.append(user, project);
+    }
+    if (item.approval.rule) approvalBox.append(el("div", "approval-note", `Asked by the ${item.approval.rule}`));
     approvalBox.append(buttons);
     approvalBox.onkeydown = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
-      const decision = APPROVAL_KEYS[e.key.toLowerCase()];
+      const key = e.key.toLowerCase();
+      const decision = APPROVAL_KEYS[key] ?? (item.approval?.alwaysAllow?.length ? ALWAYS_KEYS[key] : undefined);
       if (!decision) return;
       e.preventDefault();
       answer(decision);

@@ -66,6 +66,10 @@ export interface Approval {
   detailKind: ApproveParams["detailKind"];
   truncated: boolean;
   summary: string;
+  /** v3: the allow rules "Always allow" would save (absent: not offered) */
+  alwaysAllow?: string[];
+  /** v3: the permission rule that made it ask */
+  rule?: string;
 }
 export interface NoticeItem {
   kind: "notice";
@@ -729,6 +733,10 @@ function onApprovalRequest(state: ViewState, params: ApproveParams): ViewState {
     detailKind: params.detailKind === "diff" || params.detailKind === "command" ? params.detailKind : "arguments",
     truncated: params.truncated === true,
     summary: params.summary ?? "",
+    ...(Array.isArray(params.alwaysAllow) && params.alwaysAllow.length > 0
+      ? { alwaysAllow: params.alwaysAllow.filter((r) => typeof r === "string") }
+      : {}),
+    ...(typeof params.rule === "string" && params.rule ? { rule: params.rule } : {}),
   };
   let s = state;
   let idx = indexForRequest(s, params.requestId);

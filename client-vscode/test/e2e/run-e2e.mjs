@@ -164,7 +164,8 @@ async function main() {
       Object.entries(settings).filter(([key]) => ["tunacode.server.command", "tunacode.server.env", "tunacode.baseUrl"].includes(key)),
     );
     fs.mkdirSync(path.join(dirs["user-data"], "Machine"), { recursive: true });
-    fs.writeFileSync(path.join(dirs["user-data"], "Machine/settings.json"), JSON.stringify(machine, null, 2));
+    const machineFile = path.join(dirs["user-data"], "Machine/settings.json");
+    fs.writeFileSync(machineFile, JSON.stringify(machine, null, 2));
 
     // Install the packaged extension, then start code-server in its own process group.
     const csArgs = ["--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions];
@@ -231,6 +232,11 @@ async function main() {
       log,
       // The user settings as they are on disk (the scenario edits them in VS Code).
       readSettings: () => JSON.parse(fs.readFileSync(settingsFile, "utf8")),
+      // The remote machine's settings (machine-scoped keys), changed on disk (VS Code watches it).
+      writeMachineSettings: (changes) => {
+        const now = JSON.parse(fs.readFileSync(machineFile, "utf8"));
+        fs.writeFileSync(machineFile, JSON.stringify({ ...now, ...changes }, null, 2));
+      },
       serverCommand,
       // A Python that does not have the server package (a common broken setup).
       brokenPython: findBrokenPython(),

@@ -30,7 +30,7 @@ async function waitFor(fn, timeoutMs) {
   }
 }
 
-export async function runScenario({ workspace, context, url, extensionId, modelRoot, artifacts, summary, log, readSettings, serverCommand, brokenPython }) {
+export async function runScenario({ workspace, context, url, extensionId, modelRoot, artifacts, summary, log, readSettings, writeMachineSettings, serverCommand, brokenPython }) {
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(20_000);
   const shot = async (name) => {
@@ -240,9 +240,9 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
     await prompt.press("Enter");
     const turn = panel.locator("article.turn").last();
     await turn.locator(".answer").waitFor();
-    // Change agent settings while the request runs: the footer shows the new model...
+    // Change agent settings while the request runs (the setting is for new sessions: the
+    // session keeps its model, and the footer keeps saying so)...
     await writeSettings({ "tunacode.model": "openai-compatible:scripted-live", "tunacode.maxTurns": 12 });
-    await panel.locator("#model", { hasText: "scripted-live" }).waitFor();
     // ...and the request keeps streaming on the same server.
     const before = (await turn.locator(".answer").innerText()).length;
     await turn.locator(".answer").evaluate(
@@ -256,6 +256,8 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
     const status = await turn.getAttribute("data-status");
     const server = await panel.locator("body").getAttribute("data-server");
     if (status !== "running" || server !== "running") throw new Error(`after the change: turn ${status}, server ${server}`);
+    const footerModel = (await panel.locator("#model").innerText()).trim();
+    if (footerModel !== "openai-compatible:scripted") throw new Error(`the footer claims ${footerModel}, not the session's model`);
     // Stop from the editor with the keybinding (the panel does not have focus).
     await editorTab("hello.txt").first().click();
     await page.locator(".monaco-editor textarea").first().focus();
@@ -400,7 +402,8 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
     const prompt = panel.locator("#prompt");
     await prompt.fill("a prompt typed before the failure");
     // A Python without the server package: the cause comes from the server's stderr.
-    await writeSettings({ "tunacode.server.command": [brokenPython, "-m", "tunacode_lsp"] });
+    // tunacode.server.command is machine-scoped: code-server reads it from the machine's settings.
+    writeMachineSettings({ "tunacode.server.command": [brokenPython, "-m", "tunacode_lsp"] });
     const banner = panel.locator("#banner");
     await banner.locator(".banner-text", { hasText: "No module named tunacode_lsp" }).waitFor({ timeout: 30_000 });
     await banner.locator("button", { hasText: "Retry" }).waitFor();
@@ -412,7 +415,7 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
     await prompt.press("Enter"); // refused while the server is down: the text stays
     const kept = await prompt.inputValue();
     if (kept !== "a prompt typed before the failure") throw new Error(`the prompt was not kept: ${JSON.stringify(kept)}`);
-    await writeSettings({ "tunacode.server.command": [serverCommand] });
+    writeMachineSettings({ "tunacode.server.command": [serverCommand] });
     await panel.locator('body[data-server="running"]').waitFor({ timeout: 30_000 });
     await panel.locator("#send:not([disabled])").waitFor();
     // The restarted server still serves this workspace's sessions.

@@ -410,3 +410,16 @@ describe("one error-and-retry line", () => {
     assert.ok(!turn.error.hint.includes("`"));
   });
 });
+
+describe("approvals with Always allow", () => {
+  it("keeps the rules Always allow would save and the rule that asked", () => {
+    let s = feed(sent("run"), events([
+      { type: "request_start", prompt: "run" },
+      { type: "tool_call", toolCallId: "b1", name: "bash", args: { command: "npm test" }, status: "pending" },
+    ]));
+    s = reduce(s, { type: "approval_request", params: { sessionId: SID, requestId: RID, toolCallId: "b1", tool: "bash", summary: "npm test", detail: "npm test", detailKind: "command", alwaysAllow: ["bash(npm test*)"], rule: "ask rule `bash(npm*)` (user settings)" } });
+    const card = s.turns.at(-1).items.find((i) => i.kind === "tool");
+    assert.deepEqual(card.approval.alwaysAllow, ["bash(npm test*)"]);
+    assert.match(card.approval.rule, /ask rule/);
+  });
+});
