@@ -37,6 +37,7 @@ import {
   type TunaEvent,
 } from "./protocol";
 import { explainFailure, resolveServerCommand, systemProbes } from "./serverCommand";
+import { serverEnv } from "./apiKeys";
 import { SECTION, configurationAnswer, initializationOptions, readSettings } from "./settings";
 import type { BannerAction, ServerState } from "./webview/state";
 
@@ -105,6 +106,9 @@ export class TunaServer implements vscode.Disposable {
   /** Every `tunacode/event` notification from the server. */
   readonly onEvent = this.eventEmitter.event;
   readonly onStatus = this.statusEmitter.event;
+
+  /** Provider keys kept in SecretStorage (apiKeys.ts), for the server's environment. */
+  storedKeys: Record<string, string> = {};
 
   constructor(private readonly log: vscode.LogOutputChannel) {}
 
@@ -187,7 +191,7 @@ export class TunaServer implements vscode.Disposable {
 
   private async doStart(): Promise<void> {
     const settings = readSettings();
-    const env = { ...process.env, ...settings.server.env };
+    const env = serverEnv(process.env, this.storedKeys, settings.server.env);
     const resolved = resolveServerCommand(settings.server, systemProbes(env));
     if (!resolved.ok) {
       this.log.error(`${resolved.message} (tried: ${resolved.tried.join(", ")})`);

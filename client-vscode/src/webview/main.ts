@@ -118,7 +118,7 @@ let draft = "";
 
 function send(): void {
   const prompt = promptBox.value.trim();
-  if (!prompt || isRunning(state) || state.server !== "running") return;
+  if (!prompt || isRunning(state) || state.server !== "running" || state.keyMissing) return;
   promptBox.value = "";
   if (history[history.length - 1] !== prompt) history.push(prompt);
   if (history.length > 100) history.splice(0, history.length - 100);
@@ -334,7 +334,7 @@ function render(): void {
   title.title = state.title ? `${state.title}${state.sessionId ? ` (session ${state.sessionId})` : ""}` : (state.sessionId ?? "");
   if (state.sessionId) title.dataset.sessionId = state.sessionId;
   else delete title.dataset.sessionId;
-  sendButton.disabled = running || state.server !== "running";
+  sendButton.disabled = running || state.server !== "running" || state.keyMissing !== undefined;
   stopButton.hidden = !running;
   sendButton.hidden = running;
   renderBanner();
@@ -354,14 +354,23 @@ function render(): void {
 }
 
 function renderBanner(): void {
-  const banner = state.banner;
+  // First run without a key: the call to action, while nothing more urgent is shown.
+  const banner =
+    state.banner ??
+    (state.keyMissing
+      ? {
+          kind: "info" as const,
+          message: `No API key for ${state.keyMissing.model}: set ${state.keyMissing.variable} to start (kept in VS Code's secret storage), or choose another model.`,
+          action: "setApiKey" as const,
+        }
+      : undefined);
   bannerBox.hidden = !banner;
   bannerBox.replaceChildren();
   if (!banner) return;
   bannerBox.className = `banner banner-${banner.kind}`;
   bannerBox.append(el("span", "banner-text", banner.message));
   if (banner.action) {
-    const labels = { openSettings: "Open Settings", showLogs: "Show Logs", restart: "Restart Server", retry: "Retry" } as const;
+    const labels = { openSettings: "Open Settings", showLogs: "Show Logs", restart: "Restart Server", retry: "Retry", setApiKey: "Set API Key" } as const;
     const action = banner.action;
     const button = el("button", "link-button", labels[action]);
     button.addEventListener("click", () => post({ type: "banner_action", action }));

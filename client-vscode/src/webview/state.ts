@@ -141,7 +141,7 @@ export interface Banner {
   message: string;
   action?: BannerAction;
 }
-export type BannerAction = "openSettings" | "showLogs" | "restart" | "retry";
+export type BannerAction = "openSettings" | "showLogs" | "restart" | "retry" | "setApiKey";
 
 export interface ViewState {
   sessionId?: string;
@@ -159,6 +159,8 @@ export interface ViewState {
   plan?: PlanItem[];
   /** The context meter, from the last `turn_end` that carried it. */
   context?: { tokens: number; window: number };
+  /** First run: the model in use has no key; Send waits for one. */
+  keyMissing?: { model: string; variable: string };
   /** Models from `tunacode.models.list`, for the picker. */
   models?: string[];
   /** MCP servers from `tunacode.status` (undefined: not known yet, or none configured). */
@@ -181,6 +183,8 @@ export type Action =
   | { type: "session_deleted"; sessionId: string }
   | { type: "server_state"; state: ServerState; message?: string; action?: BannerAction }
   | { type: "model"; model?: string }
+  /** The model in use has no key (absent fields: it has one). */
+  | { type: "key_missing"; model?: string; variable?: string }
   | { type: "models"; models: string[]; model?: string }
   | { type: "approval_request"; params: ApproveParams }
   | { type: "approval_settled"; requestId: string; toolCallId: string; state: Exclude<ApprovalState, "asking"> }
@@ -360,6 +364,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
             : state.banner;
       return { ...state, server: action.state, banner };
     }
+    case "key_missing":
+      return { ...state, keyMissing: action.model && action.variable ? { model: action.model, variable: action.variable } : undefined };
     case "model":
       return { ...state, model: action.model || undefined };
     case "models":

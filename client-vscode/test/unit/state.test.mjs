@@ -423,3 +423,11 @@ describe("approvals with Always allow", () => {
     assert.match(card.approval.rule, /ask rule/);
   });
 });
+
+describe("first run without a key", () => {
+  it("holds the model and variable, and clears when the model has a key", () => {
+    const s = reduce(initialState(), { type: "key_missing", model: "openai:gpt-4.1", variable: "OPENAI_API_KEY" });
+    assert.deepEqual(s.keyMissing, { model: "openai:gpt-4.1", variable: "OPENAI_API_KEY" });
+    assert.equal(reduce(s, { type: "key_missing" }).keyMissing, undefined);
+  });
+});
