@@ -170,6 +170,16 @@ async def test_settings_from_workspace_configuration(lsp, model):
     assert models["default"] == "openai-compatible:scripted"
 
 
+async def test_a_cleared_setting_is_unset_not_the_initialize_value(lsp, model):
+    # The client started with a model, then the user cleared it: workspace/configuration
+    # answers null, and the server falls back to its default, not the start value.
+    cleared = {**scripted_options(model), "model": None}
+    await lsp.start(init_options=scripted_options(model), configuration=cleared,
+                    capabilities=client_capabilities("visual-studio-code"))
+    models = await lsp.command("tunacode.models.list")
+    assert models["default"] == "openai:gpt-4.1"
+
+
 async def test_a_burst_of_deltas_is_merged_and_a_slow_stream_stays_live(lsp, model):
     model.set_script([
         {"steps": [{"text": "x" * 200, "chunks": 200}]},
