@@ -241,13 +241,12 @@ def _token_start_in(word: str) -> int:
     for prefix, whole_word in HOLD_PREFIXES:
         w = lower if prefix in _CASELESS_PREFIXES else word
         # a token shape starts a word (TOKEN_SHAPES' `_LEFT`): the end of "Working" is no `ghp_`
-        starts = (lambda at: True) if whole_word else (lambda at, w=w: _starts_word(w, at))
         at = w.find(prefix)
-        while at >= 0 and not starts(at):
+        while at >= 0 and not (whole_word or _starts_word(w, at)):
             at = w.find(prefix, at + 1)
         if at < 0:
             for size in range(min(len(prefix) - 1, len(w)), 0, -1):
-                if w.endswith(prefix[:size]) and starts(len(w) - size):
+                if w.endswith(prefix[:size]) and (whole_word or _starts_word(w, len(w) - size)):
                     at = len(w) - size
                     break
         if at >= 0:
