@@ -13,8 +13,10 @@ from pathlib import Path
 from . import (
     abort,
     anthropic_cache,
+    big_workspace,
     checkpoints,
     concurrency,
+    crowd,
     headless,
     overhead,
     prefix_reuse,
@@ -44,6 +46,8 @@ GROUPS: dict[str, Callable[[BenchConfig], Awaitable[list[Row]]]] = {
     "resume": resume.run,
     "checkpoints": checkpoints.run,
     "turn_stall": turn_stall.run,
+    "big_workspace": big_workspace.run,
+    "crowd": crowd.run,
     "sandbox": sandbox.run,
 }
 

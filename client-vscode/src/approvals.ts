@@ -67,7 +67,7 @@ export class Approvals implements vscode.Disposable {
     this.view.dispatch({ type: "approval_settled", requestId: params.requestId, toolCallId: params.toolCallId, state: settled });
     this.log.info(`Approval of ${params.summary || params.tool}: ${decision}`);
     // A cancelled request gets no meaningful answer; "deny" is the safe one if it is read.
-    return { decision: decision === "cancelled" ? "deny" : decision };
+    return approveResult(decision);
   }
 
   /** An answer from the card or the notification; a late or unknown one is ignored. */
@@ -116,4 +116,11 @@ export class Approvals implements vscode.Disposable {
 
 function keyOf(requestId: string, toolCallId: string): string {
   return `${requestId}\u0000${toolCallId}`;
+}
+
+/** The wire answer of a panel decision ("cancelled" is read as a deny, the safe one). */
+export function approveResult(decision: ApprovalDecision | "cancelled"): ApproveResult {
+  if (decision === "allow_always_user") return { decision: "allow_always", scope: "user" };
+  if (decision === "allow_always_project") return { decision: "allow_always", scope: "project" };
+  return { decision: decision === "cancelled" ? "deny" : decision };
 }

@@ -32,6 +32,10 @@ export interface ConversationView {
 export class Conversation implements vscode.Disposable {
   private sessionId: string | undefined;
   private active: ActiveRequest | undefined;
+  /** The model the composer's menu chose: sent as `model` with each request until changed. */
+  private chosenModel: string | undefined;
+  /** The current session's model as the server last said (request_start, session.get). */
+  private sessionModel: string | undefined;
   private readonly runningEmitter = new vscode.EventEmitter<{ running: boolean; message?: string }>();
   private readonly sessionEmitter = new vscode.EventEmitter<string | undefined>();
   /** Fires when the current session changes (kept in workspaceState for a reload). */
@@ -64,6 +68,16 @@ export class Conversation implements vscode.Disposable {
     if (!this.active && !this.sessionId) this.sessionId = sessionId;
   }
 
+  /** The model the next request runs with, when known: the chosen one, else the session's. */
+  get modelInUse(): string | undefined {
+    return this.chosenModel ?? this.sessionModel;
+  }
+
+  /** The composer's model menu: the next requests send `model` (undefined: the server chooses). */
+  chooseModel(model: string | undefined): void {
+    this.chosenModel = model || undefined;
+  }
+
   get isRunning(): boolean {
     return this.active !== undefined;
   }
@@ -89,6 +103,7 @@ export class Conversation implements vscode.Disposable {
         ...(this.sessionId ? { sessionId: this.sessionId } : {}),
         ...(context.length > 0 ? { context } : {}),
         ...(mode ? { mode } : {}),
+        ...(this.chosenModel ? { model: this.chosenModel } : {}),
       };
       const result = await this.server.executeCommand<RequestResult>(Commands.request, params, {
         token: active.cancel.token,
@@ -139,6 +154,7 @@ export class Conversation implements vscode.Disposable {
       return;
     }
     this.setSession(undefined);
+    this.sessionModel = undefined;
     this.view.dispatch({ type: "session_cleared" });
   }
 
@@ -170,6 +186,9 @@ export class Conversation implements vscode.Disposable {
       const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId, events: true });
       if (this.active) return;
       this.setSession(result.session.sessionId);
+      // The session's own model is the truth now; a model chosen for another one is dropped.
+      this.chosenModel = undefined;
+      this.sessionModel = result.session.model || undefined;
       this.view.dispatch({ type: "session_loaded", session: result.session, events: result.events ?? [], requests: result.requests });
     } catch (err) {
       this.log.error(`tunacode.session.get failed: ${errorMessage(err)}`);
@@ -235,6 +254,7 @@ export class Conversation implements vscode.Disposable {
         this.setSession(event.sessionId);
       }
     }
+    if (event.type === "request_start" && event.model && event.sessionId === this.sessionId) this.sessionModel = event.model;
     this.view.dispatch({ type: "event", event });
   }
 }

@@ -12,8 +12,11 @@ import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
 import { errorMessage, TunaServer } from "./server";
+import { KEY_VARIABLES, keyVariable, missingKey, secretName } from "./apiKeys";
+import { modelRows } from "./modelPick";
+import { userLevelValue } from "./options";
 import { needsRestart } from "./settings";
-import type { ApprovalDecision, ContextItem, LspRange, StatusResult } from "./protocol";
+import type { ApprovalDecision, ContextItem, LspRange, ModelsListResult, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import { parseCommands } from "./webview/slash";
 import type { Session } from "./protocol";
@@ -98,6 +101,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (message.action === "openSettings") await vscode.commands.executeCommand("workbench.action.openSettings", "tunacode");
         if (message.action === "showLogs") log.show();
         if (message.action === "restart" || message.action === "retry") await tuna.restart();
+      if (message.action === "setApiKey") await setApiKey();
         return;
       case "approve":
         approvals.answer(message.requestId, message.toolCallId, message.decision);
@@ -276,26 +280,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   async function pickModel(): Promise<void> {
     try {
-      const result = await tuna.executeCommand<{ models?: { id: string; provider?: string; configured?: boolean }[]; default?: string }>(
-        Commands.modelsList,
-        {},
-      );
-      const current = vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
-      const items: (vscode.QuickPickItem & { value: string })[] = [
-        { label: "Server default", description: result.default, value: "" },
-        ...(result.models ?? []).map((m) => ({
-          label: m.id,
-          description: [m.provider, m.configured === false ? "not configured" : undefined].filter(Boolean).join(" · "),
-          value: m.id,
-          picked: m.id === current,
-        })),
-      ];
-      const picked = await vscode.window.showQuickPick(items, { title: "TunaCode model", placeHolder: current || result.default });
+      const result = await tuna.executeCommand<ModelsListResult>(Commands.modelsList, {});
+      const config = vscode.workspace.getConfiguration("tunacode");
+      const setting = userLevelValue<string>(config.inspect<string>("model")) ?? "";
+      const inUse = convo.modelInUse ?? (setting || result.default);
+      const picked = await vscode.window.showQuickPick(modelRows(result, inUse, setting), {
+        title: "TunaCode model",
+        placeHolder: inUse ? `In use: ${inUse}` : "Choose the model",
+        matchOnDescription: true,
+        matchOnDetail: true,
+      });
       if (!picked) return;
-      // Applied live: the server re-reads its settings on workspace/didChangeConfiguration.
-      const target = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-      await vscode.workspace.getConfiguration("tunacode").update("model", picked.value || undefined, target);
-      panel.dispatch({ type: "model", model: picked.value || result.default });
+      // The next requests send `model` (the session's model changes with them), and the
+      // user's settings (never the workspace's .vscode/settings.json) keep it for new sessions.
+      convo.chooseModel(picked.value || undefined);
+      await config.update("model", picked.value || undefined, vscode.ConfigurationTarget.Global);
+      panel.dispatch({ type: "model", model: convo.modelInUse ?? result.default });
+      void checkKey();
     } catch (err) {
       void vscode.window.showErrorMessage(`TunaCode: could not list models: ${errorMessage(err)}`);
     }
@@ -318,8 +319,35 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   }
 
+  /** The first-run call to action: the model in use has no key (models.list `configured: false`). */
+  async function checkKey(): Promise<void> {
+    if (tuna.status.state !== "running") return;
+    try {
+      const result = await tuna.executeCommand<ModelsListResult>(Commands.modelsList, {});
+      const inUse = convo.modelInUse ?? (vscode.workspace.getConfiguration("tunacode").get<string>("model", "") || result.default);
+      const missing = missingKey(result.models, inUse);
+      panel.dispatch({ type: "key_missing", ...(missing ?? {}) });
+    } catch (err) {
+      log.debug(`tunacode.models.list: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Asks for a provider's key, keeps it in SecretStorage and restarts the server with it in its environment. */
+  async function setApiKey(): Promise<void> {
+    const inUse = convo.modelInUse ?? vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
+    const suggested = keyVariable(inUse);
+    const variables = [...new Set([...(suggested ? [suggested] : []), ...Object.values(KEY_VARIABLES)])];
+    const variable = await vscode.window.showQuickPick(variables, { title: "TunaCode: the provider's key variable", placeHolder: suggested });
+    if (!variable) return;
+    const key = await vscode.window.showInputBox({ title: `TunaCode: ${variable}`, prompt: "Kept in VS Code's secret storage and given to the TunaCode server only", password: true, ignoreFocusOut: true });
+    if (!key || !key.trim()) return;
+    await context.secrets.store(secretName(variable), key.trim());
+    tuna.storedKeys = await loadStoredKeys(context.secrets);
+    await tuna.restart();
+  }
+
   async function refreshModel(): Promise<void> {
-    const configured = vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
+    const configured = convo.modelInUse ?? vscode.workspace.getConfiguration("tunacode").get<string>("model", "");
     if (configured) {
       panel.dispatch({ type: "model", model: configured });
       return;
@@ -362,6 +390,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       panel.dispatch({ type: "server_state", ...status });
       if (status.state === "running") {
         void refreshModel();
+        void checkKey();
         void refreshStatus();
         void sendCommands();
       }
@@ -395,7 +424,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       // Agent settings apply live (the server re-reads them on didChangeConfiguration);
       // only how the server starts needs a new process.
       if (!needsRestart(event)) {
-        if (event.affectsConfiguration("tunacode.model")) void refreshModel();
+        if (event.affectsConfiguration("tunacode.model")) {
+          void refreshModel();
+          void checkKey();
+        }
         return;
       }
       // Several settings often change at once (a settings.json save): restart once.
@@ -415,6 +447,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       typeof requestId === "string" ? changes.rewind(requestId) : undefined,
     ),
     vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
+    vscode.commands.registerCommand("tunacode.setApiKey", () => setApiKey()),
     vscode.commands.registerCommand("tunacode.askAboutSelection", () => askAboutSelection()),
     // The server's code actions (lightbulb "TunaCode: Fix" / "TunaCode: Explain") run
     // `tunacode.request {prompt, context}`: the panel gets the context as chips and the
@@ -468,6 +501,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("tunacode.showLogs", () => log.show()),
   );
 
+  tuna.storedKeys = await loadStoredKeys(context.secrets);
   void tuna.start();
 }
 
@@ -498,4 +532,14 @@ function toLspDiagnostic(d: vscode.Diagnostic): { range: LspRange; severity: num
     ...(d.source ? { source: d.source } : {}),
     message: d.message,
   };
+}
+
+/** The provider keys kept in SecretStorage, by variable. */
+async function loadStoredKeys(secrets: vscode.SecretStorage): Promise<Record<string, string>> {
+  const keys: Record<string, string> = {};
+  for (const variable of Object.values(KEY_VARIABLES)) {
+    const value = await secrets.get(secretName(variable));
+    if (value) keys[variable] = value;
+  }
+  return keys;
 }

@@ -12,7 +12,44 @@ export interface AgentSettings {
   maxTurns: number;
   requestTimeout: number;
   sessionStore: string;
+  /** The other server settings (PASS_THROUGH_KEYS), as the user set them; absent = not set. */
+  extra: Record<string, unknown>;
 }
+
+/**
+ * Every other setting of the server's settings model (server/tunacode_lsp/agent/config.py
+ * `_FIELDS`), passed as set (the server validates them); package.json declares each one and a
+ * test checks both lists against the server's.
+ */
+export const PASS_THROUGH_KEYS: readonly string[] = [
+  "maxRetries",
+  "streamReadTimeout",
+  "toolConcurrency",
+  "shellInheritSecrets",
+  "historyTokenBudget",
+  "contextWindow",
+  "compactThreshold",
+  "logFile",
+  "logLevel",
+  "imageInput",
+  "textToolCalls",
+  "mcpServers",
+  "mcpToolTimeout",
+  "mcpStartupTimeout",
+  "shellSandbox",
+  "shellNetwork",
+  "permissions",
+  "hooks",
+  "toolTimeouts",
+  "webFetchPrivateAddresses",
+  "shellEnvPassthrough",
+  "shellReadOnlyPaths",
+  "openaiApi",
+  "thinkingBudget",
+  "reasoningEffort",
+  "headers",
+  "modelCost",
+];
 
 /** Raw values (as VS Code returns them, possibly of the wrong type) -> typed settings. */
 export function parseAgentSettings(raw: Record<string, unknown>): AgentSettings {
@@ -27,6 +64,9 @@ export function parseAgentSettings(raw: Record<string, unknown>): AgentSettings 
     maxTurns: Number.isInteger(maxTurns) && maxTurns >= 1 ? maxTurns : 40,
     requestTimeout: Number.isFinite(timeout) && timeout >= 0 ? timeout : 600,
     sessionStore: str(raw.sessionStore),
+    extra: Object.fromEntries(
+      PASS_THROUGH_KEYS.filter((key) => raw[key] !== undefined && raw[key] !== null).map((key) => [key, raw[key]]),
+    ),
   };
 }
 
@@ -40,6 +80,25 @@ export function initializationOptions(agent: AgentSettings): Record<string, unkn
   if (agent.model) options.model = agent.model;
   if (agent.baseUrl) options.baseUrl = agent.baseUrl;
   if (agent.sessionStore) options.sessionStore = agent.sessionStore;
+  Object.assign(options, agent.extra);
+  return options;
+}
+
+/**
+ * The answer to `workspace/configuration`: every server setting with an explicit value,
+ * `null` for one the user has not set (or cleared), so a cleared `tunacode.model` is unset on
+ * the server instead of bringing back the value it started with.
+ */
+export function configurationAnswer(agent: AgentSettings): Record<string, unknown> {
+  const options: Record<string, unknown> = {
+    model: agent.model || null,
+    baseUrl: agent.baseUrl || null,
+    sessionStore: agent.sessionStore || null,
+    approval: agent.approval,
+    maxTurns: agent.maxTurns,
+    requestTimeout: agent.requestTimeout,
+  };
+  for (const key of PASS_THROUGH_KEYS) options[key] = key in agent.extra ? agent.extra[key] : null;
   return options;
 }
 
@@ -61,6 +120,11 @@ export const USER_ONLY_KEYS: readonly string[] = [
   "shellNetwork",
   "shellEnvPassthrough",
   "shellInheritSecrets",
+  "shellReadOnlyPaths",
+  "webFetchPrivateAddresses",
+  "headers",
+  "hooks",
+  "permissions",
   "mcpServers",
 ];
 
@@ -76,4 +140,17 @@ export interface InspectedSetting<T> {
 export function userLevelValue<T>(inspected: InspectedSetting<T> | undefined): T | undefined {
   if (inspected === undefined) return undefined;
   return inspected.globalValue !== undefined ? inspected.globalValue : inspected.defaultValue;
+}
+
+/**
+ * A value the user set (never a default: package.json's defaults are not the server's
+ * "not set"); for a user-only key, the user's own value only.
+ */
+export function setValue<T>(inspected: InspectedSetting<T> | undefined, userOnly: boolean): T | undefined {
+  if (inspected === undefined) return undefined;
+  if (userOnly) return inspected.globalValue;
+  for (const value of [inspected.workspaceFolderValue, inspected.workspaceValue, inspected.globalValue]) {
+    if (value !== undefined) return value;
+  }
+  return undefined;
 }

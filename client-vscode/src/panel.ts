@@ -119,7 +119,7 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
       <button id="toggle-sessions" type="button" class="secondary" aria-expanded="false" aria-controls="sessions" title="Show sessions">Sessions</button>
     </header>
     <form id="composer" aria-label="Ask TunaCode">
-      <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Esc stops · @file adds a file</label>
+      <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Ctrl+Alt+S stops · @file adds a file</label>
       <ul id="attachments" class="attachments" aria-label="Context sent with the prompt" hidden></ul>
       <ul id="slash" class="slash" role="listbox" aria-label="Commands" hidden></ul>
       <textarea id="prompt" rows="3" placeholder="Ask TunaCode… (/ for commands)" aria-label="Prompt"></textarea>
@@ -131,12 +131,13 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
         </select>
         <span class="composer-spacer"></span>
         <button id="send" type="submit">Send</button>
-        <button id="stop" type="button" hidden title="Stop the running request (Esc)">Stop</button>
+        <button id="stop" type="button" hidden title="Stop the running request (Ctrl+Alt+S)">Stop</button>
       </div>
     </form>
     <section id="sessions" aria-label="Sessions" hidden></section>
     <div id="banner" class="banner" role="alert" hidden></div>
     <main id="conversation" aria-label="Conversation" aria-busy="false" tabindex="-1"></main>
+    <button id="jump-bottom" type="button" class="secondary jump-bottom" title="Scroll to the latest message" hidden>↓ Latest</button>
     <div id="announcer" class="sr-only" role="status" aria-live="polite"></div>
     <section id="plan" class="plan" aria-label="Plan" hidden></section>
     <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><span id="mcp" role="status" hidden></span><span id="usage"></span></footer>

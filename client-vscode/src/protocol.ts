@@ -50,10 +50,13 @@ export interface ApproveParams {
   alwaysAllow?: string[];
 }
 
-export type ApprovalDecision = "allow" | "allow_session" | "deny";
+/** The panel's answers; the two "always" ones go on the wire as `allow_always` with a scope. */
+export type ApprovalDecision = "allow" | "allow_session" | "deny" | "allow_always_user" | "allow_always_project";
 
 export interface ApproveResult {
-  decision: ApprovalDecision;
+  decision: "allow" | "allow_session" | "deny" | "allow_always";
+  /** v3, with `allow_always`: the settings file the `alwaysAllow` rules are saved to */
+  scope?: "user" | "project";
 }
 
 export interface SaveDocumentsParams {

@@ -37,7 +37,8 @@ import {
   type TunaEvent,
 } from "./protocol";
 import { explainFailure, resolveServerCommand, systemProbes } from "./serverCommand";
-import { SECTION, initializationOptions, readSettings } from "./settings";
+import { serverEnv } from "./apiKeys";
+import { SECTION, configurationAnswer, initializationOptions, readSettings } from "./settings";
 import type { BannerAction, ServerState } from "./webview/state";
 
 export interface ServerStatus {
@@ -105,6 +106,9 @@ export class TunaServer implements vscode.Disposable {
   /** Every `tunacode/event` notification from the server. */
   readonly onEvent = this.eventEmitter.event;
   readonly onStatus = this.statusEmitter.event;
+
+  /** Provider keys kept in SecretStorage (apiKeys.ts), for the server's environment. */
+  storedKeys: Record<string, string> = {};
 
   constructor(private readonly log: vscode.LogOutputChannel) {}
 
@@ -187,7 +191,7 @@ export class TunaServer implements vscode.Disposable {
 
   private async doStart(): Promise<void> {
     const settings = readSettings();
-    const env = { ...process.env, ...settings.server.env };
+    const env = serverEnv(process.env, this.storedKeys, settings.server.env);
     const resolved = resolveServerCommand(settings.server, systemProbes(env));
     if (!resolved.ok) {
       this.log.error(`${resolved.message} (tried: ${resolved.tried.join(", ")})`);
@@ -255,12 +259,12 @@ export class TunaServer implements vscode.Disposable {
       initializationOptions: initializationOptions(settings.agent),
       middleware: {
         workspace: {
-          // Answer section `tunacode` with the same cleaned options as initializationOptions:
-          // empty settings are "not set" (left out), and client-only keys stay here.
+          // Answer section `tunacode` with every server setting explicit: `null` is "not set"
+          // (a cleared setting is unset on the server), and client-only keys stay here.
           configuration: async (params, token, next) => {
             const answers = await next(params, token);
             if (!Array.isArray(answers)) return answers;
-            const options = initializationOptions(readSettings().agent);
+            const options = configurationAnswer(readSettings().agent);
             return params.items.map((item, i) => {
               if (item.section === SECTION) return options;
               if (item.section?.startsWith(`${SECTION}.`)) return options[item.section.slice(SECTION.length + 1)] ?? null;

@@ -5,9 +5,9 @@
  */
 
 import * as vscode from "vscode";
-import { type AgentSettings, USER_ONLY_KEYS, parseAgentSettings, userLevelValue } from "./options";
+import { type AgentSettings, PASS_THROUGH_KEYS, USER_ONLY_KEYS, parseAgentSettings, setValue, userLevelValue } from "./options";
 
-export { initializationOptions } from "./options";
+export { configurationAnswer, initializationOptions } from "./options";
 
 export const SECTION = "tunacode";
 
@@ -62,6 +62,7 @@ export function readSettings(): Settings {
       maxTurns: get("maxTurns"),
       requestTimeout: get("requestTimeout"),
       sessionStore: get("sessionStore"),
+      ...Object.fromEntries(PASS_THROUGH_KEYS.map((key) => [key, setValue(c.inspect<unknown>(key), USER_ONLY_KEYS.includes(key))])),
     }),
   };
 }

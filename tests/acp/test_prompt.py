@@ -59,8 +59,27 @@ async def test_usage_updates_meta_and_a_shell_call(workspace: Path, home: Path, 
 async def test_a_model_that_cannot_be_used_is_32003(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
     settings = {"model": "openrouter:some/model", "approval": "auto"}
     async with acp_agent(workspace, home, settings) as agent:
-        session_id = await agent.start_session(workspace)  # no OPENROUTER_API_KEY in the environment
-        with pytest.raises(RequestError) as refused:
-            await agent.conn.prompt(session_id=session_id, prompt=[text_block("Hi")])
-        assert refused.value.code == -32003
+        with pytest.raises(RequestError) as refused:  # no OPENROUTER_API_KEY: session/new fails at once
+            await agent.start_session(workspace)
+        assert refused.value.code == -32003 and "OPENROUTER_API_KEY" in str(refused.value)
+        listed = await agent.conn.list_sessions()
+        assert listed.sessions == []  # no session was stored for it
         assert model.requests == []
+
+
+async def test_a_failed_first_prompt_leaves_no_session_in_the_list(workspace: Path, home: Path, model: ScriptedModelServer) -> None:
+    """A provider error on the first prompt stores the prompt and no answer: session/list leaves
+    that session out (a session that was answered, or is new and empty, stays listed)."""
+
+    model.set_script([{"steps": [{"error": {"status": 500}}]}, {"steps": [{"text": "answered"}]}])
+    async with acp_agent(workspace, home, scripted_settings(model, maxRetries=0)) as agent:
+        failed = await agent.start_session(workspace)
+        with pytest.raises(RequestError):
+            await agent.conn.prompt(session_id=failed, prompt=[text_block("Hi")])
+        answered = await agent.start_session(workspace)
+        response = await agent.conn.prompt(session_id=answered, prompt=[text_block("Hi again")])
+        assert response.stop_reason == "end_turn"
+        fresh = await agent.start_session(workspace)
+        listed = {s.session_id for s in (await agent.conn.list_sessions(cwd=str(workspace))).sessions}
+        assert listed == {answered, fresh}
+        await agent.conn.load_session(cwd=str(workspace), session_id=failed)  # still loadable by id

@@ -110,9 +110,12 @@ class Job:
         if name == "actions/cache":
             assert given["path"] and given["key"].startswith("tunacode-action-Linux-py3.")
         elif name == "actions/download-artifact":
-            source = self.artifacts.get(given["name"])
+            wanted = given.get("name") or given.get("pattern")
+            source = self.artifacts.get(wanted)
             if source is None:
-                assert step.get("continue-on-error") is True  # the first run has no artifact
+                # the first run has no artifact: `name` would be a red "Artifact not found" step,
+                # a `pattern` matching nothing downloads nothing and succeeds
+                assert "name" not in given and given.get("pattern"), "a missing artifact must not fail a step"
             else:
                 shutil.copytree(source, given["path"], dirs_exist_ok=True)
         elif name == "actions/upload-artifact":
@@ -213,7 +216,7 @@ def test_a_denied_edit_fails_the_job_with_exit_4_and_still_sets_the_outputs(mode
     assert out["exit-code"] == "4" and json.loads(out["changed-files"]) == []
     assert "::error::tunacode-lsp run exited 4" in job.log
     # the log shows the plain view while the JSON goes to the outputs
-    assert "[tool] write_file fixed.txt denied" in job.log and "[done] end_turn: 2 turns, 1 tool call (1 denied)" in job.log
+    assert "[tool] Write fixed.txt (+1) denied" in job.log and "[done] end_turn: 2 turns, 1 tool call (1 denied)" in job.log
     assert "**Denied tool calls**" in job.summary and "`write_file` fixed.txt" in job.summary
     assert not (job.workspace / "fixed.txt").exists()
 
@@ -279,9 +282,64 @@ def test_a_cold_cache_installs_from_the_actions_own_checkout(model, tmp_path):
     installed = subprocess.run([str(venv / "bin" / "python"), "-c", "import tunacode_lsp; print(tunacode_lsp.__file__)"],
                                capture_output=True, text=True).stdout
     assert str(venv) in installed  # a real install, not this checkout's editable one
+    left = sorted(p.name for p in checkout.rglob("*") if p.name == "build" or p.name.endswith(".egg-info"))
+    assert left == []  # the action's folder (and so the cache key) is as it was
 
 
 def test_the_output_file_parser_reads_the_runners_format(tmp_path):
     path = tmp_path / "out"
     path.write_text("a=1\nb<<EOF_X\nline 1\nline=2\nEOF_X\nc=\n")
     assert parse_output_file(path) == {"a": "1", "b": "line 1\nline=2", "c": ""}
+
+
+def test_settings_and_permissions_inputs_reach_the_run(model, tmp_path):
+    model.set_script(WRITE_FIX)
+    job = make_job(tmp_path, "job", {**scripted(model), "prompt": "fix it", "approve": "auto",
+                                      "settings": '{"maxRetries": 1, "shellNetwork": false}',
+                                      "permissions": '{"deny": ["write_file"]}'})
+    assert job.run() == 0, job.log
+    assert not (job.workspace / "fixed.txt").exists()  # the deny rule beat approve: auto
+    assert "**Denied tool calls**" in job.summary
+
+
+@pytest.mark.parametrize(("inputs", "needle"), [
+    ({"settings": '{"maxRetries": 99}'}, "tunacode.maxRetries"),
+    ({"settings": "not json"}, "the settings input is not JSON"),
+    ({"permissions": '["bash"]'}, "the permissions input must be a JSON object"),
+    ({"settings": '{"permissions": {}}', "permissions": '{"allow": []}'}, "give one"),
+])
+def test_a_bad_settings_input_is_exit_2_in_one_line(model, tmp_path, inputs, needle):
+    job = make_job(tmp_path, "job", {**scripted(model), "prompt": "hi", **inputs})
+    assert job.run() == 2, job.log
+    errors = [line for line in job.log.splitlines() if needle in line]
+    assert errors and "Traceback" not in job.log, job.log
+    assert job.outputs()["exit-code"] == "2" and model.requests == []
+
+
+def test_a_missing_prompt_file_is_one_clear_line(model, tmp_path):
+    job = make_job(tmp_path, "job", {**scripted(model), "prompt-file": "missing.md"})
+    assert job.run() == 2, job.log
+    assert "::error::prompt-file missing.md: no such file in the working directory" in job.log
+    assert "No such file or directory" not in job.log and "line " not in job.log  # not bash's own error
+    assert "**exit code 2** (a usage or configuration problem): prompt-file missing.md" in job.summary
+    assert "provider, server" not in job.summary and job.outputs()["exit-code"] == "2"
+
+
+def test_a_provider_error_is_printed_once_and_named_plainly(model, tmp_path):
+    job = make_job(tmp_path, "job", {"model": "openai:gpt-4.1", "prompt": "hi"})
+    assert job.run() != 0
+    run_log = job.log.split("--- step Run the request")[1].split("--- step")[0]
+    lines = [line for line in run_log.splitlines() if "OPENAI_API_KEY" in line]
+    assert len(lines) == 1, run_log
+    assert "provider, server" not in job.summary
+
+
+def test_max_cost_output_schema_and_mode_inputs(model, tmp_path):
+    schema = tmp_path / "job" / "workspace" / "schema.json"
+    model.set_script({"turns": [{"steps": [{"text": '{"verdict": "maybe"}'}, {"usage": {"cost": 0.01}}]}]})
+    job = make_job(tmp_path, "job", {**scripted(model), "prompt": "judge", "output-schema": "schema.json",
+                                      "max-cost": "1", "mode": "plan"})
+    schema.write_text(json.dumps({"type": "object", "properties": {"verdict": {"enum": ["ok", "bad"]}}}))
+    assert job.run() == 7, job.log
+    assert job.outputs()["exit-code"] == "7" and "(the answer does not match output-schema)" in job.summary
+    assert "the shell's sandbox:" in job.log  # the sandbox step ran (and said what it found)

@@ -107,6 +107,7 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
     assert names == [
         "open the TunaCode panel",
         "ask: streamed answer and a completed tool card",
+        "the model menu: real models with the one in use first, written to user settings only",
         "a file link in the answer opens the file at the line",
         "show a tool's full output in an editor tab",
         "Up in the prompt recalls the last prompt",

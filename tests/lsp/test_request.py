@@ -131,7 +131,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
         "tunacode.commands.list", "tunacode.settings.consent",
         "tunacode.changes", "tunacode.session.rewind", "tunacode.steer", "tunacode.request.result",
     }
-    assert caps.experimental == {"tunacode": {"protocolVersion": 2}}
+    assert caps.experimental == {"tunacode": {"protocolVersion": 3}}
     assert caps.text_document_sync.change == types.TextDocumentSyncKind.Incremental
     assert lsp.initialize_result.server_info.name == "tunacode-lsp"
 
@@ -139,7 +139,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
 async def test_status_and_models_list(lsp, model, home):
     await lsp.start(init_options=scripted_options(model))
     status = await lsp.command("tunacode.status")
-    assert status["protocolVersion"] == 2 and status["activeRequests"] == []
+    assert status["protocolVersion"] == 3 and status["activeRequests"] == []
     assert status["sessionStore"] == str(home / "sessions.sqlite3")
     models = await lsp.command("tunacode.models.list")
     assert models["default"] == "openai-compatible:scripted"
@@ -168,6 +168,16 @@ async def test_settings_from_workspace_configuration(lsp, model):
                     capabilities=client_capabilities("visual-studio-code"))
     models = await lsp.command("tunacode.models.list")
     assert models["default"] == "openai-compatible:scripted"
+
+
+async def test_a_cleared_setting_is_unset_not_the_initialize_value(lsp, model):
+    # The client started with a model, then the user cleared it: workspace/configuration
+    # answers null, and the server falls back to its default, not the start value.
+    cleared = {**scripted_options(model), "model": None}
+    await lsp.start(init_options=scripted_options(model), configuration=cleared,
+                    capabilities=client_capabilities("visual-studio-code"))
+    models = await lsp.command("tunacode.models.list")
+    assert models["default"] == "openai:gpt-4.1"
 
 
 async def test_a_burst_of_deltas_is_merged_and_a_slow_stream_stays_live(lsp, model):

@@ -71,3 +71,21 @@ def test_shell_env_passthrough_is_a_list_of_names():
     for bad in ("GITHUB_TOKEN", ["A=B"], [1], [""]):
         options, warnings = parse_options({"shellEnvPassthrough": bad}, env={})
         assert options.shell_env_passthrough == () and "list of environment variable names" in warnings[0]
+
+
+def test_a_null_over_initialize_options_unsets_the_setting():
+    # A client's cleared setting (sent as null) is unset, not the value the server started with.
+    base, _ = parse_options({"model": "openai:gpt-4.1", "baseUrl": "http://127.0.0.1:9/v1", "imageInput": "on"}, env={})
+    live, warnings = parse_options({"model": None, "baseUrl": None, "imageInput": None}, base=base, env={})
+    assert warnings == []
+    assert live.model == ServerOptions().model
+    assert live.base_url == ServerOptions().base_url
+    assert live.image_input == ServerOptions().image_input
+    assert not {"model", "baseUrl", "imageInput"} & live.explicit
+
+
+def test_a_null_unsets_back_to_the_environment():
+    base, _ = parse_options({"model": "openai:gpt-4.1"}, env={"TUNACODE_MODEL": "anthropic:claude"})
+    live, _ = parse_options({"model": None}, base=base, env={"TUNACODE_MODEL": "anthropic:claude"})
+    assert live.model == "anthropic:claude"
+    assert "model" in live.from_env and "model" not in live.explicit

@@ -118,7 +118,7 @@ let draft = "";
 
 function send(): void {
   const prompt = promptBox.value.trim();
-  if (!prompt || isRunning(state) || state.server !== "running") return;
+  if (!prompt || isRunning(state) || state.server !== "running" || state.keyMissing) return;
   promptBox.value = "";
   if (history[history.length - 1] !== prompt) history.push(prompt);
   if (history.length > 100) history.splice(0, history.length - 100);
@@ -128,7 +128,26 @@ function send(): void {
   const context = state.attachments.map((a) => a.item);
   const mode = modeSelect.value === "plan" ? { mode: "plan" as const } : {};
   post(context.length > 0 ? { type: "send", prompt, context, ...mode } : { type: "send", prompt, ...mode });
+  // The new turn is shown even when the person had scrolled up to read.
+  scrollOnNewTurn = state.turns.length;
   renderSlash();
+}
+
+/** The number of turns when a prompt was sent: the next render with more scrolls to it. */
+let scrollOnNewTurn: number | undefined;
+const jumpButton = $<HTMLButtonElement>("jump-bottom");
+
+function atBottom(): boolean {
+  return conversation.scrollHeight - conversation.scrollTop - conversation.clientHeight < 40;
+}
+
+function scrollToBottom(): void {
+  conversation.scrollTop = conversation.scrollHeight;
+  jumpButton.hidden = true;
+}
+
+function updateJumpButton(): void {
+  jumpButton.hidden = atBottom();
 }
 
 function walkHistory(step: -1 | 1): boolean {
@@ -190,12 +209,9 @@ conversation.addEventListener("click", (e) => {
     e.preventDefault();
   }
 });
-document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && isRunning(state)) {
-    e.preventDefault();
-    stop();
-  }
-});
+conversation.addEventListener("scroll", () => updateJumpButton(), { passive: true });
+jumpButton.addEventListener("click", () => scrollToBottom());
+// Esc never stops the request (Stop and Ctrl+Alt+S do): a stray Esc must not lose a long run.
 $<HTMLFormElement>("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   send();
@@ -318,7 +334,7 @@ function render(): void {
   title.title = state.title ? `${state.title}${state.sessionId ? ` (session ${state.sessionId})` : ""}` : (state.sessionId ?? "");
   if (state.sessionId) title.dataset.sessionId = state.sessionId;
   else delete title.dataset.sessionId;
-  sendButton.disabled = running || state.server !== "running";
+  sendButton.disabled = running || state.server !== "running" || state.keyMissing !== undefined;
   stopButton.hidden = !running;
   sendButton.hidden = running;
   renderBanner();
@@ -328,18 +344,33 @@ function render(): void {
   renderPlan();
   announce();
   renderFooter();
-  if (stickToBottom) conversation.scrollTop = conversation.scrollHeight;
+  if (scrollOnNewTurn !== undefined && state.turns.length > scrollOnNewTurn) {
+    scrollOnNewTurn = undefined;
+    scrollToBottom();
+  } else if (stickToBottom) {
+    scrollToBottom();
+  }
+  updateJumpButton();
 }
 
 function renderBanner(): void {
-  const banner = state.banner;
+  // First run without a key: the call to action, while nothing more urgent is shown.
+  const banner =
+    state.banner ??
+    (state.keyMissing
+      ? {
+          kind: "info" as const,
+          message: `No API key for ${state.keyMissing.model}: set ${state.keyMissing.variable} to start (kept in VS Code's secret storage), or choose another model.`,
+          action: "setApiKey" as const,
+        }
+      : undefined);
   bannerBox.hidden = !banner;
   bannerBox.replaceChildren();
   if (!banner) return;
   bannerBox.className = `banner banner-${banner.kind}`;
   bannerBox.append(el("span", "banner-text", banner.message));
   if (banner.action) {
-    const labels = { openSettings: "Open Settings", showLogs: "Show Logs", restart: "Restart Server", retry: "Retry" } as const;
+    const labels = { openSettings: "Open Settings", showLogs: "Show Logs", restart: "Restart Server", retry: "Retry", setApiKey: "Set API Key" } as const;
     const action = banner.action;
     const button = el("button", "link-button", labels[action]);
     button.addEventListener("click", () => post({ type: "banner_action", action }));
@@ -487,6 +518,7 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   status.className = `turn-status status-${turn.status}`;
   const text = STATUS_TEXT[turn.status];
   if (text) status.append(el("span", "turn-status-text", text));
+  trackElapsed(article, turn.status === "sending" || turn.status === "running" || turn.status === "stopping");
   // a replayed turn knows its request (session.get's `requests`) but not what it changed until asked
   if (turn.requestId && ((turn.changedFiles && turn.changedFiles.length > 0) || (turn.replayed && !turn.changedFiles))) {
     status.append(changesBox(turn, turn.requestId));
@@ -497,8 +529,66 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
     box.setAttribute("role", "alert");
     box.append(el("div", "turn-error-message", turn.error.message));
     if (turn.error.hint) box.append(el("div", "turn-error-hint", turn.error.hint));
+    box.append(errorActions(turn));
     status.append(box);
   }
+}
+
+/** Approval shortcuts while its buttons have the focus. */
+const APPROVAL_KEYS: Record<string, ApprovalDecision> = { a: "allow", s: "allow_session", d: "deny" };
+const ALWAYS_KEYS: Record<string, ApprovalDecision> = { u: "allow_always_user", p: "allow_always_project" };
+/** Approvals that already took the focus once (a re-render does not take it again). */
+const focusedApprovals = new Set<string>();
+
+/** When each running turn started: its status line shows the time waited ("Working… 12 s"). */
+const runningSince = new Map<HTMLElement, number>();
+let elapsedTimer: ReturnType<typeof setInterval> | undefined;
+
+function trackElapsed(article: HTMLElement, running: boolean): void {
+  if (!running) {
+    runningSince.delete(article);
+  } else if (!runningSince.has(article)) {
+    runningSince.set(article, Date.now());
+  }
+  showElapsed();
+  if (runningSince.size > 0 && elapsedTimer === undefined) elapsedTimer = setInterval(showElapsed, 1000);
+  if (runningSince.size === 0 && elapsedTimer !== undefined) {
+    clearInterval(elapsedTimer);
+    elapsedTimer = undefined;
+  }
+}
+
+function showElapsed(): void {
+  for (const [article, since] of runningSince) {
+    if (!article.isConnected) {
+      runningSince.delete(article);
+      continue;
+    }
+    const seconds = Math.floor((Date.now() - since) / 1000);
+    const text = article.querySelector(".turn-status-text");
+    if (!text) continue;
+    const base = (text.textContent ?? "").replace(/ \d+ s$/, "");
+    text.textContent = seconds >= 2 ? `${base} ${seconds} s` : base;
+  }
+}
+
+/** The failed turn's way out: Retry (the same prompt), Choose model, Open Settings, Show Logs. */
+function errorActions(turn: Turn): HTMLElement {
+  const row = el("div", "turn-error-actions");
+  const add = (label: string, onClick: () => void): void => {
+    const button = el("button", "link-button", label);
+    button.addEventListener("click", onClick);
+    row.append(button);
+  };
+  if (turn.prompt) {
+    add("Retry", () => {
+      if (!isRunning(state)) post({ type: "send", prompt: turn.prompt });
+    });
+  }
+  add("Choose model", () => post({ type: "pick_model" }));
+  add("Open Settings", () => post({ type: "banner_action", action: "openSettings" }));
+  add("Show Logs", () => post({ type: "banner_action", action: "showLogs" }));
+  return row;
 }
 
 /** Requests whose Changes list is open (a view choice, not state). */
@@ -680,21 +770,53 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
     if (item.approval.truncated) approvalBox.append(el("div", "approval-note", "The diff was cut; the full change is larger."));
     const buttons = el("div", "approval-buttons");
     const requestId = turn.requestId;
-    const button = (label: string, decision: ApprovalDecision, cls: string): HTMLButtonElement => {
+    const answer = (decision: ApprovalDecision): void => {
+      post({ type: "approve", requestId, toolCallId: item.toolCallId, decision });
+      // Answered: the keyboard goes back to the prompt (not the page's body).
+      promptBox.focus();
+    };
+    const button = (label: string, key: string, decision: ApprovalDecision, cls: string): HTMLButtonElement => {
       const b = el("button", cls, label);
       b.type = "button";
+      b.title = `${label} (${key.toUpperCase()})`;
+      b.setAttribute("aria-keyshortcuts", key.toUpperCase());
       b.addEventListener("click", (e) => {
         e.preventDefault();
-        post({ type: "approve", requestId, toolCallId: item.toolCallId, decision });
+        answer(decision);
       });
       return b;
     };
     buttons.append(
-      button("Allow", "allow", "approve-allow"),
-      button("Allow for this session", "allow_session", "approve-session secondary"),
-      button("Deny", "deny", "approve-deny secondary"),
+      button("Allow", "a", "allow", "approve-allow"),
+      button("Allow for this session", "s", "allow_session", "approve-session secondary"),
+      button("Deny", "d", "deny", "approve-deny secondary"),
     );
+    const always = item.approval.alwaysAllow;
+    if (always && always.length > 0) {
+      // The server saves these allow rules to the chosen settings file (docs/protocol.md).
+      const rules = always.join(", ");
+      const user = button("Always allow (user)", "u", "allow_always_user", "approve-always-user secondary");
+      const project = button("Always allow (project)", "p", "allow_always_project", "approve-always-project secondary");
+      user.title = `Save ${rules} to your user settings and allow (U)`;
+      project.title = `Save ${rules} to the project's .tunacode/settings.json and allow (P)`;
+      buttons.append(user, project);
+    }
+    if (item.approval.rule) approvalBox.append(el("div", "approval-note", `Asked by the ${item.approval.rule}`));
     approvalBox.append(buttons);
+    approvalBox.onkeydown = (e: KeyboardEvent) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const key = e.key.toLowerCase();
+      const decision = APPROVAL_KEYS[key] ?? (item.approval?.alwaysAllow?.length ? ALWAYS_KEYS[key] : undefined);
+      if (!decision) return;
+      e.preventDefault();
+      answer(decision);
+    };
+    // A new question takes the keyboard (Allow focused), unless the person is typing a prompt.
+    if (!focusedApprovals.has(item.toolCallId)) {
+      focusedApprovals.add(item.toolCallId);
+      const typing = document.activeElement === promptBox && promptBox.value.trim() !== "";
+      if (!typing) requestAnimationFrame(() => (approvalBox.querySelector(".approve-allow") as HTMLElement | null)?.focus());
+    }
   }
 
   const result = node.querySelector(".tool-result") as HTMLElement;

@@ -6,8 +6,9 @@
 import DOMPurify from "dompurify";
 import MarkdownIt from "markdown-it";
 import { highlight } from "./highlight";
+import { taskLists } from "./taskList";
 
-const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false, highlight });
+const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false, highlight }).use(taskLists);
 
 // Links open through VS Code (it intercepts anchor clicks); keep them from targeting frames.
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {

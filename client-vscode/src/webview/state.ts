@@ -66,12 +66,21 @@ export interface Approval {
   detailKind: ApproveParams["detailKind"];
   truncated: boolean;
   summary: string;
+  /** v3: the allow rules "Always allow" would save (absent: not offered) */
+  alwaysAllow?: string[];
+  /** v3: the permission rule that made it ask */
+  rule?: string;
 }
 export interface NoticeItem {
   kind: "notice";
   key: string;
   message: string;
+  /** A model-call retry ("retrying in 2.0 s (retry 1 of 3)"): one line, updated in place. */
+  retry?: boolean;
 }
+
+/** The server's retry notice (agent/provider/stream.py). */
+export const RETRY_NOTICE = /retrying in [\d.]+ s \(retry \d+ of \d+\)/;
 export type Item = TextItem | ThinkingItem | ToolItem | NoticeItem;
 
 /** `sending`: asked, no event yet; `failed`: the request never started (JSON-RPC error). */
@@ -132,7 +141,7 @@ export interface Banner {
   message: string;
   action?: BannerAction;
 }
-export type BannerAction = "openSettings" | "showLogs" | "restart" | "retry";
+export type BannerAction = "openSettings" | "showLogs" | "restart" | "retry" | "setApiKey";
 
 export interface ViewState {
   sessionId?: string;
@@ -150,6 +159,8 @@ export interface ViewState {
   plan?: PlanItem[];
   /** The context meter, from the last `turn_end` that carried it. */
   context?: { tokens: number; window: number };
+  /** First run: the model in use has no key; Send waits for one. */
+  keyMissing?: { model: string; variable: string };
   /** Models from `tunacode.models.list`, for the picker. */
   models?: string[];
   /** MCP servers from `tunacode.status` (undefined: not known yet, or none configured). */
@@ -172,6 +183,8 @@ export type Action =
   | { type: "session_deleted"; sessionId: string }
   | { type: "server_state"; state: ServerState; message?: string; action?: BannerAction }
   | { type: "model"; model?: string }
+  /** The model in use has no key (absent fields: it has one). */
+  | { type: "key_missing"; model?: string; variable?: string }
   | { type: "models"; models: string[]; model?: string }
   | { type: "approval_request"; params: ApproveParams }
   | { type: "approval_settled"; requestId: string; toolCallId: string; state: Exclude<ApprovalState, "asking"> }
@@ -281,7 +294,7 @@ function num(value: unknown): number {
 export function hintForError(code: number | undefined, message: string): string | undefined {
   switch (code) {
     case -32003:
-      return "Set a usable model: `tunacode.model` (e.g. openai:gpt-4.1), `tunacode.baseUrl` for openai-compatible, and the provider's API key in the server's environment.";
+      return "Set a usable model: Choose model, or Open Settings for tunacode.model (e.g. openai:gpt-4.1), tunacode.baseUrl for openai-compatible, and the provider's API key in the server's environment.";
     case -32002:
       return "This session is busy with another request: wait for it, or press Stop.";
     case -32001:
@@ -351,6 +364,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
             : state.banner;
       return { ...state, server: action.state, banner };
     }
+    case "key_missing":
+      return { ...state, keyMissing: action.model && action.variable ? { model: action.model, variable: action.variable } : undefined };
     case "model":
       return { ...state, model: action.model || undefined };
     case "models":
@@ -588,7 +603,15 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
       // A notice repeated back to back (a retry loop) shows once.
       const last = turn.items[turn.items.length - 1];
       if (last && last.kind === "notice" && last.message === event.message) return turn;
-      return pushItem(turn, { kind: "notice", key: `${turn.key}:${turn.items.length}`, message: event.message });
+      const retry = RETRY_NOTICE.test(event.message);
+      // The retries of one model call are one line that says which retry it is now.
+      const earlier = retry ? turn.items.findIndex((item) => item.kind === "notice" && item.retry) : -1;
+      if (earlier >= 0) {
+        const items = turn.items.slice();
+        items[earlier] = { ...(items[earlier] as NoticeItem), message: event.message };
+        return { ...turn, items };
+      }
+      return pushItem(turn, { kind: "notice", key: `${turn.key}:${turn.items.length}`, message: event.message, ...(retry ? { retry } : {}) });
     }
     case "plan":
       return running(turn);
@@ -716,6 +739,10 @@ function onApprovalRequest(state: ViewState, params: ApproveParams): ViewState {
     detailKind: params.detailKind === "diff" || params.detailKind === "command" ? params.detailKind : "arguments",
     truncated: params.truncated === true,
     summary: params.summary ?? "",
+    ...(Array.isArray(params.alwaysAllow) && params.alwaysAllow.length > 0
+      ? { alwaysAllow: params.alwaysAllow.filter((r) => typeof r === "string") }
+      : {}),
+    ...(typeof params.rule === "string" && params.rule ? { rule: params.rule } : {}),
   };
   let s = state;
   let idx = indexForRequest(s, params.requestId);
@@ -787,11 +814,11 @@ function endTurn(
 function hintForStopReason(stopReason: StopReason): string | undefined {
   switch (stopReason) {
     case "error":
-      return "Check the model settings (tunacode.model, tunacode.baseUrl, API key) or Show Logs; then ask again.";
+      return "Retry, Choose model, or Open Settings (tunacode.model, tunacode.baseUrl, API key); Show Logs has the details.";
     case "max_turns":
       return "The request used all its turns: raise tunacode.maxTurns or ask it to continue.";
     case "timeout":
-      return "The request ran out of time: raise tunacode.requestTimeout or ask it to continue.";
+      return "Timed out (not stopped by you): the request ran longer than tunacode.requestTimeout. Retry, or raise the setting.";
     default:
       return undefined;
   }

@@ -158,6 +158,14 @@ async function main() {
     fs.mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
     const settingsFile = path.join(dirs["user-data"], "User/settings.json");
     fs.writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+    // code-server's window is remote: `machine`-scoped settings (how the server starts, the
+    // endpoint) come from the remote machine's settings, so they are written there too.
+    const machine = Object.fromEntries(
+      Object.entries(settings).filter(([key]) => ["tunacode.server.command", "tunacode.server.env", "tunacode.baseUrl"].includes(key)),
+    );
+    fs.mkdirSync(path.join(dirs["user-data"], "Machine"), { recursive: true });
+    const machineFile = path.join(dirs["user-data"], "Machine/settings.json");
+    fs.writeFileSync(machineFile, JSON.stringify(machine, null, 2));
 
     // Install the packaged extension, then start code-server in its own process group.
     const csArgs = ["--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions];
@@ -224,6 +232,11 @@ async function main() {
       log,
       // The user settings as they are on disk (the scenario edits them in VS Code).
       readSettings: () => JSON.parse(fs.readFileSync(settingsFile, "utf8")),
+      // The remote machine's settings (machine-scoped keys), changed on disk (VS Code watches it).
+      writeMachineSettings: (changes) => {
+        const now = JSON.parse(fs.readFileSync(machineFile, "utf8"));
+        fs.writeFileSync(machineFile, JSON.stringify({ ...now, ...changes }, null, 2));
+      },
       serverCommand,
       // A Python that does not have the server package (a common broken setup).
       brokenPython: findBrokenPython(),

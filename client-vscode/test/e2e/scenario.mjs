@@ -3,6 +3,7 @@
 // full output, prompt history, a setting changed mid-request (applied live), stop with the
 // keybinding from the editor, restore after a window reload, resume, restart, and a broken
 // server command with a clear message.
+import * as fs from "node:fs";
 import * as path from "node:path";
 import {
   ANSWER_TEXT,
@@ -19,7 +20,17 @@ import {
 
 const PANEL_TITLE = "TunaCode";
 
-export async function runScenario({ context, url, extensionId, modelRoot, artifacts, summary, log, readSettings, serverCommand, brokenPython }) {
+/** Polls fn (about every 100 ms) until it returns a value other than undefined, or the timeout. */
+async function waitFor(fn, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export async function runScenario({ workspace, context, url, extensionId, modelRoot, artifacts, summary, log, readSettings, writeMachineSettings, serverCommand, brokenPython }) {
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(20_000);
   const shot = async (name) => {
@@ -95,6 +106,22 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     if (!result.includes("hello.txt")) throw new Error(`list_files result does not name hello.txt: ${result}`);
     firstSessionId = await panel.locator("#title").getAttribute("data-session-id");
     if (!firstSessionId) throw new Error("the panel shows no session id after the request");
+    // Transcript CSS: a fenced block is one container (no inline-code box per line), task
+    // lists are checkboxes, a blockquote has a left border.
+    const look = await turn.locator(".answer").first().evaluate((answer) => {
+      const code = answer.querySelector("pre code");
+      const quote = answer.querySelector("blockquote");
+      const cs = (e) => (e ? getComputedStyle(e) : undefined);
+      return {
+        codeBackground: cs(code)?.backgroundColor,
+        codePadding: cs(code)?.paddingLeft,
+        quoteBorder: cs(quote)?.borderLeftWidth,
+        boxes: [...answer.querySelectorAll(".task-box")].map((b) => b.getAttribute("aria-checked")),
+        literal: answer.innerText.includes("[x]"),
+      };
+    });
+    if (look.codeBackground !== "rgba(0, 0, 0, 0)" || look.codePadding !== "0px") throw new Error(`a code block's code has its own box: ${JSON.stringify(look)}`);
+    if (look.quoteBorder !== "3px" || look.boxes.join() !== "true,false" || look.literal) throw new Error(`markdown extras: ${JSON.stringify(look)}`);
     const footer = await panel.locator("#footer").innerText();
     await shot("01-answer-and-tool-card");
     return { sessionId: firstSessionId, modelRequests: await modelRequests(), footer };
@@ -155,6 +182,26 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     }
   };
 
+  await step("the model menu: real models with the one in use first, written to user settings only", async () => {
+    await panel.locator("#model").click();
+    const rows = page.locator(".quick-input-list .monaco-list-row");
+    await rows.first().waitFor();
+    const first = await rows.first().innerText();
+    const all = await page.locator(".quick-input-list").innerText();
+    if (/server default/i.test(all)) throw new Error(`the model menu has a "Server default" row: ${all}`);
+    if (!first.includes("openai-compatible:scripted")) throw new Error(`the model in use is not first: ${first}`);
+    await shot("01b-model-menu");
+    await rows.first().click();
+    await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+    const deadline = Date.now() + 5_000;
+    while (readSettings()["tunacode.model"] !== "openai-compatible:scripted") {
+      if (Date.now() > deadline) throw new Error("the chosen model is not in the user settings");
+      await page.waitForTimeout(100);
+    }
+    if (fs.existsSync(path.join(workspace, ".vscode", "settings.json"))) throw new Error("the model menu wrote .vscode/settings.json into the workspace");
+    return { first };
+  });
+
   await step("a file link in the answer opens the file at the line", async () => {
     const link = panel.locator("article.turn").last().locator(".answer a", { hasText: FILE_LINK_TEXT });
     await link.click();
@@ -193,9 +240,9 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await prompt.press("Enter");
     const turn = panel.locator("article.turn").last();
     await turn.locator(".answer").waitFor();
-    // Change agent settings while the request runs: the footer shows the new model...
+    // Change agent settings while the request runs (the setting is for new sessions: the
+    // session keeps its model, and the footer keeps saying so)...
     await writeSettings({ "tunacode.model": "openai-compatible:scripted-live", "tunacode.maxTurns": 12 });
-    await panel.locator("#model", { hasText: "scripted-live" }).waitFor();
     // ...and the request keeps streaming on the same server.
     const before = (await turn.locator(".answer").innerText()).length;
     await turn.locator(".answer").evaluate(
@@ -209,6 +256,8 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     const status = await turn.getAttribute("data-status");
     const server = await panel.locator("body").getAttribute("data-server");
     if (status !== "running" || server !== "running") throw new Error(`after the change: turn ${status}, server ${server}`);
+    const footerModel = (await panel.locator("#model").innerText()).trim();
+    if (footerModel !== "openai-compatible:scripted") throw new Error(`the footer claims ${footerModel}, not the session's model`);
     // Stop from the editor with the keybinding (the panel does not have focus).
     await editorTab("hello.txt").first().click();
     await page.locator(".monaco-editor textarea").first().focus();
@@ -232,6 +281,10 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     const card = turn.locator('.tool-card[data-tool="bash"]');
     await card.locator('xpath=self::*[@data-status="awaiting_approval"]').waitFor();
     await card.locator(".tool-state", { hasText: "waiting for approval" }).waitFor();
+    // The question takes the keyboard: Allow has the focus (not 6-9 Tabs away).
+    const focused = () => panel.locator("body").evaluate(() => document.activeElement?.className || document.activeElement?.id || "");
+    const allowFocus = await waitFor(async () => ((await focused()).includes("approve-allow") ? true : undefined), 5_000);
+    if (!allowFocus) throw new Error(`Allow is not focused when the approval appears: ${await focused()}`);
     // The status bar says it waits; clicking it shows the card and does not stop the request.
     const statusItem = page.locator(".statusbar-item", { hasText: "waiting for approval" }).first();
     await statusItem.waitFor();
@@ -245,6 +298,9 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await card.locator(".approve-deny").click();
     await card.locator('xpath=self::*[@data-status="denied"]').waitFor();
     await card.locator(".tool-state", { hasText: "denied" }).waitFor();
+    // Answered: the keyboard is back in the prompt, not on the page's body.
+    const promptFocus = await panel.locator("body").evaluate(() => document.activeElement?.id);
+    if (promptFocus !== "prompt") throw new Error(`the focus after answering is ${promptFocus}, not the prompt`);
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor();
     await statusItem.waitFor({ state: "hidden" });
     await shot("11-approval-denied");
@@ -346,7 +402,8 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     const prompt = panel.locator("#prompt");
     await prompt.fill("a prompt typed before the failure");
     // A Python without the server package: the cause comes from the server's stderr.
-    await writeSettings({ "tunacode.server.command": [brokenPython, "-m", "tunacode_lsp"] });
+    // tunacode.server.command is machine-scoped: code-server reads it from the machine's settings.
+    writeMachineSettings({ "tunacode.server.command": [brokenPython, "-m", "tunacode_lsp"] });
     const banner = panel.locator("#banner");
     await banner.locator(".banner-text", { hasText: "No module named tunacode_lsp" }).waitFor({ timeout: 30_000 });
     await banner.locator("button", { hasText: "Retry" }).waitFor();
@@ -358,7 +415,7 @@ export async function runScenario({ context, url, extensionId, modelRoot, artifa
     await prompt.press("Enter"); // refused while the server is down: the text stays
     const kept = await prompt.inputValue();
     if (kept !== "a prompt typed before the failure") throw new Error(`the prompt was not kept: ${JSON.stringify(kept)}`);
-    await writeSettings({ "tunacode.server.command": [serverCommand] });
+    writeMachineSettings({ "tunacode.server.command": [serverCommand] });
     await panel.locator('body[data-server="running"]').waitFor({ timeout: 30_000 });
     await panel.locator("#send:not([disabled])").waitFor();
     // The restarted server still serves this workspace's sessions.

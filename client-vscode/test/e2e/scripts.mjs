@@ -8,6 +8,9 @@ export const FILE_LINK_TEXT = "hello.txt line 1";
 export const FILE_LINK = `[${FILE_LINK_TEXT}](hello.txt#L1)`;
 export const UNSAFE_HTML = '<img src="x" onerror="window.__pwned=1"><script>window.__pwned=2</script>';
 
+/** A task list and a blockquote: checkboxes and a bordered quote in the transcript. */
+export const MARKDOWN_EXTRAS = "- [x] listed the files\n- [ ] nothing else\n\n> a quoted line";
+
 /** Phase 1: think, call list_files, then answer in markdown with a code block. */
 export const toolThenAnswer = {
   turns: [
@@ -21,7 +24,7 @@ export const toolThenAnswer = {
     },
     {
       steps: [
-        { text: `${ANSWER_TEXT} See ${FILE_LINK}.\n\nRead it with:\n\n\`\`\`sh\ncat hello.txt\n\`\`\`\n\n${UNSAFE_HTML}\n`, chunks: 6, delay: 0.05 },
+        { text: `${ANSWER_TEXT} See ${FILE_LINK}.\n\nRead it with:\n\n\`\`\`sh\ncat hello.txt\ncat hello.txt | wc -l\n\`\`\`\n\n${MARKDOWN_EXTRAS}\n\n${UNSAFE_HTML}\n`, chunks: 6, delay: 0.05 },
         { usage: { prompt_tokens: 160, completion_tokens: 30 } },
         { finish: "stop" },
       ],

@@ -2,7 +2,7 @@
 // and the notification stay in sync, and the server's cancel removes both.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Approvals } from "../../out/test/approvals.mjs";
+import { Approvals, approveResult } from "../../out/test/approvals.mjs";
 import { CancellationTokenSource, shown } from "../stub/vscode.mjs";
 
 const params = (toolCallId = "c1") => ({
@@ -66,5 +66,24 @@ describe("approvals", () => {
     assert.equal(shown[before].closed, true);
     assert.equal(actions.at(-1).state, "cancelled");
     assert.equal(approvals.answer("r", "c3", "allow"), false);
+  });
+});
+
+describe("Always allow", () => {
+  it("answers allow_always with the settings file's scope", () => {
+    assert.deepEqual(approveResult("allow_always_user"), { decision: "allow_always", scope: "user" });
+    assert.deepEqual(approveResult("allow_always_project"), { decision: "allow_always", scope: "project" });
+    assert.deepEqual(approveResult("cancelled"), { decision: "deny" });
+    assert.deepEqual(approveResult("allow_session"), { decision: "allow_session" });
+  });
+
+  it("the server's answer for the Always allow button of an asking card", async () => {
+    const dispatched = [];
+    const approvals = new Approvals({ dispatch: (a) => dispatched.push(a) }, { info() {}, warn() {}, error() {}, debug() {} });
+    const token = new CancellationTokenSource().token;
+    const answer = approvals.ask({ ...params("c9"), alwaysAllow: ["bash(npm test*)"] }, token);
+    assert.equal(dispatched[0].params.alwaysAllow[0], "bash(npm test*)");
+    approvals.answer("r", "c9", "allow_always_project");
+    assert.deepEqual(await answer, { decision: "allow_always", scope: "project" });
   });
 });

@@ -66,7 +66,7 @@ describe("package.json", () => {
   });
 
   it("has no setting that starts, points or loosens without being user-only", () => {
-    const risky = /^tunacode\.(server\.|baseUrl|approval|shell|mcp|sessionStore|trust)/;
+    const risky = /^tunacode\.(server\.|baseUrl|approval|shell|mcpServers|sessionStore|trust|webFetch|headers|hooks|permissions)/;
     for (const name of Object.keys(properties).filter((n) => risky.test(n))) {
       assert.ok(USER_ONLY_KEYS.includes(name.slice("tunacode.".length)), `${name} is not in USER_ONLY_KEYS`);
     }

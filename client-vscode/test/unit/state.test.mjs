@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import {
   MAX_EARLY_EVENTS,
   activeTurn,
+  hintForError,
   initialState,
   isRunning,
   reduce,
@@ -364,5 +365,69 @@ describe("sessions", () => {
     const cleared = reduce(s, { type: "session_cleared" });
     assert.equal(cleared.turns.length, 0);
     assert.equal(cleared.sessions.length, 1);
+  });
+});
+
+describe("the plan box", () => {
+  const planned = events([
+    { type: "request_start", prompt: "plan it", model: "m" },
+    { type: "plan", items: [{ content: "step one", status: "in_progress" }] },
+  ]);
+  const other = { sessionId: "other", title: "t", cwd: "/w", createdAt: "", modifiedAt: "", messageCount: 1 };
+
+  it("is cleared by a session switch and a new session", () => {
+    const s = feed(sent("plan it"), planned);
+    assert.equal(s.plan.length, 1);
+    assert.equal(reduce(s, { type: "session_loaded", session: other, events: [] }).plan, undefined);
+    assert.equal(reduce(s, { type: "session_cleared" }).plan, undefined);
+  });
+
+  it("is rebuilt from the kept turns after a rewind (a rewound turn's plan is gone)", () => {
+    const s = feed(sent("plan it"), planned);
+    const kept = events([{ type: "request_start", prompt: "first" }, { type: "request_end", stopReason: "end_turn" }], { requestId: "r-0" });
+    const rewound = reduce(s, { type: "session_loaded", session: { ...other, sessionId: SID }, events: kept });
+    assert.equal(rewound.plan, undefined);
+  });
+});
+
+describe("one error-and-retry line", () => {
+  const retry = (n) => ({ type: "notice", message: `Model request failed (HTTP 500); retrying in 1.0 s (retry ${n} of 3)` });
+
+  it("updates one retry line in place instead of stacking notices", () => {
+    const s = feed(sent("hi"), events([{ type: "request_start", prompt: "hi" }, retry(1), retry(2), retry(3)]));
+    const notices = activeTurn(s).items.filter((i) => i.kind === "notice");
+    assert.equal(notices.length, 1);
+    assert.match(notices[0].message, /retry 3 of 3/);
+    assert.equal(notices[0].retry, true);
+  });
+
+  it("hints carry no literal backticks and a timeout says it was not a stop", () => {
+    assert.ok(!hintForError(-32003, "").includes("`"));
+    const s = feed(sent("hi"), events([{ type: "request_start", prompt: "hi" }, { type: "request_end", stopReason: "timeout", error: { message: "request timed out" } }]));
+    const turn = s.turns.at(-1);
+    assert.equal(turn.status, "timeout");
+    assert.match(turn.error.hint, /not stopped by you/);
+    assert.ok(!turn.error.hint.includes("`"));
+  });
+});
+
+describe("approvals with Always allow", () => {
+  it("keeps the rules Always allow would save and the rule that asked", () => {
+    let s = feed(sent("run"), events([
+      { type: "request_start", prompt: "run" },
+      { type: "tool_call", toolCallId: "b1", name: "bash", args: { command: "npm test" }, status: "pending" },
+    ]));
+    s = reduce(s, { type: "approval_request", params: { sessionId: SID, requestId: RID, toolCallId: "b1", tool: "bash", summary: "npm test", detail: "npm test", detailKind: "command", alwaysAllow: ["bash(npm test*)"], rule: "ask rule `bash(npm*)` (user settings)" } });
+    const card = s.turns.at(-1).items.find((i) => i.kind === "tool");
+    assert.deepEqual(card.approval.alwaysAllow, ["bash(npm test*)"]);
+    assert.match(card.approval.rule, /ask rule/);
+  });
+});
+
+describe("first run without a key", () => {
+  it("holds the model and variable, and clears when the model has a key", () => {
+    const s = reduce(initialState(), { type: "key_missing", model: "openai:gpt-4.1", variable: "OPENAI_API_KEY" });
+    assert.deepEqual(s.keyMissing, { model: "openai:gpt-4.1", variable: "OPENAI_API_KEY" });
+    assert.equal(reduce(s, { type: "key_missing" }).keyMissing, undefined);
   });
 });

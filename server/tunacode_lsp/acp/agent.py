@@ -108,6 +108,7 @@ class TunaAcpAgent:
         root = workspace_root(cwd)
         try:
             model = self.runs.model_spec(None)
+            self.runs.check_model(model)  # -32003 naming what to set now, not at the first prompt
             record = await self.sessions.create(cwd=str(root), model=model)
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc) from None
@@ -212,10 +213,17 @@ class TunaAcpAgent:
             if not cursor.isdigit() or int(cursor) > MAX_LISTED:
                 raise errors.invalid_params("cursor: not a cursor this agent gave")
             offset = int(cursor)
-        try:
-            records = await self.sessions.list(cwd=str(workspace_root(cwd)) if cwd else None, limit=offset + LIST_PAGE + 1)
-        except ParamsError as exc:
-            raise errors.from_agent(exc) from None
+        wanted = offset + LIST_PAGE + 1
+        limit = wanted
+        while True:  # the store's page, less the failed first prompts, until a page is full or all are read
+            try:
+                stored = await self.sessions.list(cwd=str(workspace_root(cwd)) if cwd else None, limit=limit)
+            except ParamsError as exc:
+                raise errors.from_agent(exc) from None
+            records = [r for r in stored if not only_a_failed_prompt(r)]
+            if len(records) >= wanted or len(stored) < limit or limit >= MAX_LISTED + LIST_PAGE:
+                break
+            limit *= 2
         page = records[offset : offset + LIST_PAGE]
         more = len(records) > offset + LIST_PAGE
         return schema.ListSessionsResponse(
@@ -281,3 +289,10 @@ class TunaAcpAgent:
         count = self.runs.abort(session_id=session_id)
         log.info("session/cancel %s: %d request(s) stopped", session_id, count)
 
+
+def only_a_failed_prompt(record: Any) -> bool:
+    """A session whose only message is its first prompt, with no request running: the prompt
+    failed (no answer is stored for a failed request). `session/list` leaves it out; it can
+    still be loaded by id, and `tunacode-lsp sessions list` shows it."""
+
+    return record.message_count == 1 and not record.busy

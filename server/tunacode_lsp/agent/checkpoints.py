@@ -12,6 +12,15 @@ at the files, not at the tools.
   before it. A file someone else changed since (between requests, after the last one, or
   with unsaved changes in the editor) is a conflict: nothing is restored unless forced.
 
+A request that ran no tool that changes files (no edit, write or shell command) never waits
+for a snapshot: its answer does not wait for its 'before' snapshot (the first one of a big
+workspace takes seconds), and it takes no 'after' one (its 'after' is its 'before', stored
+when that lands; `changes` and `rewind` of its session wait for it, bounded).
+
+Snapshots run on one worker thread of their own (never the event loop's default pool, which
+the tools use), one at a time; callers that ask while one is queued and not yet started share
+it (it starts after they asked, so it sees what they need).
+
 A failed snapshot never fails a request: the request runs without checkpoints and says so
 (a notice); its changes and a rewind of its files are then a clear error.
 
@@ -22,9 +31,11 @@ request) counts as that request's change: the snapshots see files, not authors.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import difflib
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +88,65 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
     return text[:limit].rsplit("\n", 1)[0] + f"\n[... diff cut: {len(text):,} characters in all]", True
 
 
+class SnapshotQueue:
+    """Snapshots on one worker thread of their own, in order; a snapshot of a workspace asked
+    for while another of it waits to start is that one (it starts after both asked)."""
+
+    def __init__(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tunacode-checkpoints")
+        self._lock = threading.Lock()
+        self._queued: dict[str, concurrent.futures.Future[str]] = {}
+
+    def submit(self, repo: ShadowRepo) -> concurrent.futures.Future[str]:
+        key = str(repo.root)
+        with self._lock:
+            queued = self._queued.get(key)
+            if queued is not None:
+                return queued
+            future = self._queued[key] = self._pool.submit(self._take, repo, key)
+            return future
+
+    def _take(self, repo: ShadowRepo, key: str) -> str:
+        with self._lock:
+            self._queued.pop(key, None)  # started: a later caller needs a later snapshot
+        tree = repo.snapshot()
+        if repo.borrowing():  # seeded from the workspace's git: make its objects ours, after this
+            self._pool.submit(self._absorb, repo)
+        return tree
+
+    @staticmethod
+    def _absorb(repo: ShadowRepo) -> None:
+        try:
+            repo.absorb()
+        except CheckpointError as exc:
+            log.warning("copying the objects borrowed from %s/.git failed (still borrowed): %s", repo.root, exc)
+
+    async def snapshot(self, repo: ShadowRepo) -> str:
+        """Await a snapshot; cancelling the wait never cancels the (shared) snapshot."""
+
+        shared = self.submit(repo)
+        loop = asyncio.get_running_loop()
+        mine: asyncio.Future[str] = loop.create_future()
+
+        def copy(done: concurrent.futures.Future[str]) -> None:
+            def settle() -> None:
+                if mine.done():
+                    return
+                if done.cancelled():
+                    mine.cancel()
+                elif (exc := done.exception()) is not None:
+                    mine.set_exception(exc)
+                else:
+                    mine.set_result(done.result())
+            try:
+                loop.call_soon_threadsafe(settle)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+        shared.add_done_callback(copy)
+        return await mine
+
+
 @dataclass
 class RequestCheckpoints:
     """The checkpoints of one running request."""
@@ -92,6 +162,7 @@ class RequestCheckpoints:
     _settling: asyncio.Future[list[str]] | None = None
     _told: bool = False
     _told_off: bool = False
+    changing: bool = False  # a tool that changes files ran (or was about to)
 
     async def _settle(self) -> list[str]:
         if self.taking is None:
@@ -119,10 +190,16 @@ class RequestCheckpoints:
         self._told = True
         return notices
 
-    async def step(self, snapshot: bool) -> list[str]:
+    async def step(self, snapshot: bool | None) -> list[str]:
         """Before a tool that changes files: the 'before' snapshot is taken; before a shell command
-        (`snapshot`) also a new one, kept as the request's latest 'after'. Returns notices."""
+        (`snapshot`) also a new one, kept as the request's latest 'after'. At the end of the
+        request (None): the notices, without waiting when nothing was changed. Returns notices."""
 
+        if snapshot is None:
+            if not self.changing and self.taking is not None and not self.taking.done():
+                return []  # a request that changed nothing never waits for a snapshot
+            return await self.ready()
+        self.changing = True
         notices = await self.ready()
         if snapshot and self.before:
             tree = await self.service.snapshot(self.repo)
@@ -138,9 +215,17 @@ class RequestCheckpoints:
         """After the request: its last snapshot; the files it changed, on disk or only in an
         editor's buffer (None: unknown)."""
 
-        await self.ready()
         root = self.repo.root if self.repo is not None else None
         in_buffers = self.service.remember_buffer_edits(self.session_id, self.request_id, buffer_edits or [], root)
+        if not self.changing:
+            # no tool that changes files ran: no 'after' snapshot (it is the 'before'), and no
+            # wait for the 'before' one when it is still being taken
+            if self.taking is not None and not self.taking.done():
+                self.service.track(self.session_id, asyncio.ensure_future(self._close_unchanged()))
+                return sorted(in_buffers)
+            await self._close_unchanged()
+            return sorted(in_buffers) if self.before or in_buffers else None
+        await self.ready()
         on_disk = await self._disk_changes()
         if on_disk is None and not in_buffers:
             return None
@@ -150,6 +235,13 @@ class RequestCheckpoints:
         """`finish` after the answer (a stopped request); changes and rewind of the session wait for it."""
 
         self.service.track(self.session_id, asyncio.ensure_future(self.finish(buffer_edits)))
+
+    async def _close_unchanged(self) -> None:
+        """A request that changed nothing: its 'after' is its 'before'."""
+
+        await self.ready()
+        if self.before:
+            await self._save(after=self.before)
 
     async def _disk_changes(self) -> list[str] | None:
         if self.repo is None or not self.before:
@@ -184,6 +276,7 @@ class Checkpoints:
         self._buffer_edits: dict[tuple[str, str], list[BufferEdit]] = {}
         self._said: set[str] = set()  # notices given once per process
         self._finishing: dict[str, set[asyncio.Future[Any]]] = {}  # session -> stopped requests' last snapshots
+        self.queue = SnapshotQueue()
 
     def repo(self, root: Path) -> ShadowRepo:
         real = os.path.realpath(root)
@@ -199,7 +292,7 @@ class Checkpoints:
         if repo is None or str(repo.root) in self._off:
             return ""
         try:
-            return await asyncio.to_thread(repo.snapshot)
+            return await self.queue.snapshot(repo)
         except CheckpointsOff as exc:
             self._off[str(repo.root)] = str(exc)
             log.warning("checkpoints off for %s: %s", repo.root, exc)
@@ -229,7 +322,7 @@ class Checkpoints:
             return checkpoint
         # not awaited here: the request starts (and the model is called) meanwhile; every tool that
         # changes files waits for it (RequestCheckpoints.step)
-        checkpoint.taking = asyncio.ensure_future(asyncio.to_thread(repo.snapshot))
+        checkpoint.taking = asyncio.ensure_future(self.queue.snapshot(repo))
         checkpoint.taking.add_done_callback(lambda f: f.cancelled() or f.exception())  # a request that fails never asks
         return checkpoint
 
@@ -283,14 +376,22 @@ class Checkpoints:
         self._off[real] = why
         self._said.add("checkpoints_off")
 
-    def warm(self, root: Path) -> None:
-        """Take a snapshot now (on a worker thread, at start-up): the first one of a workspace
-        reads every file, and the first request need not wait for it."""
+    def warm(self, root: Path) -> concurrent.futures.Future[str]:
+        """Start a snapshot now (on the checkpoints' worker, at start-up): the first one of a
+        workspace reads every file, and the first request need not wait for it. Returns it."""
 
-        try:
-            self.repo(root).snapshot()
-        except CheckpointError as exc:
-            log.info("no start-up checkpoint of %s: %s", root, exc)
+        repo = self.repo(root)
+
+        def said(done: concurrent.futures.Future[str]) -> None:
+            exc = None if done.cancelled() else done.exception()
+            if isinstance(exc, CheckpointsOff):  # the next request says so at its start
+                self._off.setdefault(str(repo.root), str(exc))
+            if exc is not None:
+                log.info("no start-up checkpoint of %s: %s", root, exc)
+
+        snapshot = self.queue.submit(repo)  # a request's 'before' queued meanwhile shares it
+        snapshot.add_done_callback(said)
+        return snapshot
 
     # ------------------------------------------------------------ commands
 

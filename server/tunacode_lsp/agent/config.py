@@ -178,8 +178,10 @@ def parse_options(
     """Options from a settings object over the environment; returns (options, warnings).
 
     Unknown keys are ignored (clients send their own settings in the same section);
-    `null` means "not set". An explicit option beats the environment, which is read only
-    when there is no `base` (the options parsed at initialize).
+    `null` means "not set": over a `base`, a `null` for a key set there unsets it (back to the
+    environment's value or the default, as a client's cleared setting should). An explicit
+    option beats the environment, which is read only when there is no `base` (the options
+    parsed at initialize).
     """
 
     env = os.environ if env is None else env
@@ -197,6 +199,9 @@ def parse_options(
         warnings.append(f"tunacode settings: expected an object, got {type(raw).__name__}; using defaults")
         raw = {}
     for key, value in raw.items():
+        if key in _FIELDS and value is None and base is not None and key in explicit:
+            _unset(key, values, explicit, from_env, env)
+            continue
         if key not in _FIELDS or value is None:
             continue
         field, check = _FIELDS[key]
@@ -210,6 +215,19 @@ def parse_options(
     values["explicit"] = frozenset(explicit)
     values["from_env"] = frozenset(from_env - explicit)
     return attrs.evolve(base or ServerOptions(), **values), warnings
+
+
+def _unset(key: str, values: dict[str, Any], explicit: set[str], from_env: set[str], env: Mapping[str, str]) -> None:
+    """A setting the editor now sends as `null` (cleared): back to the environment's value or the default."""
+
+    field = _FIELDS[key][0]
+    explicit.discard(key)
+    var = next((v for v, k in _ENV.items() if k == key), None)
+    if var and env.get(var, "").strip():
+        values[field] = env[var].strip()
+        from_env.add(key)
+    else:
+        values[field] = getattr(ServerOptions(), field)
 
 
 def wire_keys() -> dict[str, str]:

@@ -90,8 +90,9 @@ class RequestSpec:
     extra_changing_tools: frozenset[str] = frozenset()  # those of them that need approval
     start_notices: list[str] = field(default_factory=list)  # said right after request_start
     documents: DocumentOverlay | None = None  # the editor's open documents (edits go through it)
-    # before a tool that changes files (True: a shell command, snapshot again); returns notices
-    checkpoint: Callable[[bool], Awaitable[list[str]]] | None = None
+    # before a tool that changes files (True: a shell command, snapshot again); None at the end
+    # of the request (a request that changed nothing never waits for a snapshot); returns notices
+    checkpoint: Callable[[bool | None], Awaitable[list[str]]] | None = None
     # the project's own rules (agent/settings_files.py): permission rules, hooks, the mode
     rules: PermissionRules = field(default_factory=PermissionRules)
     hooks: tuple[HookDef, ...] = ()

@@ -418,7 +418,7 @@ class RunService:
         from tunacode_lsp.agent.runner import RequestRun
         from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
         from tunacode_lsp.tools import ToolSettings
-        from tunacode_lsp.tools.kept_outputs import session_outputs_dir
+        from tunacode_lsp.tools.kept_outputs import keeping_outputs, session_outputs_dir
 
         options = self._options()
         sessions = self._sessions()
@@ -437,7 +437,8 @@ class RunService:
             record = await sessions.get(params.session_id)
             if record is None:
                 raise CommandError(UNKNOWN_SESSION, f"unknown session {shown(params.session_id)}")
-            model = self._model(params.model or record.model or None, options)
+            # the request's model, else the configured one (setting, flag, TUNACODE_MODEL), else the session's own
+            model = self._model(params.model or options.model or record.model or None, options)
         else:
             record, model = None, self._model(params.model, options)
         facts = await asyncio.to_thread(  # the catalog is read on first use: off the event loop
@@ -514,7 +515,7 @@ class RunService:
                 line_refs=state.line_refs,
                 context=context,
                 diagnostics=diagnostics,
-                extra_tools=extra_tools[0],
+                extra_tools=keeping_outputs(extra_tools[0], session_outputs_dir(data_dir(), session_id)),  # MCP: cut results kept whole
                 extra_changing_tools=extra_tools[1],
                 start_notices=notices,
                 documents=documents,

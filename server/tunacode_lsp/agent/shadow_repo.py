@@ -1,6 +1,7 @@
 """A shadow git repository of one workspace: snapshots of its files as git trees, the changes
 and diffs between two snapshots, and restoring files from one. The workspace's own `.git` is
-never read or written (git never enters a folder named `.git`).
+never written, and git never runs in it (git never enters a folder named `.git`); only the
+first snapshot reads its index and objects (below).
 
 Layout: `<data folder>/checkpoints/<project id>/` is the repository (its own GIT_DIR), the
 workspace is its work tree, the index is the repository's own file, and
@@ -19,6 +20,19 @@ and a commit on HEAD keeps its objects reachable. Not recorded: files `.gitignor
 (the workspace's `.gitignore` files and its `.git/info/exclude`), files over
 `max_file_bytes`, nested git repositories; the last two are listed in the repository's
 `info/exclude` and checked again at every snapshot.
+
+The first snapshot of a git workspace starts from the workspace's own index (`seed`): its
+bytes are copied (never written back; git never runs in the workspace's repository, so its
+configuration is never read) and its objects borrowed read-only (`GIT_ALTERNATE_OBJECT_DIRECTORIES`,
+given only to the commands that read objects: a command that writes objects would "freshen"
+the workspace's copies, touching their times), so git hashes only what differs from it, as
+`git status` would; `write-tree --missing-ok` while borrowing. Only when nothing in the
+workspace's git could have changed bytes on their way into its index (no `.gitattributes`,
+no `autocrlf`, `eol`, `attributesFile`, `worktree` or include in its configuration files), and with no entry git
+would skip (assume-unchanged, skip-worktree, unmerged); what the full path leaves out (ignored
+files, files over the size limit, submodules) is taken out of the index first. The borrowed
+objects are then copied into the shadow repository (`absorb`, after the snapshot) and the
+alternates dropped, so the workspace's own `git gc` never takes a checkpoint's bytes.
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import subprocess
 import threading
@@ -59,10 +74,18 @@ CONFIG = (
     ("core.fsmonitor", "false"),
     ("index.version", "4"),
     ("gc.auto", "0"),
+    ("pack.threads", "1"),
     ("maintenance.auto", "false"),
     ("advice.addEmbeddedRepo", "false"),
 )
 STATUSES = {"A": "added", "D": "deleted"}  # anything else (M, T) is "modified"
+MAX_SEED_INDEX_BYTES = 256 * 1024 * 1024  # a workspace index larger than this is not used
+MAX_CONFIG_BYTES = 1024 * 1024
+# a git configuration that may have changed bytes on their way into the index (or hides where)
+# the commands that may read a borrowed object; never one that writes objects (see the docstring)
+READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse"})
+CONVERTING_CONFIG = re.compile(rb"autocrlf|eol|attributesfile|include|worktree", re.IGNORECASE)
+DEBUG_ENTRY = re.compile(rb"(?:\A|\n)([^\0]*)\0  ctime: [^\n]*\n  mtime: [^\n]*\n  dev: [^\n]*\n  uid: [^\n]*\n  size: (\d+)\t")
 
 
 class CheckpointError(Exception):
@@ -157,6 +180,7 @@ class ShadowRepo:
         self.lock_wait = lock_wait
         self._env = _git_env(self.git_dir, self.root)
         self._local = threading.local()
+        self.seed_from_workspace = True  # the first snapshot starts from the workspace's git index
 
     # ------------------------------------------------------------ plumbing
 
@@ -204,10 +228,13 @@ class ShadowRepo:
             os.close(fd)
 
     def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+        env = self._env
+        if args and args[0] in READING_COMMANDS and (borrowed := self._borrowed()):
+            env = {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": borrowed}
         try:
             process = subprocess.Popen(
                 ["git", *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env, cwd=self.root,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=self.root,
             )
         except FileNotFoundError:
             raise CheckpointsOff("git is not installed (checkpoints need it)") from None
@@ -261,8 +288,13 @@ class ShadowRepo:
             raise CheckpointsOff("git is not installed (checkpoints need it)") from None
         except (subprocess.SubprocessError, OSError) as exc:
             raise CheckpointError(f"cannot create the checkpoint repository {self.git_dir}: {exc}") from None
+        # the whole configuration in one write (a `git config` per key cost ~15 processes)
+        sections: dict[str, list[str]] = {"core": ["repositoryformatversion = 0", "filemode = true"]}
         for key, value in CONFIG:
-            self._git("config", key, value)
+            section, name = key.split(".", 1)
+            sections.setdefault(section, []).append(f"{name} = {value}")
+        (self.git_dir / "config").write_text(
+            "".join(f"[{section}]\n" + "".join(f"\t{line}\n" for line in lines) for section, lines in sections.items()))
         (self.git_dir / "info").mkdir(exist_ok=True)
         (self.git_dir / "info" / "attributes").write_bytes(ATTRIBUTES)
         self._sync_workspace_excludes()
@@ -344,8 +376,10 @@ class ShadowRepo:
             if kept != excluded:
                 self._save_excluded(kept)
                 excluded = kept
-            status = self._git("status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all")
             head = self.head_tree()
+            if head is None and self.seed_from_workspace and not (self.git_dir / "index").exists() and self._seed():
+                head = self.head_tree()
+            status = self._git("status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all")
             entries = [e for e in status.split(b"\0") if e]
             if not entries and head is not None:
                 return head
@@ -405,12 +439,81 @@ class ShadowRepo:
                 self._git("add", "-A", "--", ".")
             elif add:
                 self._git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=b"\0".join(add))
-            tree = self._git("write-tree").decode().strip()
+            tree = self._git("write-tree", *(["--missing-ok"] if self.borrowing() else [])).decode().strip()
             if tree != head:
                 parents = ["-p", "HEAD"] if head is not None else []
                 commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
                 self._git("update-ref", "HEAD", commit)
             return tree
+
+    # ------------------------------------------------------------ seeding from the workspace's git
+
+    def _borrowed_file(self) -> Path:
+        return self.git_dir / "tunacode-borrowed"
+
+    def _borrowed(self) -> str | None:
+        """The workspace's objects folder while objects are borrowed from it, else None."""
+
+        try:
+            return self._borrowed_file().read_text(encoding="utf-8", errors="surrogateescape").strip() or None
+        except OSError:
+            return None
+
+    def borrowing(self) -> bool:
+        return self._borrowed() is not None
+
+    def _seed(self) -> bool:
+        """Start the index from the workspace's own git index (see the module's docstring).
+        False (and nothing left behind) when the workspace has none that is safe to use."""
+
+        found = _workspace_index(self.root)
+        if found is None:
+            return False
+        data, mtime_ns, objects = found
+        index = self.git_dir / "index"
+        try:
+            self._borrowed_file().write_text(objects, encoding="utf-8", errors="surrogateescape")
+            index.write_bytes(data)
+            os.utime(index, ns=(mtime_ns, mtime_ns))  # git's racy-entry check keys on the index's own time
+            entries = self._git("ls-files", "-v", "-s", "-z").split(b"\0")
+            gitlinks: list[bytes] = []
+            for entry in entries:
+                if not entry:
+                    continue
+                head, _, path = entry.partition(b"\t")
+                tag, mode, _, stage = head.split(b" ")
+                if tag != b"H" or stage != b"0" or path.rsplit(b"/", 1)[-1] == b".gitattributes":
+                    raise CheckpointError("the workspace's index has entries git skips or converts")
+                if mode == b"160000":
+                    gitlinks.append(path)  # a submodule: the full path records none
+            drop = gitlinks + [p for p in self._git("ls-files", "-z", "-c", "-i", "--exclude-standard").split(b"\0") if p]
+            # entries over the size limit leave the index: the status then sees each file as new,
+            # and the usual rules record or exclude it by its size now
+            big = [m[1] for m in DEBUG_ENTRY.finditer(self._git("ls-files", "-z", "--debug")) if int(m[2]) > self.max_file_bytes]
+            drop += big
+            if drop:
+                self._git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
+                          "--pathspec-file-nul", stdin=b"\0".join(drop))
+            # the seeded index as the first commit: the snapshot's status then lists only what
+            # differs from it (its trees are written here, its blobs borrowed)
+            tree = self._git("write-tree", "--missing-ok").decode().strip()
+            commit = self._git("commit-tree", tree, "-m", "seeded from the workspace's git index").decode().strip()
+            self._git("update-ref", "HEAD", commit)
+            return True
+        except (CheckpointError, OSError, ValueError):
+            index.unlink(missing_ok=True)
+            self._borrowed_file().unlink(missing_ok=True)
+            return False
+
+    def absorb(self) -> None:
+        """Copy the objects borrowed from the workspace's repository into this one, then stop
+        borrowing (the workspace's `git gc` may prune them)."""
+
+        with self.locked():
+            if not self.borrowing():
+                return
+            self._git("repack", "-a", "-d", "-q", "--window=0")  # no delta search: a copy
+            self._borrowed_file().unlink(missing_ok=True)
 
     def _blocking_git_files(self, limit: int = 200_000) -> list[str]:
         """Ignore and attribute files git would block on (FIFOs, devices), by a bounded walk."""
@@ -597,3 +700,55 @@ class ShadowRepo:
             except Exception:  # noqa: BLE001 - not empty (or gone): stop
                 return
             folder = folder.parent
+
+
+def _read_regular(path: Path, limit: int) -> tuple[bytes, int] | None:
+    """A regular file's bytes and mtime (ns), not through a link, without waiting (a FIFO is
+    refused), unchanged while read; None otherwise."""
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode) or before.st_size > limit:
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        after = os.fstat(fd)
+        if (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size):
+            return None
+        return b"".join(chunks), before.st_mtime_ns
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _workspace_index(root: Path) -> tuple[bytes, int, str] | None:
+    """The workspace's git index (bytes, mtime), and its objects folder, when using them is
+    safe: `.git` a real folder (not a link, not a worktree's file), no attributes file, and no
+    configuration that converts bytes on their way in. None otherwise."""
+
+    dot = root / ".git"
+    try:
+        if not stat.S_ISDIR(dot.lstat().st_mode) or not stat.S_ISDIR((dot / "objects").lstat().st_mode):
+            return None
+        if os.path.lexists(dot / "info" / "attributes") or os.path.lexists(dot / "commondir"):
+            return None
+    except OSError:
+        return None
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    for config in (dot / "config", home / ".gitconfig", xdg / "git" / "config", Path("/etc/gitconfig")):
+        if not os.path.lexists(config):
+            continue
+        read = _read_regular(config, MAX_CONFIG_BYTES)
+        if read is None or CONVERTING_CONFIG.search(read[0]):
+            return None
+    index = _read_regular(dot / "index", MAX_SEED_INDEX_BYTES)
+    if index is None:
+        return None
+    return index[0], index[1], str(dot / "objects")

@@ -19,11 +19,13 @@ from typing import Any, TextIO
 
 MEANINGS = {
     0: "the model finished its answer",
-    1: "an error (provider, server)",
+    1: "an error (see the step's log)",
     2: "a usage or configuration problem",
     3: "stopped at the turn limit (max-turns)",
     4: "a tool call was denied (fail-on-denied)",
     5: "no file changed (require-changes)",
+    6: "stopped at the cost cap (max-cost)",
+    7: "the answer does not match output-schema",
     124: "the timeout ran out",
     130: "cancelled",
 }
@@ -116,14 +118,44 @@ def _render_lines(lines: TextIO, view: Any) -> None:
         if obj.get("type") == "result":
             view.result(obj, obj)
         elif obj.get("type") == "error":
-            view.note(f"error: {obj.get('message')}")
+            continue  # the CLI printed it on stderr, which the step's log already shows
         else:
             view.event(obj)
+
+
+def merged_settings(settings: str, permissions: str) -> dict[str, Any]:
+    """The `settings` and `permissions` inputs as one settings object (ValueError: one line)."""
+
+    merged: dict[str, Any] = {}
+    for name, text in (("settings", settings), ("permissions", permissions)):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"the {name} input is not JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"the {name} input must be a JSON object, got {type(value).__name__}")
+        if name == "permissions":
+            if "permissions" in merged:
+                raise ValueError("permissions are given both in the settings input and the permissions input: give one")
+            merged["permissions"] = value
+        else:
+            merged.update(value)
+    return merged
 
 
 def main(argv: list[str]) -> int:
     if argv == ["--render"]:
         render(sys.stdin, sys.stdout)
+        return 0
+    if len(argv) == 2 and argv[0] == "--settings":  # IN_SETTINGS + IN_PERMISSIONS -> one file
+        try:
+            merged = merged_settings(os.environ.get("IN_SETTINGS", ""), os.environ.get("IN_PERMISSIONS", ""))
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        Path(argv[1]).write_text(json.dumps(merged), encoding="utf-8")
         return 0
     if len(argv) != 2 or not argv[1].lstrip("-").isdigit():
         print("usage: python -m tunacode_lsp.cli.github_action EVENTS_FILE EXIT_CODE", file=sys.stderr)

@@ -28,6 +28,8 @@ EXIT_USAGE = 2
 EXIT_MAX_TURNS = 3
 EXIT_DENIED = 4
 EXIT_NO_CHANGES = 5
+EXIT_MAX_COST = 6
+EXIT_SCHEMA = 7
 EXIT_TIMEOUT = 124
 EXIT_CANCELLED = 130
 
@@ -42,6 +44,7 @@ APPROVE_MODES = {"auto": "auto", "deny": "read-only"}
 EPILOG = (
     "Exit codes: 0 end_turn, 1 error, 2 usage or configuration error, 3 max_turns, "
     "4 a tool call was denied (--fail-on-denied), 5 no file changed (--require-changes), "
+    "6 stopped at the cost cap (--max-cost), 7 the answer does not match --output-schema, "
     "124 timeout, 130 cancelled (Ctrl-C)."
 )
 
@@ -67,6 +70,9 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
     mcp_servers: dict[str, Any] | None = None  # --mcp-config
     trust_workspace: bool = False  # --trust-workspace: start what the workspace defines (.mcp.json)
     mode: str | None = None  # --mode: agent | plan
+    settings: dict[str, Any] | None = None  # --settings / --settings-file: server settings, validated
+    max_cost: float | None = None  # --max-cost USD: no model call starts once the request's cost would pass it
+    output_schema: dict[str, Any] | None = None  # --output-schema FILE: the answer must be JSON matching it
 
 
 # the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
@@ -110,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start the MCP servers the workspace's .mcp.json defines and apply .tunacode/settings.json whole, for this run (never implied by --approve auto)")
     parser.add_argument("--mode", choices=("agent", "plan"), default=None,
                         help="plan: read-only tools and todo_write; the answer is a plan (default: agent)")
+    parser.add_argument("--settings", metavar="JSON",
+                        help='server settings as a JSON object (docs/configuration.md), e.g. \'{"shellSandbox": "required"}\'')
+    parser.add_argument("--settings-file", metavar="FILE", help="the same, read from a JSON file")
+    parser.add_argument("--max-cost", metavar="USD", type=float,
+                        help="stop (exit 6) before a model call would take the request's cost past USD")
+    parser.add_argument("--output-schema", metavar="FILE",
+                        help="the final answer must be JSON valid against this JSON Schema (exit 7 when not)")
     return parser
 
 
@@ -155,6 +168,8 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         servers = inputs.mcp_servers(args.mcp_config) if args.mcp_config is not None else None
     except inputs.InputError as exc:
         raise UsageError(str(exc)) from None
+    if args.max_cost is not None and not 0 < args.max_cost <= 1_000_000:
+        raise UsageError(f"--max-cost must be a number of US dollars above 0, got {args.max_cost:g}")
     return RunOptions(
         prompt=prompt,
         session_id=args.session,
@@ -172,7 +187,94 @@ def parse_args(argv: list[str], stdin: TextIO | None = None) -> RunOptions:
         mcp_servers=servers,
         trust_workspace=args.trust_workspace,
         mode=args.mode,
+        settings=read_settings(args.settings, args.settings_file),
+        max_cost=args.max_cost,
+        output_schema=read_schema(args.output_schema) if args.output_schema is not None else None,
     )
+
+
+def read_settings(text: str | None, path: str | None) -> dict[str, Any] | None:
+    """--settings / --settings-file as a settings object, checked by the validator every settings
+    source goes through (agent/config.py): an unknown key or a bad value is a UsageError."""
+
+    if text is None and path is None:
+        return None
+    if text is not None and path is not None:
+        raise UsageError("give --settings or --settings-file, not both")
+    import json
+
+    flag = "--settings" if text is not None else f"--settings-file {path}"
+    try:
+        if path is not None:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        raw = json.loads(text or "")
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{flag}: not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{flag}: expected a JSON object of settings, got {type(raw).__name__}")
+    from tunacode_lsp.agent.config import parse_options, wire_keys
+
+    unknown = sorted(set(raw) - set(wire_keys()))
+    if unknown:
+        raise UsageError(f"{flag}: unknown setting {unknown[0]!r} (docs/configuration.md lists them)")
+    if "approval" in raw:
+        raise UsageError(f"{flag}: set approval with --approve (run never asks)")
+    _options, problems = parse_options(raw, env={})
+    if not problems and "permissions" in raw:
+        from tunacode_lsp.agent.permissions import parse_rules
+
+        problems = parse_rules(raw["permissions"], flag)[1]
+    if problems:
+        raise UsageError(f"{flag}: {problems[0].rsplit('; using ', 1)[0]}")
+    return raw
+
+
+def read_schema(path: str) -> dict[str, Any]:
+    """--output-schema FILE: a JSON Schema the final answer is checked against (UsageError when unusable)."""
+
+    import json
+
+    import jsonschema
+
+    try:
+        schema = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--output-schema {path}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--output-schema {path}: not JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise UsageError(f"--output-schema {path}: a JSON Schema is an object")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise UsageError(f"--output-schema {path}: not a valid JSON Schema ({exc.message})") from None
+    return schema
+
+
+def schema_problem(text: str, schema: dict[str, Any]) -> str | None:
+    """Why the answer does not match the schema (None when it does). A ```json fence around
+    the whole answer is allowed: models write one even when told not to."""
+
+    import json
+
+    import jsonschema
+
+    body = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*\n(.*?)\n?```", body, re.DOTALL)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        value = json.loads(body)
+    except ValueError as exc:
+        return f"the answer is not JSON ({exc})"
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path) or "(the whole answer)"
+    return f"the answer does not match --output-schema at {where}: {error.message}"
 
 
 # ---------------------------------------------------------------- configuration
@@ -215,6 +317,20 @@ def check_configuration(opts: RunOptions, env: Mapping[str, str]) -> None:
     elif env.get("TUNACODE_BASE_URL", "").strip():
         check_base_url(env["TUNACODE_BASE_URL"], "TUNACODE_BASE_URL")
     check_data_folder(env)
+    check_required_sandbox(opts)
+
+
+def check_required_sandbox(opts: RunOptions) -> None:
+    """`shellSandbox: required` that cannot be met fails the run before it starts (the server
+    would only refuse each shell command, and the run would go on without them)."""
+
+    if (opts.settings or {}).get("shellSandbox") != "required":
+        return
+    from tunacode_lsp.tools.sandbox import sandbox_state
+
+    state = sandbox_state("required")
+    if not state.active:
+        raise UsageError(f"shellSandbox is required but the sandbox cannot start: {state.reason} (docs/ci.md: the sandbox)")
 
 
 # ---------------------------------------------------------------- what the server gets
@@ -223,7 +339,7 @@ def check_configuration(opts: RunOptions, env: Mapping[str, str]) -> None:
 def initialization_options(opts: RunOptions) -> dict[str, Any]:
     """The server options the flags stand for (unset flags leave the server's defaults)."""
 
-    options: dict[str, Any] = {"approval": APPROVE_MODES[opts.approve]}
+    options: dict[str, Any] = {**(opts.settings or {}), "approval": APPROVE_MODES[opts.approve]}
     for key, value in (
         ("model", opts.model),
         ("baseUrl", opts.base_url),

@@ -240,15 +240,22 @@ def _token_start_in(word: str) -> int:
     lower = word.lower()
     for prefix, whole_word in HOLD_PREFIXES:
         w = lower if prefix in _CASELESS_PREFIXES else word
+        # a token shape starts a word (TOKEN_SHAPES' `_LEFT`): the end of "Working" is no `ghp_`
         at = w.find(prefix)
+        while at >= 0 and not (whole_word or _starts_word(w, at)):
+            at = w.find(prefix, at + 1)
         if at < 0:
             for size in range(min(len(prefix) - 1, len(w)), 0, -1):
-                if w.endswith(prefix[:size]):
+                if w.endswith(prefix[:size]) and (whole_word or _starts_word(w, len(w) - size)):
                     at = len(w) - size
                     break
         if at >= 0:
             start = min(start, 0 if whole_word else at)
     return start
+
+
+def _starts_word(text: str, at: int) -> bool:
+    return at == 0 or not (text[at - 1].isascii() and text[at - 1].isalnum())
 
 
 def _keep_all_but_secret(match: re.Match[str]) -> str:

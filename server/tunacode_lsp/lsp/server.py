@@ -99,6 +99,7 @@ from tunacode_lsp.lsp.framing import FrameReader, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
 from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload, workspace_ready
 from tunacode_lsp.lsp.runs import LspRuns, warm_up
+from tunacode_lsp.lsp.snapshot_progress import first_snapshot_progress
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
 from tunacode_lsp.store.locations import store_path
 
@@ -435,7 +436,8 @@ async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParam
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
     ls.pending_warnings = []
     asyncio.get_running_loop().run_in_executor(None, warm_up)  # the first request need not wait for imports
-    asyncio.get_running_loop().run_in_executor(None, ls.runs.checkpoints.warm, ls.workspace_root)  # nor for the first snapshot
+    # nor for the first snapshot (progress shown when it takes over a second)
+    ls.track(first_snapshot_progress(ls, ls.runs.checkpoints.warm(ls.workspace_root)))
     try:
         await read_configuration(ls)
     finally:
