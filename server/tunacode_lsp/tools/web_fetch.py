@@ -65,8 +65,10 @@ def address_problem(address: str, allow_private: bool) -> str | None:
     """Why a resolved address may not be fetched, or None."""
 
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:  # judged by the IPv4 address it leads to
+            ip = embedded
     if ip.is_multicast or ip.is_unspecified:
         return "a multicast or unspecified address"
     if ip.is_loopback:
@@ -78,6 +80,26 @@ def address_problem(address: str, allow_private: bool) -> str | None:
     else:
         return None
     return None if allow_private else problem
+
+
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))  # well-known, local-use
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for: mapped (::ffff:a.b.c.d), IPv4-compatible
+    (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d: a NAT64 gateway connects to a.b.c.d, private ones of its
+    network included) and 6to4 (2002:aabb:ccdd::)."""
+
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64[0] or (ip in _IPV4_COMPATIBLE and int(ip) > 1):  # :: and ::1 are judged as themselves
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _NAT64[1]:  # local-use NAT64 (its IPv4 address may sit anywhere in it): private
+        return ipaddress.IPv4Address("10.0.0.0")
+    return None
 
 
 async def resolve(host: str, port: int) -> list[str]:

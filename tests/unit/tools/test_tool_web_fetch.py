@@ -20,6 +20,18 @@ def test_address_rules() -> None:
     assert wf.address_problem("0.0.0.0", True)  # never: unspecified
 
 
+@pytest.mark.parametrize(
+    "address",
+    ["::127.0.0.1", "::169.254.169.254", "64:ff9b::a9fe:a9fe", "64:ff9b::10.0.0.5", "64:ff9b:1::a00:5",
+     "2002:7f00:1::1", "2002:a9fe:a9fe::1", "2002:c0a8:1::1"],
+)
+def test_ipv6_forms_of_a_private_ipv4_address_are_refused(address: str) -> None:
+    """IPv4-compatible, NAT64 (a NAT64 gateway connects to the IPv4 address inside, the private
+    ones of its network too) and 6to4 forms passed as public addresses before."""
+    assert wf.address_problem(address, False), address
+    assert wf.address_problem("64:ff9b::5db8:d70e", False) is None  # NAT64 of a public address
+
+
 async def test_a_redirect_to_loopback_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     real = wf.address_problem
     # the test server's own address stands for a public one; every other address keeps the rule
