@@ -92,7 +92,7 @@ from tunacode_lsp.contract.protocol import (
     to_wire,
 )
 from tunacode_lsp.core.redact import redact_message
-from tunacode_lsp.lsp import mcp
+from tunacode_lsp.lsp import document_sync, mcp
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.code_actions import code_actions
 from tunacode_lsp.lsp.framing import FrameReader, check_message, error_response
@@ -477,6 +477,11 @@ def on_code_action(ls: TunaLanguageServer, params: types.CodeActionParams) -> li
         start, end = document.offset_at_position(params.range.start), document.offset_at_position(params.range.end)
         selected = document.source[start:end]
     return code_actions(params, selected, Path(document.path).name or params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_document_changed(ls: TunaLanguageServer, _params: types.DidChangeTextDocumentParams) -> None:
+    document_sync.changed(ls)  # pygls updated its copy first; an edit of ours waits for this (lsp/documents.py)
 
 
 @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
