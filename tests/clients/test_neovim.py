@@ -267,12 +267,23 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
         seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
                         TUNA_SNIPPETS=str(write_snippets(tmp_path)))
 
+    # typing in insert mode while an approval arrives: nothing answered, the text is the buffer's
+    typing = seen["typing"]
+    assert typing["mode"] == "i" and typing["float"]["focused"] is False, typing
+    assert typing["float"]["footer"] == " g1 Allow  g2 Allow for session  g3 Deny ", typing
+    assert typing["lines"] == ["# total = sum of items"], typing
+    assert typing["after_esc"] == {"mode": "n", "result": None, "floats": 1}, typing  # <Esc> answers nothing
+    assert typing["closed"] == {"result": None, "floats": 0} and typing["reshown"] == 1, typing  # q only closes
+    assert typing["result"] == {"decision": "deny"}  # g3
+
     diff = seen["diff_float"]
-    assert diff["floating"] and diff["filetype"] == "diff"
-    assert diff["title"] == " TunaCode: edit_file calc.py "  # the tool, then the server's summary
+    assert diff["floating"] and diff["filetype"] == "diff" and diff["focused"] is False
+    assert diff["title"] == " TunaCode approval: edit_file calc.py "  # the tool, then the server's summary
     assert diff["lines"] == ["--- a/calc.py", "+++ b/calc.py", "@@ -1,2 +1,2 @@", " def add(a, b):",
                              "-    return a - b", "+    return a + b"]
     assert seen["first"] == {"decision": "allow_session"}
+    assert seen["session_allows"] == ["edit_file: calc.py"]
+    assert seen["allows_notice"] == ["TunaCode: no approval is pending; allowed for this session: edit_file: calc.py"]
     assert seen["after_first"] == {"floats": 0, "back": True}
 
     queued = seen["queued"]
@@ -287,7 +298,8 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     assert ended["result"] == {"decision": "deny"} and ended["other"] is None
     assert ended["float"]["lines"] == ["ls"]  # the queued one shows once the ended one closed
     assert seen["other"] == {"result": {"decision": "deny"}, "floats": 0}
-    assert seen["quit"] == {"result": {"decision": "deny"}, "floats": 0}
+    assert seen["quit_pending"] == {"result": None, "floats": 0}  # closed, not answered
+    assert seen["quit"] == {"result": {"decision": "deny"}, "floats": 0}  # :TunaApprove deny
 
     assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True,
                                                                   "diagnostics": True}}}

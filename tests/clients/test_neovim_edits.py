@@ -213,8 +213,8 @@ def test_plugin_edit_of_a_buffer_with_unsaved_edits_approved_in_the_float(nvim, 
     assert len(requests) == 2 and seen["result"]["stopReason"] == "end_turn", seen["result"]
     # the real server's tunacode/approve: the diff against the buffer's text, in the float
     float_ = seen["float"]
-    assert float_["filetype"] == "diff" and float_["focused"] is True
-    assert float_["title"].startswith(" TunaCode: ") and "calc.py" in float_["title"], float_
+    assert float_["filetype"] == "diff" and float_["focused"] is False  # never takes focus
+    assert float_["title"].startswith(" TunaCode approval: ") and "calc.py" in float_["title"], float_
     assert "-\treturn a - b  " in float_["lines"] and "+\treturn a + b  " in float_["lines"], float_
     # other.py, opened after the server started, was attached: the model saw its unsaved line
     assert seen["other_attached"] is True

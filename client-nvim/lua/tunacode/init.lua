@@ -603,6 +603,7 @@ end
 --- Forget the current session: the next :TunaAsk starts a new one.
 function M.new()
   M.state.session_id = nil
+  approve.session_allows = {} -- the server's allows belong to the session
   notify('the next question starts a new session')
 end
 
