@@ -374,3 +374,12 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     assert commands["retried"] is True  # the conflict offered to overwrite, and the retry forces
     assert notices[2:] == ["TunaCode: rewound the last request; 1 file restored"]
     assert commands["last_request_id"] is None
+
+
+def test_answer_buffer_follows_the_stream_only_at_its_last_line(nvim, tmp_path, workspace, home):
+    """Issue 32, item 2: a window reading back keeps its cursor while the answer streams."""
+    with ScriptedModelServer({"turns": []}) as model:
+        seen = run_nvim(nvim, Path(__file__).with_name("nvim_follow_driver.lua"), tmp_path=tmp_path, workspace=workspace, home=home,
+                        model=model)
+    assert seen["reading"] == 2, seen
+    assert seen["tail"] == seen["count"], seen
