@@ -169,7 +169,6 @@ class ProgressReporter:
                 log.debug("progress end for %s failed: %s", token, exc)
 
     async def _on_event(self, event: Event) -> None:
-        progress = self._ls.work_done_progress
         if isinstance(event, ToolCallEvent):
             self._summaries[event.tool_call_id] = event.summary
         elif isinstance(event, ToolCallUpdate):
