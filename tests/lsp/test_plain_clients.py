@@ -1,5 +1,6 @@
-"""Plain LSP clients, over raw bytes (issue 32, items 9 and 10): a client slow to answer
-`window/workDoneProgress/create` still sees every progress it was shown end."""
+"""Plain LSP clients, over raw bytes (issue 32, items 8 and 9): a client slow to answer
+`window/workDoneProgress/create` still sees every progress it was shown end; a client that
+cannot show a question (ALE: no `window` capabilities) gets a clear error for `approval: ask`."""
 
 from __future__ import annotations
 
@@ -58,3 +59,26 @@ async def test_a_progress_created_late_is_ended_when_its_request_has_ended(raw, 
         await raw.wait_for(lambda _m: _all_ended(raw) and bool(_progress(raw)), timeout=5)
     except TimeoutError:
         raise AssertionError(f"progress left open: {_progress(raw)}") from None
+
+
+ALE_CAPS = {"textDocument": {"synchronization": {"didSave": True}}, "workspace": {"applyEdit": True}}  # no `window`
+
+
+async def test_ask_without_a_way_to_ask_is_a_clear_error_at_request_start(raw, workspace, model):
+    """Bug: ALE declares no window capabilities and never answers window/showMessageRequest:
+    `approval: ask` waited silently until the request timed out."""
+
+    model.set_script([{"steps": [{"tool_call": {"name": "bash", "arguments": {"command": "touch ran"}}}]}, DONE])
+    await raw.initialize(workspace, scripted_options(model, approval="ask"), ALE_CAPS)
+    answer = await raw.command("tunacode.request", {"prompt": "run it"}, timeout=10)
+    assert "approval setting is 'ask'" in answer["error"]["message"], answer
+    assert "tunacode.approval" in answer["error"]["message"]
+    assert model.requests == [] and not (workspace / "ran").exists()  # nothing ran, the model was not called
+    assert not any(m.get("method") == "window/showMessageRequest" for m in raw.messages)
+
+
+async def test_ask_with_a_client_that_declares_window_still_asks(raw, workspace, model):
+    model.set_script([DONE])
+    await raw.initialize(workspace, scripted_options(model, approval="ask"), {"window": {"showDocument": {"support": True}}})
+    answer = await raw.command("tunacode.request", {"prompt": "hi"}, timeout=20)
+    assert answer["result"]["stopReason"] == "end_turn", answer

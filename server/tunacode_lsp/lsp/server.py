@@ -94,6 +94,7 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.lsp import document_sync, mcp
 from tunacode_lsp.lsp.client_requests import ask_client
+from tunacode_lsp.lsp.client_support import require_approval_channel
 from tunacode_lsp.lsp.code_actions import code_actions
 from tunacode_lsp.lsp.framing import FrameReader, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
@@ -513,6 +514,7 @@ async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) ->
     pending = ls.runs.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
     try:
         await wait_for_settings(ls)
+        require_approval_channel(ls, ls.options.approval)  # a client that cannot be asked: an error now
     except BaseException:
         ls.runs.end(pending)
         raise
