@@ -232,6 +232,7 @@ def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_p
     warnings = [m for m in seen["shown"] if "sometimes" in m]
     assert len(warnings) == 1, seen["shown"]  # sent after initialize and again for workspace/configuration
     assert seen["calls"] == 1  # the request would go out once
+    assert seen["echoed"] == [], seen["echoed"]  # the progress echo left the warning on screen
     for where in ("messages", "errmsg", "stderr"):
         assert "already closing" not in seen[where], seen[where][-2000:]
         assert "Error executing" not in seen[where], seen[where][-2000:]
