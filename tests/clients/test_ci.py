@@ -400,7 +400,7 @@ if MODE == "endless-header":
 if MODE == "silent":
     while True:
         read()
-send({"jsonrpc": "2.0", "id": init["id"], "result": {"capabilities": {"experimental": {"tunacode": {"protocolVersion": 2}}}}},
+send({"jsonrpc": "2.0", "id": init["id"], "result": {"capabilities": {"experimental": {"tunacode": {"protocolVersion": 3}}}}},
      header=b"content-length")  # any case, as the base protocol allows
 read()  # initialized
 request = read()

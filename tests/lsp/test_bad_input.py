@@ -125,7 +125,7 @@ class Server:
 
     async def status_works(self) -> None:
         status = await self.harness.command("tunacode.status")
-        assert status["activeRequests"] == [] and status["protocolVersion"] == 2
+        assert status["activeRequests"] == [] and status["protocolVersion"] == 3
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -322,7 +322,7 @@ async def test_a_missing_argument_list_means_empty_params(server):
     status = await server.harness.client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="tunacode.status", arguments=None)
     )
-    assert status["protocolVersion"] == 2
+    assert status["protocolVersion"] == 3
 
 
 @pytest.mark.parametrize(

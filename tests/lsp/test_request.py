@@ -131,7 +131,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
         "tunacode.commands.list", "tunacode.settings.consent",
         "tunacode.changes", "tunacode.session.rewind", "tunacode.steer", "tunacode.request.result",
     }
-    assert caps.experimental == {"tunacode": {"protocolVersion": 2}}
+    assert caps.experimental == {"tunacode": {"protocolVersion": 3}}
     assert caps.text_document_sync.change == types.TextDocumentSyncKind.Incremental
     assert lsp.initialize_result.server_info.name == "tunacode-lsp"
 
@@ -139,7 +139,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
 async def test_status_and_models_list(lsp, model, home):
     await lsp.start(init_options=scripted_options(model))
     status = await lsp.command("tunacode.status")
-    assert status["protocolVersion"] == 2 and status["activeRequests"] == []
+    assert status["protocolVersion"] == 3 and status["activeRequests"] == []
     assert status["sessionStore"] == str(home / "sessions.sqlite3")
     models = await lsp.command("tunacode.models.list")
     assert models["default"] == "openai-compatible:scripted"

@@ -244,3 +244,27 @@ async def test_no_mcp_process_outlives_the_server(model, workspace, home, tmp_pa
     while set(_mcp_processes()) - before and loop.time() < deadline:
         await asyncio.sleep(0.05)
     assert set(_mcp_processes()) - before == set()
+
+
+async def test_a_cut_mcp_result_is_kept_whole_and_read_file_reads_it(lsp, model, tmp_path, home):
+    """Issue 34: an MCP result cut for the model is kept whole like bash's, in the session's
+    outputs folder, and read_file reads it by the path the cut result names."""
+
+    import re
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    model.set_script([call("mcp__demo__big", {}), DONE])
+    await lsp.start(init_options=scripted_options(model, mcpServers={"demo": demo(notes)}))
+    await _status_until(lsp, _ready("demo"))
+    first = await lsp.command("tunacode.request", {"prompt": "go"})
+    big = _tool_results(model, 1)[-1]
+    assert "characters cut from the middle" in big and len(big) < 40_000
+    found = re.search(r"is kept in (\S+): read it with read_file", big)
+    assert found, big[-400:]
+    kept = Path(found.group(1))
+    assert kept.parent == home / "outputs" / first["sessionId"]
+    assert kept.name.startswith("mcp-demo-big-") and kept.read_text() == "x" * 2_000_000
+    model.set_script([call("read_file", {"filepath": str(kept), "offset": 0, "limit": 1}), DONE])
+    await lsp.command("tunacode.request", {"prompt": "read it", "sessionId": first["sessionId"]})
+    assert "xxxxxxxx" in _tool_results(model, 1)[-1]

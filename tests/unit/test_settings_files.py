@@ -136,3 +136,21 @@ def test_resolve_without_files_is_the_editors_options() -> None:
     assert effective.options.approval == "read-only" and effective.values["approval"] == ("read-only", "editor")
     user, project = load_settings_files(Path("/nonexistent-root"), env={"XDG_CONFIG_HOME": "/nonexistent-config"})
     assert user.raw is None and project.raw is None
+
+
+async def test_always_allow_never_consents_a_project_file_that_loosens_your_own_file(homes: dict[str, Path]) -> None:
+    """Saving a rule consents the project file only when it held nothing back; "held back" is
+    judged against your file, not the defaults (`shellSandbox: "auto"` loosens your `required`)."""
+
+    from tunacode_lsp.agent.settings_files import save_allow_rules
+
+    write(homes["user"], {"shellSandbox": "required", "shellNetwork": False})
+    write(homes["project"], {"shellSandbox": "auto", "shellNetwork": True})
+    options, _ = parse_options({}, env={})
+    before = await effective_settings(options, homes["root"])
+    assert before.options.shell_sandbox == "required" and len(before.files[1].held_back) == 2
+    said = save_allow_rules("project", ("bash(ls)",), homes["root"], os.environ)
+    assert "waits for your consent" in said
+    after = await effective_settings(options, homes["root"])
+    assert after.options.shell_sandbox == "required" and after.options.shell_network is False
+    assert after.rules.allow == ()

@@ -5,6 +5,8 @@
 - write_file / edit_file: the unified diff, computed by the same parsing and planning the tool
   runs (tools/previews.py), bounded and saying so when cut; the tool later writes only those
   exact bytes.
+- apply_patch: the unified diff of every file the patch touches, planned as the tool plans it
+  (tools/apply_patch.py); the tool later writes only that plan (its digest).
 - MCP tools: the server, the tool and the full arguments.
 """
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tunacode_lsp.core.text import visible_blanks
+from tunacode_lsp.tools.apply_patch import patch_paths_run_code_outside, patch_runs_code_outside, preview_patch
 from tunacode_lsp.tools.bash import command_problem
 from tunacode_lsp.tools.documents import DocumentOverlay
 from tunacode_lsp.tools.edit_file import prepare_args
@@ -71,6 +74,14 @@ def approval_view(
             f"edit {preview.path}: {changes} (-{preview.removed} +{preview.added} lines)",
             preview.diff, "diff", preview.truncated, preview.digest, edits_code_outside(name, args, root),
         )
+    if view == "patch":
+        plan, diff, cut_diff, added, removed = preview_patch(root, args, documents)
+        files = len(plan.changes)
+        return ApprovalView(
+            f"patch {files} file{'s' if files != 1 else ''}: {', '.join(c.shown for c in plan.changes[:5])}"
+            f"{' …' if files > 5 else ''} (-{removed} +{added} lines)",
+            diff, "diff", cut_diff, plan.digest, patch_runs_code_outside(root, plan),
+        )
     shown = json.dumps(args, ensure_ascii=False, indent=2, default=str)
     cut = len(shown) > MAX_ARGUMENTS_SHOWN
     if name.startswith("mcp__"):
@@ -86,6 +97,8 @@ def edits_code_outside(name: str, args: dict[str, Any], root: Path) -> bool:
     RUNS_CODE_OUTSIDE: `.vscode/tasks.json`, `.envrc`, ...), so it is asked even under `auto`."""
 
     spec = spec_of(name)
+    if spec.approval == "patch":
+        return patch_paths_run_code_outside(args, root)
     raw = args.get(spec.path_arg) if spec.changes_files and spec.path_arg is not None else None
     if not isinstance(raw, str):
         return False

@@ -57,6 +57,7 @@ class ModelCard:
     tool_calls: bool
     cost: ModelCost | None
     updated: str = ""  # models.dev's last_updated, for ordering
+    family: str = ""  # models.dev's family: "gpt", "gpt-codex", "o", "claude-sonnet", ...
 
     @property
     def takes_images(self) -> bool:
@@ -101,6 +102,7 @@ def _card(model_id: str, raw: dict[str, Any]) -> ModelCard:
         tool_calls=raw.get("tool_call") is True,
         cost=cost,
         updated=str(raw.get("last_updated") or raw.get("release_date") or ""),
+        family=str(raw.get("family") or ""),
     )
 
 

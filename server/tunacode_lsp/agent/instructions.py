@@ -27,6 +27,8 @@ MAX_FILE_CHARS = 20_000  # of one file
 MAX_TOTAL_CHARS = 60_000  # of one file with everything it imports
 MAX_IMPORT_DEPTH = 5
 MAX_NESTED_PER_CALL = 8  # sub-folder files joined to one tool result
+MAX_FILES = 50  # read for one instruction file with its imports
+MAX_NOTICES = 10  # about one instruction file (then one line says how many more)
 _IMPORT = re.compile(r"^\s*@(?P<path>[^\s@][^\s]*)\s*$")
 
 
@@ -35,6 +37,7 @@ class Expanded:
     text: str
     notices: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # shown paths read (the file and its imports)
+    cut: bool = False  # past MAX_TOTAL_CHARS: the rest was left out
 
 
 def read_instruction_file(base: Path, relative: str) -> Expanded | None:
@@ -43,6 +46,8 @@ def read_instruction_file(base: Path, relative: str) -> Expanded | None:
     seen: set[str] = set()
     result = Expanded("")
     text = _expand(base, PurePosixPath(relative), 0, seen, result, [MAX_TOTAL_CHARS])
+    if len(result.notices) > MAX_NOTICES:
+        result.notices[MAX_NOTICES:] = [f"{relative}: {len(result.notices) - MAX_NOTICES} more notices about its imports."]
     if text is None:
         return None if not result.notices else Expanded("", result.notices)
     result.text = text.strip()
@@ -51,6 +56,9 @@ def read_instruction_file(base: Path, relative: str) -> Expanded | None:
 
 def _expand(base: Path, relative: PurePosixPath, depth: int, seen: set[str], out: Expanded, budget: list[int]) -> str | None:
     key = str(relative)
+    if depth and (budget[0] <= 0 or len(seen) >= MAX_FILES):  # a checkout's fan of imports is not all read
+        out.notices.append(f"{key}: not imported (more than {MAX_FILES} files or {MAX_TOTAL_CHARS:,} characters).")
+        return ""
     if key in seen:
         out.notices.append(f"{key}: imported more than once (a cycle?); imported only the first time.")
         return ""
@@ -67,8 +75,12 @@ def _expand(base: Path, relative: PurePosixPath, depth: int, seen: set[str], out
     lines: list[str] = []
     for line in text.splitlines():
         match = _IMPORT.match(line)
-        if match is None:
-            lines.append(line)
+        if match is None:  # a file's own lines count against the budget as they are taken
+            if budget[0] <= 0:
+                out.cut = True
+                continue
+            lines.append(line[: budget[0]])
+            budget[0] -= len(line) + 1
             continue
         target = PurePosixPath(os.path.normpath(str(relative.parent / match.group("path"))))
         if target.is_absolute() or str(target).startswith(".."):
@@ -82,11 +94,9 @@ def _expand(base: Path, relative: PurePosixPath, depth: int, seen: set[str], out
             out.notices.append(f"{key}: the import {match.group('path')!r} was not found; skipped.")
             continue
         lines.append(imported)
-    joined = "\n".join(lines)
-    if len(joined) > budget[0]:
-        joined = joined[: max(budget[0], 0)] + "\n[instructions cut: too long with their imports]"
-    budget[0] -= len(joined)
-    return joined
+    if depth == 0 and out.cut:
+        lines.append("[instructions cut: too long with their imports]")
+    return "\n".join(lines)
 
 
 def root_instructions(root: Path, env: Mapping[str, str] = os.environ) -> tuple[list[tuple[str, str]], list[str]]:

@@ -12,6 +12,10 @@
 - file tools (`read_file`, `write_file`, `edit_file`, `grep`, `list_files`): a gitignore-style
   glob relative to the workspace root (pathspec), matched on the call's path; a path outside
   the root matches no rule.
+- `apply_patch`: its rules match each path the patch names (moves included); so do the deny
+  and ask rules of `edit_file` and `write_file` (a denied file stays denied whichever edit
+  tool the model has). It is denied or asked when any path is, allowed by a rule when every
+  path is allowed by an `apply_patch` rule.
 - `mcp__server` names every tool of that MCP server, `mcp__server__tool` one tool.
 """
 
@@ -26,9 +30,11 @@ from typing import Any
 
 import pathspec
 
+from tunacode_lsp.tools.patch_format import PatchError, parse_patch
 from tunacode_lsp.tools.shell_parse import WRAPPERS, ShellParse, SimpleCommand, parse_command, quote_word
 
 EFFECTS = ("deny", "ask", "allow")
+PATCH_TOOL = "apply_patch"
 FILE_TOOLS: dict[str, str] = {
     "read_file": "filepath", "write_file": "filepath", "edit_file": "filepath", "grep": "path", "list_files": "path",
 }
@@ -77,6 +83,8 @@ class PermissionRules:
 
         if tool == "bash":
             return self._decide_bash(str(args.get("command", "")))
+        if tool == PATCH_TOOL:
+            return self._decide_patch(args.get("patch"), root)
         for effect in ("deny", "ask", "allow"):
             for rule in getattr(self, effect):
                 if _tool_matches(rule.tool, tool) and self._args_match(rule, tool, args, root):
@@ -96,6 +104,39 @@ class PermissionRules:
         if spec is None:
             spec = self._globs[rule.pattern] = pathspec.GitIgnoreSpec.from_lines([rule.pattern])
         return bool(spec.match_file(relative))
+
+    def _path_matches(self, rule: Rule, relative: str) -> bool:
+        if rule.pattern is None:
+            return True
+        spec = self._globs.get(rule.pattern)
+        if spec is None:
+            spec = self._globs[rule.pattern] = pathspec.GitIgnoreSpec.from_lines([rule.pattern])
+        return bool(spec.match_file(relative))
+
+    def _decide_patch(self, patch: Any, root: Path) -> RuleDecision | None:
+        try:
+            ops = parse_patch(patch) if isinstance(patch, str) else []
+        except PatchError:
+            ops = []  # the tool refuses it: no path to match
+        paths = [relative_path(raw, root) for op in ops for raw in (op.path, op.move_to) if raw is not None]
+        relatives = [p for p in paths if p is not None]
+        for effect in ("deny", "ask"):
+            for rule in getattr(self, effect):
+                if rule.tool not in (PATCH_TOOL, "edit_file", "write_file"):
+                    continue
+                if rule.pattern is None or any(self._path_matches(rule, r) for r in relatives):
+                    return RuleDecision(effect, rule, rule.describe())
+        allows = [r for r in self.allow if r.tool == PATCH_TOOL]
+        bare = next((r for r in allows if r.pattern is None), None)
+        if bare is not None:
+            return RuleDecision("allow", bare, bare.describe())
+        if relatives and len(relatives) == len(paths):
+            chosen = [next((r for r in allows if self._path_matches(r, rel)), None) for rel in relatives]
+            if all(chosen):
+                first = chosen[0]
+                assert first is not None
+                return RuleDecision("allow", first, first.describe())
+        return None
 
     def _decide_bash(self, command: str) -> RuleDecision | None:
         rules = {e: [r for r in getattr(self, e) if r.tool == "bash"] for e in EFFECTS}
@@ -214,7 +255,7 @@ def parse_rule(text: Any, effect: str, source: str) -> tuple[Rule | None, str | 
     if pattern is not None:
         if not pattern.strip():
             return None, f"{text!r}: an empty pattern (write `{tool}` for every call)"
-        if tool in FILE_TOOLS:
+        if tool in FILE_TOOLS or tool == PATCH_TOOL:
             try:
                 pathspec.GitIgnoreSpec.from_lines([pattern])
             except Exception as exc:  # pathspec raises several kinds for a bad glob

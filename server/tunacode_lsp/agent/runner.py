@@ -22,6 +22,7 @@ from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallConten
 from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
+from tunacode_lsp.agent.edit_format import uses_apply_patch
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.hooks import HookRunner
 from tunacode_lsp.agent.instructions import NestedInstructions
@@ -372,7 +373,8 @@ class RequestRun:
         agent.set_model(spec.model.model)
         prompt_text = system_prompt if system_prompt is not None else build_system_prompt(spec.workspace_root)
         agent.set_system_prompt(prompt_text + (PLAN_MODE_PROMPT if spec.mode == "plan" else ""))
-        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved, documents=spec.documents)
+        tools = build_tools(spec.workspace_root, spec.tool_settings, ledger=spec.line_refs, diagnostics=spec.diagnostics, approved=self._approved, documents=spec.documents,
+                            apply_patch=uses_apply_patch(spec.model.provider, spec.model.model_id))
         offered = [*tools, *spec.extra_tools]
         if spec.mode == "plan":  # read-only tools and todo_write; no MCP tool (it may change anything)
             offered = [t for t in tools if t.name in PLAN_MODE_TOOLS]

@@ -418,7 +418,7 @@ class RunService:
         from tunacode_lsp.agent.runner import RequestRun
         from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
         from tunacode_lsp.tools import ToolSettings
-        from tunacode_lsp.tools.kept_outputs import session_outputs_dir
+        from tunacode_lsp.tools.kept_outputs import keeping_outputs, session_outputs_dir
 
         options = self._options()
         sessions = self._sessions()
@@ -514,7 +514,7 @@ class RunService:
                 line_refs=state.line_refs,
                 context=context,
                 diagnostics=diagnostics,
-                extra_tools=extra_tools[0],
+                extra_tools=keeping_outputs(extra_tools[0], session_outputs_dir(data_dir(), session_id)),  # MCP: cut results kept whole
                 extra_changing_tools=extra_tools[1],
                 start_notices=notices,
                 documents=documents,

@@ -10,7 +10,8 @@ beats allow whatever their source), every source's hooks run.
 A project file is checked in by someone else, so it never loosens anything by itself: its
 `allow` rules, its hooks, and any value looser than the one below it (approval `auto`,
 `shellSandbox` other than `required`, `shellInheritSecrets: true`, `shellNetwork: true`,
-`baseUrl`) apply only after the user consented to the file's exact content
+`webFetchPrivateAddresses: true`, `textToolCalls: "on"`, and any `baseUrl`, `headers`,
+`shellEnvPassthrough`, `shellReadOnlyPaths`) apply only after the user consented to the file's exact content
 (agent/settings_consent.py); until then they are held back and a notice says so. Both files
 are read through the confined reader (a link out, a FIFO, a huge file are skipped).
 """
@@ -48,8 +49,20 @@ STRICTNESS: dict[str, tuple[Any, ...]] = {
     "shellSandbox": ("required", "auto", "off"),
     "shellInheritSecrets": (False, True),
     "shellNetwork": (False, True),
+    "webFetchPrivateAddresses": (False, True),
+    "textToolCalls": ("off", "auto", "on"),
 }
-ALWAYS_CONSENT = frozenset({"baseUrl"})  # where the prompts (and the key) go
+# where the prompts (and the key) go; what the shell gets of your environment and your disk
+ALWAYS_CONSENT = frozenset({"baseUrl", "headers", "shellEnvPassthrough", "shellReadOnlyPaths"})
+# A generic client may fill its settings from a file of the project (Helix's
+# `.helix/languages.toml`, Zed's `.zed/settings.json`, a Neovim project config), which no
+# consent covers: what runs code or widens permissions comes only from a settings file.
+EDITOR_REFUSED = (
+    "`permissions.allow` and `hooks` are taken only from a settings file (yours, "
+    "$XDG_CONFIG_HOME/tunacode/settings.json, or the project's once consented), never from the "
+    "editor's settings, which a project's own editor config can fill; ignored here (its deny "
+    "and ask rules apply)"
+)
 
 
 def user_config_dir(env: Mapping[str, str] = os.environ) -> Path:
@@ -119,11 +132,12 @@ class EffectiveSettings:
     hooks: tuple[HookDef, ...] = ()
     values: dict[str, tuple[Any, str]] = field(default_factory=dict)  # wire key -> (value, source)
     files: tuple[FileReport, ...] = ()
+    editor_problems: tuple[str, ...] = ()  # what the editor's settings held that is not taken from them
 
     def notices(self) -> list[str]:
         """What the user should hear about the files (problems, what waits for consent)."""
 
-        said: list[str] = []
+        said: list[str] = [f"Settings: {p}" for p in self.editor_problems]
         for report in self.files:
             said += [f"Settings: {p}" for p in report.problems]
             if report.held_back and not report.consented:
@@ -211,6 +225,10 @@ def resolve_settings(
         problems += hook_problems
         where = {"user": user.path, "project": project.path}.get(source, "editor settings")
         rule_problems += [f"{where}: {p}" for p in problems]
+        if source == "editor" and (parsed_rules.allow or parsed_hooks):
+            rule_problems.append(f"editor settings: {EDITOR_REFUSED}")
+            parsed_rules = PermissionRules((), parsed_rules.ask, parsed_rules.deny)
+            parsed_hooks = ()
         if source == "project" and not project_consented:
             if parsed_rules.allow:
                 held.append(f"allow rules {', '.join(r.text for r in parsed_rules.allow)}")
@@ -237,7 +255,8 @@ def resolve_settings(
             project.problems + tuple(project_problems) + tuple(p for p in rule_problems if p.startswith(project.path)),
         ),
     )
-    return EffectiveSettings(effective_options, rules, tuple(hooks), values, files)
+    editor_problems = tuple(p for p in rule_problems if p.startswith("editor settings:"))
+    return EffectiveSettings(effective_options, rules, tuple(hooks), values, files, editor_problems)
 
 
 async def effective_settings(
@@ -300,7 +319,8 @@ def save_allow_rules(scope: str, rules: tuple[str, ...], root: Path, env: Mappin
         was_consented = current.content is None or (fingerprint is not None and is_consented(root, fingerprint))
         if not was_consented:
             options = ServerOptions()
-            held = resolve_settings(options, SettingsFile("user", ""), current, project_consented=False).files[1].held_back
+            user, _project = load_settings_files(root, env)  # "looser" is judged against your own file
+            held = resolve_settings(options, user, current, project_consented=False).files[1].held_back
             was_consented = not held
     target = folder / (USER_FILE if scope == "user" else "settings.json")
     fd, temp = _temp_in(folder)

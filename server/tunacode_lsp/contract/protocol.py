@@ -15,7 +15,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-PROTOCOL_VERSION = 2  # 2: the additions of protocol-v2 (edits, checkpoints, context, MCP, plan, compaction)
+PROTOCOL_VERSION = 3  # 2: protocol-v2 (edits, checkpoints, context, MCP, plan, compaction); 3: protocol-v3 (docs/protocol.md)
 
 # JSON-RPC error codes of the contract (beyond the standard ones).
 UNKNOWN_SESSION = -32001

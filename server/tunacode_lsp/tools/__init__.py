@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 # The tool factories load tinyagent: imported when first asked for, so that a light module of
 # this package (confined_read, beneath, paths) costs nothing at the server's start-up.
 _FACTORIES = {
+    "create_apply_patch_tool": "apply_patch",
     "create_bash_tool": "bash",
     "create_diagnostics_tool": "diagnostics",
     "create_edit_file_tool": "edit_file",
@@ -70,10 +71,13 @@ def build_tools(
     diagnostics: DiagnosticsSource | None = None,
     approved: dict[str, str] | None = None,
     documents: DocumentOverlay | None = None,
+    apply_patch: bool = False,
 ) -> list[AgentTool]:
     """All tools for one workspace. read_file and edit_file share `ledger`, the record of the line
     references the model has seen; pass one ledger per session so that references from an earlier
-    request stay usable (without it, a new request must read a file again before line edits)."""
+    request stay usable (without it, a new request must read a file again before line edits).
+    `apply_patch`: offer Codex's patch tool beside edit_file (the GPT/Codex family:
+    agent/edit_format.py)."""
     from tunacode_lsp.tools.bash import create_bash_tool
     from tunacode_lsp.tools.diagnostics import create_diagnostics_tool
     from tunacode_lsp.tools.edit_file import create_edit_file_tool
@@ -99,6 +103,10 @@ def build_tools(
         create_todo_write_tool(root, settings.tool_timeouts),
         create_web_fetch_tool(settings),
     ]
+    if apply_patch:
+        from tunacode_lsp.tools.apply_patch import create_apply_patch_tool
+
+        tools.insert(3, create_apply_patch_tool(root, settings, approved=approved, documents=documents))
     if settings.background is not None:  # a session that can keep background processes
         tools += create_process_tools(settings.background, settings.max_output_chars, settings.tool_timeouts)
     if diagnostics is not None:  # only when the editor can answer

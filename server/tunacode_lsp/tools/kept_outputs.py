@@ -6,6 +6,9 @@ the path it was given (`kept_file`), confined to that one folder: not the rest o
 folder (the store, the checkpoints), not another session's outputs. The folder holds at most
 MAX_SESSION_BYTES (the oldest files go first) and is deleted with the session
 (`remove_session_outputs`).
+
+Tools built once for every session (MCP tools) learn the session's folder from
+`outputs_folder()`, set around each of their calls by `keeping_outputs`.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.tools.process_output import HeadTailBuffer
+
+if TYPE_CHECKING:
+    from tinyagent.agent_types import AgentTool
 
 MAX_KEPT_BYTES = 5 * 1024 * 1024  # one kept output
 MAX_SESSION_BYTES = 50 * 1024 * 1024  # all kept outputs of one session
@@ -119,3 +127,37 @@ class KeepingBuffer(HeadTailBuffer):
             return ""
         path = keep_output(self.folder, tool, bytes(self.whole))
         return kept_note(path, len(self.whole), complete=self.total <= MAX_KEPT_BYTES)
+
+
+_CALL_FOLDER: ContextVar[Path | None] = ContextVar("kept_outputs_folder", default=None)
+
+
+def outputs_folder() -> Path | None:
+    """The outputs folder of the session whose call is running (set by `keeping_outputs`)."""
+
+    return _CALL_FOLDER.get()
+
+
+def keeping_outputs(tools: list[AgentTool], folder: Path | None) -> list[AgentTool]:
+    """The same tools, each call running with `outputs_folder()` = this session's folder."""
+
+    if folder is None:
+        return tools
+    from tinyagent.agent_types import AgentTool
+
+    def wrap(tool: AgentTool) -> AgentTool:
+        inner = tool.execute
+        assert inner is not None
+
+        async def execute(*args: Any, **kwargs: Any) -> Any:
+            token = _CALL_FOLDER.set(folder)
+            try:
+                return await inner(*args, **kwargs)
+            finally:
+                _CALL_FOLDER.reset(token)
+
+        return AgentTool(
+            name=tool.name, description=tool.description, parameters=tool.parameters, label=tool.label, execute=execute
+        )
+
+    return [wrap(tool) for tool in tools]

@@ -5,6 +5,7 @@ itself (read-only inside too, and an edit of one is flagged and always asked: ag
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 # Workspace files and folders whose change makes code run outside the sandbox later (the editor's
 # own `git status`, a hook at the next commit): read-only inside. Their top folder (`.git`, `.hg`,
 # `.github`, ...) is bound onto itself so it cannot be renamed or replaced to get around them.
-VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/commondir",
+VCS_CONTROL = (".git/config", ".git/config.worktree", ".git/hooks", ".git/commondir", ".git/info",
                ".hg/hgrc", ".hg/hgrc.d", ".svn/hooks", ".jj/repo/config.toml")
 
 
@@ -72,14 +73,57 @@ def runs_code_outside_path(workspace: Path, real: Path) -> bool:
     return any(real == entry or entry in real.parents for entry in runs_code_paths(workspace, existing=False))
 
 
+# `.git/config` settings that name a place git runs code from, or reads more config from:
+# inside the worktree, it is as much a control file as `.git/hooks` (`core.hooksPath = .githooks`)
+_GIT_PATH_SETTING = re.compile(r"^[ \t]*(hookspath|path)[ \t]*=[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+MAX_GIT_CONFIG_BYTES = 256 * 1024
+
+
+def _inside(workspace: Path, path: str, *, existing: bool = True) -> Path | None:
+    real = Path(os.path.realpath(path))
+    return real if real != workspace and workspace in real.parents and (os.path.exists(real) or not existing) else None
+
+
+def _git_config_places(workspace: Path, *, existing: bool = True) -> list[Path]:
+    """Where `.git/config` (and `config.worktree`) point git for hooks and included config,
+    when that is inside the workspace: `hooksPath` from the worktree, `path` from `.git/`."""
+
+    found: list[Path] = []
+    for name in ("config", "config.worktree"):
+        config = workspace / ".git" / name
+        try:
+            if not config.is_file() or config.stat().st_size > MAX_GIT_CONFIG_BYTES:
+                continue
+            text = config.read_text("utf-8", "replace")
+        except OSError:
+            continue
+        for key, raw in _GIT_PATH_SETTING.findall(text):
+            value = raw.strip()
+            value = value[1:].split('"', 1)[0] if value.startswith('"') else re.split(r"\s[#;]", value, maxsplit=1)[0].strip()
+            if not value or value.startswith("~"):
+                continue
+            base = workspace if key.lower() == "hookspath" else workspace / ".git"
+            inside = _inside(workspace, os.path.join(base, value), existing=existing)
+            if inside is not None:
+                found.append(inside)
+    return found
+
+
 def vcs_control_paths(workspace: Path) -> list[Path]:
-    """The VCS control files of the workspace (and of git submodules) that exist now."""
+    """The VCS control files of the workspace (and of git submodules) that exist now; for one
+    that is a link, the place it leads to inside the workspace (the link itself is put back
+    after a command: `Absent.links`); the places `.git/config` names (`_git_config_places`)."""
 
     found: list[Path] = []
     for rel in VCS_CONTROL:
         path = workspace / rel
-        if os.path.lexists(path) and not os.path.islink(path):
+        if os.path.islink(path):
+            inside = _inside(workspace, str(path))
+            if inside is not None:
+                found.append(inside)
+        elif os.path.lexists(path):
             found.append(path)
+    found += _git_config_places(workspace)
     modules = workspace / ".git" / "modules"
     if modules.is_dir() and not modules.is_symlink():
         for sub in sorted(modules.glob("**/config"))[:200]:
@@ -97,6 +141,7 @@ class Absent:
 
     paths: tuple[Path, ...]
     root_names: frozenset[str]
+    links: tuple[tuple[Path, str], ...] = ()  # VCS control files that are links, and where they lead
 
 
 def absent_protected(workspace: Path) -> Absent:
@@ -105,11 +150,13 @@ def absent_protected(workspace: Path) -> Absent:
 
     paths = [workspace / rel for rel in VCS_CONTROL if (workspace / rel.split("/")[0]).is_dir()]
     paths += [workspace / entry.rstrip("/") for entry in RUNS_CODE_OUTSIDE]
+    paths += _git_config_places(workspace, existing=False)  # `core.hooksPath = .githooks` not made yet
     try:
         names = frozenset(os.listdir(workspace))
     except OSError:
         names = frozenset()
-    return Absent(tuple(p for p in paths if not os.path.lexists(p)), names)
+    links = tuple((workspace / rel, os.readlink(workspace / rel)) for rel in VCS_CONTROL if os.path.islink(workspace / rel))
+    return Absent(tuple(p for p in paths if not os.path.lexists(p)), names, links)
 
 
 def remove_appeared(workspace: Path, absent: Absent) -> list[str]:
@@ -123,6 +170,18 @@ def remove_appeared(workspace: Path, absent: Absent) -> list[str]:
     except OSError:
         pass
     removed: list[str] = []
+    for link, target in absent.links:  # a linked `.git/hooks` replaced by a folder of one's own
+        if os.path.islink(link) and os.readlink(link) == target:
+            continue
+        try:
+            if os.path.isdir(link) and not os.path.islink(link):
+                shutil.rmtree(link)
+            elif os.path.lexists(link):
+                link.unlink()
+            os.symlink(target, link)
+        except OSError:
+            continue
+        removed.append(link.relative_to(workspace).as_posix())
     for path in found:
         try:
             if path.is_dir() and not path.is_symlink():

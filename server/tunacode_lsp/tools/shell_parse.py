@@ -39,13 +39,18 @@ _DYNAMIC = frozenset({
 })
 _SAFE_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./~*?^\[\]{}!#-]+")
 _GLOB = re.compile(r"[*?\[\]{}]")
+# an odd run of backslashes before a newline (a line continuation) with a non-blank on each side
+_JOINED_LINES = re.compile(r"(?<![\\\s])(?:\\\\)*\\\n(?=[^\s])")
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
 # commands that run the rest of their words as another command
 WRAPPERS = frozenset({
     "env", "xargs", "nohup", "timeout", "sudo", "doas", "exec", "command", "builtin", "nice", "ionice", "time",
     "stdbuf", "setsid", "chroot", "unbuffer", "flock", "watch", "strace", "ltrace", "caffeinate", "systemd-run",
+    "coproc",
 })
+FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 OPAQUE_COMMANDS = frozenset({"source", "."})
+_HEREDOC_PARTS = frozenset({"heredoc_start", "heredoc_body", "heredoc_content", "heredoc_end", "word", "string", "raw_string", "concatenation"})
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,9 @@ def parse_command(command: str, depth: int = 0) -> ShellParse:
         return result
     if "\x00" in command:
         result.refuse("a NUL character", opaque=True)
+        return result
+    if _JOINED_LINES.search(command):  # bash joins `r\<newline>m` into `rm`; tree-sitter splits it
+        result.refuse("a line continuation inside a word", opaque=True)
         return result
     tree = _parser().parse(command.encode("utf-8", "surrogateescape"))
     if tree.root_node.has_error:
@@ -251,6 +259,11 @@ class _Walker:
                 else:
                     self.inner(" ".join(rest))
                 return
+            if base in ("trap", "alias", "find", "env"):  # strings they run later or split into a command
+                for later in _scripts_of(base, words[i + 1:]):
+                    self.inner(later)
+                if base != "env":
+                    return
             if base in SHELLS:
                 script = _shell_script(words[i + 1:])
                 if script is None or not literal:
@@ -284,7 +297,11 @@ class _Walker:
                 return
             self.result.refuse(f"a redirection ({_text(node)[:40]})")
             return
-        self.descend_dynamic(node)  # here-documents and here-strings: input, fine when nothing expands
+        for child in node.children:  # here-documents and here-strings: input, fine when nothing expands
+            if child.type in _HEREDOC_PARTS or not child.is_named:
+                self.descend_dynamic(child)
+            else:  # tree-sitter hangs the rest of the line on the here-document (`<<EOF | sh`, `<<EOF >f`)
+                self.node(child)
 
     def descend_dynamic(self, node: Any) -> None:
         for child in node.children:
@@ -303,3 +320,30 @@ def _shell_script(args: list[str]) -> str | None:
         if not arg.startswith("-"):
             return None
     return None
+
+
+def _scripts_of(base: str, args: list[str]) -> list[str]:
+    """What `trap STR SIG`, `alias n=STR`, `find ... -exec CMD ;` and `env -S STR` run (for
+    deny and ask rules: they look into these as into `sh -c`)."""
+
+    if base == "trap":
+        rest = [a for a in args if a != "--"]
+        return [rest[0]] if len(rest) > 1 and not rest[0].startswith("-") else []
+    if base == "alias":
+        return [a.partition("=")[2] for a in args if "=" in a]
+    if base == "env":
+        found = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-S", "--split-string")]
+        glued = [a[2:] if a.startswith("-S") else a.partition("=")[2] for a in args
+                 if a.startswith("--split-string=") or (a.startswith("-S") and len(a) > 2)]
+        return found + glued
+    scripts = []
+    for i, arg in enumerate(args):
+        if arg in FIND_EXEC:
+            tail = []
+            for word in args[i + 1:]:
+                if word in (";", "+"):
+                    break
+                tail.append(word)
+            if tail:
+                scripts.append(" ".join(quote_word(w) for w in tail))
+    return scripts

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from tunacode_lsp.core.text import clip
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other"]
-ApprovalKind = Literal["command", "write", "edit", "arguments"]
+ApprovalKind = Literal["command", "write", "edit", "patch", "arguments"]
 
 SUMMARY_CHARS = 80
 TITLE_CHARS = 120
@@ -146,6 +146,30 @@ def _edit_title(args: Args, summary: str) -> str:
     return f"Edit {summary} (+{added} -{removed})"
 
 
+def _patch_files(args: Args) -> list[str]:
+    patch = _text(args, "patch")
+    return [
+        line.split(":", 1)[1].strip()
+        for line in patch.splitlines()
+        if line.startswith(("*** Add File:", "*** Update File:", "*** Delete File:"))
+    ]
+
+
+def _patch_summary(args: Args) -> str:
+    files = _patch_files(args)
+    return _short(", ".join(files)) if files else _json_summary(args)
+
+
+def _patch_title(args: Args, summary: str) -> str:
+    added = removed = 0
+    for line in _text(args, "patch").splitlines():
+        if line.startswith("+"):
+            added += 1
+        elif line.startswith("-"):
+            removed += 1
+    return f"Patch {summary} (+{added} -{removed})"
+
+
 def _todo_title(_args: Args, summary: str) -> str:
     return f"Update the plan ({summary})"
 
@@ -194,6 +218,7 @@ SPECS: dict[str, ToolSpec] = {
         ToolSpec("read_file", "read", path_arg="filepath", summarize=_read_summary, entitle=_titled("Read")),
         ToolSpec("write_file", "edit", True, "filepath", "write", _file_summary, _write_title),
         ToolSpec("edit_file", "edit", True, "filepath", "edit", _file_summary, _edit_title),
+        ToolSpec("apply_patch", "edit", True, None, "patch", _patch_summary, _patch_title),
         ToolSpec("bash", "execute", True, approval="command", summarize=_bash_summary, entitle=_titled("Run")),
         ToolSpec("grep", "search", path_arg="path", summarize=_grep_summary, entitle=_titled("Search")),
         ToolSpec("list_files", "search", path_arg="path", summarize=_list_summary, entitle=_titled("List")),

@@ -15,6 +15,7 @@ DEFAULT_TOOL_SECONDS: Mapping[str, float] = {
     "read_file": 30.0,
     "write_file": 30.0,
     "edit_file": 60.0,
+    "apply_patch": 60.0,
     "grep": 60.0,
     "list_files": 60.0,
     "todo_write": 10.0,

@@ -41,7 +41,7 @@ def test_build_tools_gives_the_built_in_tools(ws: Path) -> None:
     assert [t.name for t in tools] == [
         "read_file", "write_file", "edit_file", "bash", "grep", "list_files", "todo_write", "web_fetch",
     ]
-    assert CHANGING_TOOLS == frozenset({"write_file", "edit_file", "bash"})
+    assert CHANGING_TOOLS == frozenset({"write_file", "edit_file", "apply_patch", "bash"})
     for tool in tools:
         assert tool.label and len(tool.description) > 80 and tool.execute is not None
 

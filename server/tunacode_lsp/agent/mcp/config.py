@@ -88,8 +88,10 @@ def parse_servers(raw: Any, source: Source, *, env: Mapping[str, str] = os.envir
     warnings: list[str] = []
     for name, entry in raw.items():
         where = f"{label}.{str(name)[:40]}"
-        if not isinstance(name, str) or not NAME.match(name):
-            warnings.append(f"{where}: a server name is 1-40 letters, digits, '-' or '_'; left out")
+        if not isinstance(name, str) or not NAME.match(name) or "__" in name:
+            # no "__": `mcp__<server>__<tool>` must name one server's tool (the rule `mcp__github`
+            # would cover every tool of a server named `github__x`)
+            warnings.append(f"{where}: a server name is 1-40 letters, digits, '-' or '_' (no '__'); left out")
             continue
         if not isinstance(entry, dict):
             warnings.append(f"{where}: expected an object; left out")

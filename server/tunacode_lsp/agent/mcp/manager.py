@@ -34,6 +34,7 @@ from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.base import ToolCall, make_tool
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError
+from tunacode_lsp.tools.kept_outputs import MAX_KEPT_BYTES, keep_output, kept_note, outputs_folder
 from tunacode_lsp.tools.process_guard import guarded_argv
 from tunacode_lsp.tools.textfile import cut_middle
 
@@ -305,7 +306,7 @@ async def _call(conn: McpConnection, client: Any, tool: McpTool, args: dict[str,
             raise ToolError(f"MCP tool {tool.name} did not answer within {timeout:g} s (mcpToolTimeout).") from None
         conn.broken(reason)
         raise ToolError(f"MCP server '{conn.spec.name}' failed during {tool.name}: {reason}") from None
-    return _result(tool, result)
+    return await asyncio.to_thread(_result, tool, result)  # a cut result is written to a file
 
 
 def _result(tool: McpTool, result: Any) -> AgentToolResult:
@@ -327,7 +328,13 @@ def _result(tool: McpTool, result: Any) -> AgentToolResult:
             texts.append(f"[audio, {part.mime_type}]")
     if not texts and not images and result.structured_content is not None:
         texts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
-    text, _ = cut_middle("\n".join(texts), MAX_RESULT_CHARS)
+    whole = "\n".join(texts)
+    text, cut = cut_middle(whole, MAX_RESULT_CHARS)
+    if cut and not result.is_error:  # kept whole, like bash's output (tools/kept_outputs.py)
+        data = whole.encode("utf-8", "surrogateescape")
+        label = re.sub(r"[^A-Za-z0-9_-]", "_", f"mcp-{tool.server}-{tool.name}")[:80]  # the server names it: no path
+        kept = keep_output(outputs_folder(), label, data)
+        text += kept_note(kept, len(data), complete=len(data) <= MAX_KEPT_BYTES)
     if result.is_error:
         raise ToolError(f"MCP tool {tool.name} reported an error: {clip(text, 4_000) or '(no message)'}")
     content: list[TextContent | ImageContent] = [TextContent(text=text or "(no output)")]
