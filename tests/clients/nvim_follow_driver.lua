@@ -1,6 +1,7 @@
 -- The answer buffer follows the stream only in windows whose cursor is on its last line:
 -- two windows show it; one reads back (cursor on line 2), one sits at the end. Text is
--- appended as the stream appends it (view.append). Writes the cursors to TUNA_OUT as JSON.
+-- appended as the stream appends it (view.append). Then a bash approval's lines with an
+-- unsaved buffer open. Writes what it saw to TUNA_OUT as JSON.
 
 local env = vim.env
 local results = { errors = {} }
@@ -27,6 +28,14 @@ local function scenario()
   results.count = vim.api.nvim_buf_line_count(buf)
   results.reading = vim.api.nvim_win_get_cursor(reading)[1]
   results.tail = vim.api.nvim_win_get_cursor(tail)[1]
+
+  -- a bash approval names the open buffers with unsaved changes (the command may rewrite them)
+  local approve = require('tunacode.approve')
+  results.bash_clean = approve.lines({ tool = 'bash', detail = 'make' })
+  vim.cmd('edit calc.py')
+  vim.api.nvim_buf_set_lines(0, 0, 0, false, { '# mine' })
+  results.bash_unsaved = approve.lines({ tool = 'bash', detail = 'make' })
+  results.edit_unsaved = approve.lines({ tool = 'edit_file', detail = 'diff' })
 end
 
 vim.api.nvim_create_autocmd('VimEnter', {

@@ -379,8 +379,13 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
 
 def test_answer_buffer_follows_the_stream_only_at_its_last_line(nvim, tmp_path, workspace, home):
     """Issue 32, item 2: a window reading back keeps its cursor while the answer streams."""
+    (workspace / "calc.py").write_text("X = 1\n")
     with ScriptedModelServer({"turns": []}) as model:
         seen = run_nvim(nvim, Path(__file__).with_name("nvim_follow_driver.lua"), tmp_path=tmp_path, workspace=workspace, home=home,
                         model=model)
     assert seen["reading"] == 2, seen
     assert seen["tail"] == seen["count"], seen
+    # issue 32, item 5: a bash approval names the buffers with unsaved changes
+    assert seen["bash_clean"] == ["make"]
+    assert seen["bash_unsaved"] == ["make", "", "# unsaved changes in: calc.py"], seen
+    assert seen["edit_unsaved"] == ["diff"]

@@ -56,6 +56,19 @@ function A.lines(params)
   if params.truncated then
     table.insert(lines, '… (the diff was cut by the server)')
   end
+  if params.tool == 'bash' then -- a command may rewrite a file whose buffer holds unsaved edits
+    local unsaved = {}
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      local name = vim.api.nvim_buf_get_name(buf)
+      if vim.bo[buf].buflisted and vim.bo[buf].modified and vim.bo[buf].buftype == '' and name ~= '' then
+        table.insert(unsaved, vim.fn.fnamemodify(name, ':~:.'))
+      end
+    end
+    if #unsaved > 0 then
+      table.insert(lines, '')
+      table.insert(lines, '# unsaved changes in: ' .. table.concat(unsaved, ', '))
+    end
+  end
   return lines
 end
 
