@@ -81,6 +81,28 @@ vim.api.nvim_create_user_command('TunaEdit', function(cmd)
   require('tunacode').rewind({ pick = number == nil, number = number, edit = true })
 end, { nargs = '?', desc = 'Edit an earlier TunaCode prompt and send it again (rewinds to before it first)' })
 
+vim.api.nvim_create_user_command('TunaApprove', function(cmd)
+  local approve = require('tunacode.approve')
+  local decision = approve.DECISIONS[cmd.args]
+  if cmd.args ~= '' and not decision then
+    return vim.notify('TunaCode: :TunaApprove allow|session|deny', vim.log.levels.WARN)
+  end
+  if decision then
+    if not approve.answer(decision) then
+      vim.notify('TunaCode: no approval is pending')
+    end
+  elseif not approve.reshow() then
+    local allows = #approve.session_allows > 0 and table.concat(approve.session_allows, '; ') or 'none'
+    vim.notify('TunaCode: no approval is pending; allowed for this session: ' .. allows)
+  end
+end, {
+  nargs = '?',
+  complete = function()
+    return { 'allow', 'session', 'deny' }
+  end,
+  desc = 'Answer the pending TunaCode approval (allow|session|deny), or show it again',
+})
+
 vim.api.nvim_create_user_command('TunaStatus', function()
   require('tunacode').status()
 end, { desc = "Show the TunaCode server's state: version, running requests, MCP servers" })

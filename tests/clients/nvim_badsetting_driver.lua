@@ -56,6 +56,17 @@ local function scenario()
   vim.wait(300, function()
     return false
   end, 10)
+  -- the progress echo does not overwrite the warning right after it
+  local echoed = {}
+  local echo = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks, ...)
+    table.insert(echoed, chunks[1] and chunks[1][1] or '')
+    return echo(chunks, ...)
+  end
+  tunacode.on_progress({ data = { client_id = client.id, params = { token = 't',
+    value = { kind = 'report', title = 'TunaCode', message = 'running' } } } })
+  vim.api.nvim_echo = echo
+  results.echoed = echoed
   results.messages = vim.fn.execute('messages')
   results.errmsg = vim.v.errmsg
 end

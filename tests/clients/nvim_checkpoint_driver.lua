@@ -197,7 +197,7 @@ end
 
 --- TUNA_SCENARIO=unsaved: unsaved edits of the user's in calc.py and in other.py (opened
 --- after the server started: the plugin attaches it as it opens). With approval 'ask' the
---- real server's tunacode/approve shows the diff in the float; `a` allows. The agent reads
+--- real server's tunacode/approve shows the diff in the float; `g1` allows. The agent reads
 --- other.py and edits calc.py; then :TunaRewind.
 local function unsaved_scenario()
   local path = vim.fn.fnamemodify('calc.py', ':p')
@@ -238,7 +238,7 @@ local function unsaved_scenario()
     focused = vim.api.nvim_get_current_win() == win,
   }
   results.other_attached = vim.lsp.buf_is_attached(other, tunacode.running_client(tunacode.root()).id)
-  vim.api.nvim_feedkeys('a', 'x', false)
+  vim.api.nvim_feedkeys('g1', 'x', false)
   wait(60000, function()
     done = not tunacode.state.busy and tunacode.state.last_result ~= nil
     return done

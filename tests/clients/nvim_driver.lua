@@ -38,7 +38,7 @@ vim.ui.select = function(items, opts, on_choice)
 end
 
 -- The server asks this plugin with tunacode/approve (advertised): its float opens; the driver
--- reads what it shows and presses `a` (the float's own mapping), as a user would.
+-- reads what it shows and presses `g1` (the float's own mapping), as a user would.
 local approve = require('tunacode.approve')
 local float_timer = assert(vim.uv.new_timer())
 float_timer:start(20, 20, vim.schedule_wrap(function()
@@ -52,7 +52,7 @@ float_timer:start(20, 20, vim.schedule_wrap(function()
       actions = { 'Allow', 'Allow for this session', 'Deny' },
     })
     for _, map in ipairs(vim.api.nvim_buf_get_keymap(current.buf, 'n')) do
-      if map.lhs == 'a' and map.callback then
+      if map.lhs == 'g1' and map.callback then
         map.callback()
       end
     end

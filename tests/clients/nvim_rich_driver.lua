@@ -46,8 +46,16 @@ local function serve(params)
   return box
 end
 
+local function float_win()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= '' then
+      return win
+    end
+  end
+end
+
 local function float_state()
-  local win = vim.api.nvim_get_current_win()
+  local win = assert(float_win(), 'no float')
   local config = vim.api.nvim_win_get_config(win)
   local buf = vim.api.nvim_win_get_buf(win)
   local title = config.title and table.concat(vim.tbl_map(function(c)
@@ -58,6 +66,10 @@ local function float_state()
     title = title,
     lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
     filetype = vim.bo[buf].filetype,
+    focused = vim.api.nvim_get_current_win() == win,
+    footer = config.footer and table.concat(vim.tbl_map(function(c)
+      return c[1]
+    end, config.footer)) or '',
   }
 end
 
@@ -80,6 +92,46 @@ vim.notify = function(message)
   table.insert(results.early_notices, message)
 end
 
+--- 0. typing in insert mode while an approval arrives never answers it: the keys go through
+--- Neovim's typeahead as a person's do (<Cmd> steps in between): the float opens after
+--- "# total = " without taking focus, the rest of the text lands in the buffer, <Esc> only
+--- leaves insert mode. In the float, q only closes it; :TunaApprove shows it again; g3 denies.
+local typed
+function _G.tuna_typing_arrives()
+  typed = serve(approval('t0', 'bash', 'command', 'rm -rf ~'))
+end
+function _G.tuna_typing_typed()
+  results.typing = { mode = vim.api.nvim_get_mode().mode, float = float_state() }
+end
+local function typing(continue)
+  function _G.tuna_typing_escaped()
+    results.typing.lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    results.typing.after_esc = { mode = vim.api.nvim_get_mode().mode, result = typed.result or vim.NIL,
+                                 floats = floats() }
+    vim.schedule(function()
+      local ok, err = pcall(function()
+        vim.api.nvim_set_current_win(float_win())
+        press('q')
+        results.typing.closed = { result = typed.result or vim.NIL, floats = floats() }
+        vim.cmd('TunaApprove')
+        results.typing.reshown = floats()
+        press('g3')
+        wait(2000, function()
+          return typed.result ~= nil
+        end, 'the typed-over answer')
+        results.typing.result = typed.result
+        vim.cmd('bwipeout!')
+      end)
+      if not ok then
+        table.insert(results.errors, tostring(err))
+      end
+      continue()
+    end)
+  end
+  vim.api.nvim_feedkeys(vim.keycode('i# total = <Cmd>lua tuna_typing_arrives()<CR>sum of items'
+    .. '<Cmd>lua tuna_typing_typed()<CR><Esc><Cmd>lua tuna_typing_escaped()<CR>'), 't', false)
+end
+
 local function scenario()
   local editor_win = vim.api.nvim_get_current_win()
   -- the plugin snippets of docs/neovim.md
@@ -90,26 +142,35 @@ local function scenario()
   snippet('plugin-statusline')
   snippet('user-event')
 
-  -- 1. an edit: the float shows the diff (filetype diff); s answers Allow for session
+  -- 1. an edit: the float shows the diff (filetype diff); g2 answers Allow for session
   local first = serve(approval('t1', 'edit_file', 'diff', DIFF))
   results.diff_float = float_state()
-  press('s')
+  press('g2')
   wait(2000, function()
     return first.result ~= nil
   end, 'the first answer')
   results.first = first.result
+  results.session_allows = vim.deepcopy(approve.session_allows)
+  local notices = {}
+  local notify = vim.notify
+  vim.notify = function(message)
+    table.insert(notices, message)
+  end
+  vim.cmd('TunaApprove') -- nothing pending: it lists the session-wide allows
+  vim.notify = notify
+  results.allows_notice = notices
   results.after_first = { floats = floats(), back = vim.api.nvim_get_current_win() == editor_win }
 
-  -- 2. two at once: one float at a time; a answers the first, <Esc> denies the second
+  -- 2. two at once: one float at a time; g1 answers the first, g3 denies the second
   local second = serve(approval('t2', 'bash', 'command', 'npm test -- --watch=false'))
   local third = serve(approval('t3', 'bash', 'command', 'rm -rf build'))
   results.queued = { floats = floats(), float = float_state() }
-  press('a')
+  press('g1')
   wait(2000, function()
     return second.result ~= nil
   end, 'the second answer')
   results.next_float = float_state()
-  press('<Esc>')
+  press('g3')
   wait(2000, function()
     return third.result ~= nil
   end, 'the third answer')
@@ -138,7 +199,9 @@ local function scenario()
   end, 'the request end to close the last float')
   results.other = { result = other.result, floats = floats() }
   local quit = serve(approval('t7', 'bash', 'command', 'make'))
-  vim.cmd('quit') -- closing the float some other way is Deny
+  vim.api.nvim_win_close(float_win(), true) -- closing the float some other way does not answer
+  results.quit_pending = { result = quit.result or vim.NIL, floats = floats() }
+  vim.cmd('TunaApprove deny')
   wait(2000, function()
     return quit.result ~= nil
   end, 'the answer of the closed float')
@@ -289,11 +352,13 @@ vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   callback = function()
     vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
+      typing(function()
+        local ok, err = pcall(scenario)
+        if not ok then
+          table.insert(results.errors, tostring(err))
+        end
+        finish(0)
+      end)
     end)
   end,
 })

@@ -232,6 +232,7 @@ def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_p
     warnings = [m for m in seen["shown"] if "sometimes" in m]
     assert len(warnings) == 1, seen["shown"]  # sent after initialize and again for workspace/configuration
     assert seen["calls"] == 1  # the request would go out once
+    assert seen["echoed"] == [], seen["echoed"]  # the progress echo left the warning on screen
     for where in ("messages", "errmsg", "stderr"):
         assert "already closing" not in seen[where], seen[where][-2000:]
         assert "Error executing" not in seen[where], seen[where][-2000:]
@@ -267,12 +268,23 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
         seen = run_nvim(nvim, RICH_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model,
                         TUNA_SNIPPETS=str(write_snippets(tmp_path)))
 
+    # typing in insert mode while an approval arrives: nothing answered, the text is the buffer's
+    typing = seen["typing"]
+    assert typing["mode"] == "i" and typing["float"]["focused"] is False, typing
+    assert typing["float"]["footer"] == " g1 Allow  g2 Allow for session  g3 Deny ", typing
+    assert typing["lines"] == ["# total = sum of items"], typing
+    assert typing["after_esc"] == {"mode": "n", "result": None, "floats": 1}, typing  # <Esc> answers nothing
+    assert typing["closed"] == {"result": None, "floats": 0} and typing["reshown"] == 1, typing  # q only closes
+    assert typing["result"] == {"decision": "deny"}  # g3
+
     diff = seen["diff_float"]
-    assert diff["floating"] and diff["filetype"] == "diff"
-    assert diff["title"] == " TunaCode: edit_file calc.py "  # the tool, then the server's summary
+    assert diff["floating"] and diff["filetype"] == "diff" and diff["focused"] is False
+    assert diff["title"] == " TunaCode approval: edit_file calc.py "  # the tool, then the server's summary
     assert diff["lines"] == ["--- a/calc.py", "+++ b/calc.py", "@@ -1,2 +1,2 @@", " def add(a, b):",
                              "-    return a - b", "+    return a + b"]
     assert seen["first"] == {"decision": "allow_session"}
+    assert seen["session_allows"] == ["edit_file: calc.py"]
+    assert seen["allows_notice"] == ["TunaCode: no approval is pending; allowed for this session: edit_file: calc.py"]
     assert seen["after_first"] == {"floats": 0, "back": True}
 
     queued = seen["queued"]
@@ -287,7 +299,8 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     assert ended["result"] == {"decision": "deny"} and ended["other"] is None
     assert ended["float"]["lines"] == ["ls"]  # the queued one shows once the ended one closed
     assert seen["other"] == {"result": {"decision": "deny"}, "floats": 0}
-    assert seen["quit"] == {"result": {"decision": "deny"}, "floats": 0}
+    assert seen["quit_pending"] == {"result": None, "floats": 0}  # closed, not answered
+    assert seen["quit"] == {"result": {"decision": "deny"}, "floats": 0}  # :TunaApprove deny
 
     assert seen["capabilities"] == {"experimental": {"tunacode": {"approve": True, "saveDocuments": True,
                                                                   "diagnostics": True}}}
@@ -362,3 +375,17 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     assert commands["retried"] is True  # the conflict offered to overwrite, and the retry forces
     assert notices[2:] == ["TunaCode: rewound the last request; 1 file restored"]
     assert commands["last_request_id"] is None
+
+
+def test_answer_buffer_follows_the_stream_only_at_its_last_line(nvim, tmp_path, workspace, home):
+    """Issue 32, item 2: a window reading back keeps its cursor while the answer streams."""
+    (workspace / "calc.py").write_text("X = 1\n")
+    with ScriptedModelServer({"turns": []}) as model:
+        seen = run_nvim(nvim, Path(__file__).with_name("nvim_follow_driver.lua"), tmp_path=tmp_path, workspace=workspace, home=home,
+                        model=model)
+    assert seen["reading"] == 2, seen
+    assert seen["tail"] == seen["count"], seen
+    # issue 32, item 5: a bash approval names the buffers with unsaved changes
+    assert seen["bash_clean"] == ["make"]
+    assert seen["bash_unsaved"] == ["make", "", "# unsaved changes in: calc.py"], seen
+    assert seen["edit_unsaved"] == ["diff"]

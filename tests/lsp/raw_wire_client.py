@@ -92,7 +92,8 @@ class RawClient:
 
     async def initialize(self, workspace: Path, init_options: Any = None, capabilities: Any = None) -> dict[str, Any]:
         answer = await self.call("initialize", {
-            "processId": None, "rootUri": workspace.as_uri(), "capabilities": capabilities or {},
+            # by default a client that can show questions (it answers window/showMessageRequest)
+            "processId": None, "rootUri": workspace.as_uri(), "capabilities": capabilities or {"window": {"showMessage": {}}},
             "initializationOptions": init_options,
         })
         self.notify("initialized", {})

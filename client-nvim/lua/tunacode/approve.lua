@@ -2,22 +2,23 @@
 --- `tunacode/approve` (sent instead of window/showMessageRequest because the client
 --- advertises `experimental.tunacode.approve`).
 ---
---- The float shows the summary as its title and the full detail (the command, the diff with
---- filetype=diff, or the JSON arguments); keys: a = Allow, s = Allow for session,
---- d / q / <Esc> = Deny. One float at a time; later requests wait in a queue. The handler
---- runs in the coroutine Neovim gives server requests and yields until the user answers.
---- When the server gives up on the question ($/cancelRequest, or the tool call or request
---- ends) the float closes and the late answer is ignored.
+--- Typing never answers an approval: the float opens without focus in the bottom-right corner
+--- (insert mode and the cursor stay where they were) and shows the summary as its title and the
+--- full detail (the command, the diff with filetype=diff, or the JSON arguments). It is
+--- answered with deliberate two-key normal-mode maps, set only while a question is pending:
+--- g1 = Allow, g2 = Allow for session, g3 = Deny (`:TunaApprove allow|session|deny` too).
+--- In the float (if the user enters it) q / <Esc> only close it: closing never answers;
+--- `:TunaApprove` shows it again. Session-wide allows given here are listed by
+--- `A.session_allows` (shown by :TunaStatus). One float at a time; later requests wait in a
+--- queue. The handler runs in the coroutine Neovim gives server requests and yields until the
+--- user answers. When the server gives up on the question ($/cancelRequest, or the tool call
+--- or request ends) the float closes and the late answer is ignored.
 
 local A = {}
 
-local KEYS = {
-  a = 'allow',
-  s = 'allow_session',
-  d = 'deny',
-  q = 'deny',
-  ['<Esc>'] = 'deny',
-}
+local KEYS = { g1 = 'allow', g2 = 'allow_session', g3 = 'deny' }
+local FOOTER = ' g1 Allow  g2 Allow for session  g3 Deny '
+A.DECISIONS = { allow = 'allow', session = 'allow_session', deny = 'deny' }
 local FILETYPES = { diff = 'diff', command = 'sh', arguments = 'json' }
 
 ---@class tunacode.Approval
@@ -31,6 +32,20 @@ local FILETYPES = { diff = 'diff', command = 'sh', arguments = 'json' }
 A.queue = {}
 ---@type tunacode.Approval?
 A.current = nil
+---@type string[] the tools allowed for the session through this float ("tool: summary")
+A.session_allows = {}
+
+local function set_keys(on)
+  for key, decision in pairs(KEYS) do
+    if on then
+      vim.keymap.set('n', key, function()
+        A.answer(decision)
+      end, { desc = 'TunaCode approval: ' .. decision })
+    else
+      pcall(vim.keymap.del, 'n', key)
+    end
+  end
+end
 
 --- The lines of the float: the detail, whole, and a note when the server cut a diff.
 ---@param params table
@@ -40,6 +55,19 @@ function A.lines(params)
   local lines = vim.split(detail:gsub('\n$', ''), '\n', { plain = true })
   if params.truncated then
     table.insert(lines, '… (the diff was cut by the server)')
+  end
+  if params.tool == 'bash' then -- a command may rewrite a file whose buffer holds unsaved edits
+    local unsaved = {}
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      local name = vim.api.nvim_buf_get_name(buf)
+      if vim.bo[buf].buflisted and vim.bo[buf].modified and vim.bo[buf].buftype == '' and name ~= '' then
+        table.insert(unsaved, vim.fn.fnamemodify(name, ':~:.'))
+      end
+    end
+    if #unsaved > 0 then
+      table.insert(lines, '')
+      table.insert(lines, '# unsaved changes in: ' .. table.concat(unsaved, ', '))
+    end
   end
   return lines
 end
@@ -54,8 +82,10 @@ local function finish(approval, decision)
     return
   end
   approval.done = true
-  if approval.win and vim.api.nvim_win_is_valid(approval.win) then
-    vim.api.nvim_win_close(approval.win, true)
+  local win = approval.win
+  approval.win = nil
+  if win and vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_win_close(win, true)
   end
   if approval.buf and vim.api.nvim_buf_is_valid(approval.buf) then
     vim.api.nvim_buf_delete(approval.buf, { force = true })
@@ -66,6 +96,14 @@ local function finish(approval, decision)
   A.queue = vim.tbl_filter(function(other)
     return other ~= approval
   end, A.queue)
+  if #A.queue == 0 then
+    set_keys(false)
+  end
+  if decision == 'allow_session' then
+    table.insert(A.session_allows, table.concat(vim.tbl_filter(function(part)
+      return type(part) == 'string' and part ~= ''
+    end, { approval.params.tool, approval.params.summary }), ': '))
+  end
   approval.resolve(decision)
   vim.schedule(show_next)
 end
@@ -74,51 +112,101 @@ end
 local function show(approval)
   local params = approval.params
   local lines = A.lines(params)
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].bufhidden = 'wipe'
-  vim.bo[buf].filetype = FILETYPES[params.detailKind] or 'text'
-  local width = 40
+  local buf = approval.buf
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].modifiable = false
+    vim.bo[buf].bufhidden = 'hide'
+    vim.bo[buf].filetype = FILETYPES[params.detailKind] or 'text'
+    for key, decision in pairs(KEYS) do
+      vim.keymap.set('n', key, function()
+        finish(approval, decision)
+      end, { buffer = buf, desc = 'TunaCode approval: ' .. decision })
+    end
+    for _, key in ipairs({ 'q', '<Esc>' }) do -- only close: the question stays pending
+      vim.keymap.set('n', key, function()
+        A.hide()
+      end, { buffer = buf, nowait = true, desc = 'TunaCode: close the approval (not answered)' })
+    end
+    approval.buf = buf
+  end
+  local width = math.max(40, vim.fn.strdisplaywidth(FOOTER) + 2)
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))
   end
-  local title = ' TunaCode: ' .. table.concat(vim.tbl_filter(function(part)
+  width = math.min(width, math.max(20, vim.o.columns - 4))
+  local title = ' TunaCode approval: ' .. table.concat(vim.tbl_filter(function(part)
     return type(part) == 'string' and part ~= ''
   end, { params.tool, params.summary }), ' ') .. ' '
-  width = math.min(math.max(width, vim.fn.strdisplaywidth(title)), vim.o.columns - 6)
-  local height = math.max(1, math.min(#lines, vim.o.lines - 8))
-  local win = vim.api.nvim_open_win(buf, true, {
+  if vim.fn.strdisplaywidth(title) > width then -- the title never widens the float past the screen
+    title = vim.fn.strcharpart(title, 0, width - 2) .. '… '
+  end
+  local height = math.max(1, math.min(#lines, math.floor(vim.o.lines / 2) - 2))
+  local win = vim.api.nvim_open_win(buf, false, { -- never focused: typing goes where it went
     relative = 'editor',
+    anchor = 'SE',
     width = width,
     height = height,
-    row = math.floor((vim.o.lines - height) / 2) - 1,
-    col = math.floor((vim.o.columns - width) / 2),
+    row = vim.o.lines - vim.o.cmdheight - 1,
+    col = vim.o.columns,
     border = 'rounded',
     style = 'minimal',
+    focusable = true,
     title = title,
     title_pos = 'center',
-    footer = ' [a] Allow  [s] Allow for session  [d] Deny ',
+    footer = FOOTER,
     footer_pos = 'center',
+    zindex = 60,
   })
   vim.wo[win].wrap = false
-  vim.cmd('stopinsert') -- the keys are normal-mode keys
-  approval.win, approval.buf = win, buf
-  for key, decision in pairs(KEYS) do
-    vim.keymap.set('n', key, function()
-      finish(approval, decision)
-    end, { buffer = buf, nowait = true, desc = 'TunaCode: ' .. decision })
-  end
-  -- closed some other way (:q, :close): that is Deny (after the close, not inside it)
+  approval.win = win
+  set_keys(true)
+  -- closed some other way (:q, :close): the question stays pending (g1/g2/g3, :TunaApprove)
   vim.api.nvim_create_autocmd('WinClosed', {
     pattern = tostring(win),
     once = true,
     callback = function()
-      vim.schedule(function()
-        finish(approval, 'deny')
-      end)
+      if approval.win == win then
+        approval.win = nil
+      end
     end,
   })
+end
+
+--- Answer the shown (first pending) approval: "allow" | "allow_session" | "deny".
+---@param decision string
+---@return boolean answered
+function A.answer(decision)
+  local approval = A.current or A.queue[1]
+  if not approval then
+    return false
+  end
+  finish(approval, decision)
+  return true
+end
+
+--- Close the float of the pending approval without answering it.
+function A.hide()
+  local approval = A.current
+  if approval and approval.win and vim.api.nvim_win_is_valid(approval.win) then
+    local win = approval.win
+    approval.win = nil
+    vim.api.nvim_win_close(win, true)
+  end
+end
+
+--- Show the pending approval's float again (after q / <Esc> / :close).
+---@return boolean pending
+function A.reshow()
+  local approval = A.current
+  if not approval then
+    return false
+  end
+  if not (approval.win and vim.api.nvim_win_is_valid(approval.win)) then
+    show(approval)
+  end
+  return true
 end
 
 show_next = function()

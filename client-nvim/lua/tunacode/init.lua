@@ -59,6 +59,8 @@ local function object(tbl)
   return tbl
 end
 
+local WARNING_HOLD_MS = 5000 -- the progress echo leaves a server warning on screen this long
+
 local function notify(message, level)
   vim.notify('TunaCode: ' .. message, level or vim.log.levels.INFO)
 end
@@ -144,6 +146,10 @@ local shown = {} ---@type table<integer, table<string, true>> per client: the me
 function M.on_show_message(params, ctx)
   if type(params) ~= 'table' or type(params.message) ~= 'string' then
     return vim.NIL
+  end
+  if type(params.type) == 'number' and params.type <= 2 then
+    -- a warning or error (a bad setting) stays readable: the progress echo holds off
+    M.warned_at = vim.uv.now()
   end
   local seen = shown[ctx.client_id] or {}
   shown[ctx.client_id] = seen
@@ -603,6 +609,7 @@ end
 --- Forget the current session: the next :TunaAsk starts a new one.
 function M.new()
   M.state.session_id = nil
+  approve.session_allows = {} -- the server's allows belong to the session
   notify('the next question starts a new session')
 end
 
@@ -927,6 +934,9 @@ function M.on_progress(ev)
   local value = ev.data.params and ev.data.params.value
   if not client or client.name ~= 'tunacode' or type(value) ~= 'table' then
     return
+  end
+  if M.warned_at and vim.uv.now() - M.warned_at < WARNING_HOLD_MS then
+    return -- the server's warning is still on screen
   end
   -- the request's own progress is titled TunaCode: `TunaCode: end_turn`, not `TunaCode: TunaCode end_turn`
   local title = value.title ~= 'TunaCode' and value.title or ''

@@ -93,10 +93,21 @@ function V.lines()
   return vim.api.nvim_buf_get_lines(V.buffer(), 0, -1, false)
 end
 
-local function follow(buf)
+--- The windows of `buf` whose cursor is on its last line: they follow the stream; a window
+--- whose cursor is elsewhere (reading back) stays where it is.
+local function followers(buf)
   local last = vim.api.nvim_buf_line_count(buf)
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    vim.api.nvim_win_set_cursor(win, { last, 0 })
+  return vim.tbl_filter(function(win)
+    return vim.api.nvim_win_get_cursor(win)[1] >= last
+  end, vim.fn.win_findbuf(buf))
+end
+
+local function follow(buf, wins)
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(wins) do
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_set_cursor(win, { last, 0 })
+    end
   end
 end
 
@@ -109,8 +120,9 @@ function V.append(text)
   local buf = V.buffer()
   local last = vim.api.nvim_buf_line_count(buf) - 1
   local line = vim.api.nvim_buf_get_lines(buf, last, last + 1, false)[1] or ''
+  local wins = followers(buf)
   vim.api.nvim_buf_set_text(buf, last, #line, last, #line, vim.split(text, '\n', { plain = true }))
-  follow(buf)
+  follow(buf, wins)
 end
 
 local function at_line_start()

@@ -16,6 +16,11 @@ Edits of an open document, by the document's state and the client:
   neither is saved behind the user's back, nothing conflicts (the file did not change), and
   the model is told the file on disk is not updated until the user saves.
 
+After an applied edit the server waits, bounded, for the client's didChange to show the edit's
+result (Neovim answers applyEdit first and sends didChange debounced; it also answers `applied`
+for an edit versioned older than its buffer, which it drops): an edit is reported done only when
+the document holds it, and the next edit is planned on the editor's current text.
+
 Waits on the client are bounded.
 
 A document that changed in the editor since it was read is re-read and the edit planned again
@@ -24,6 +29,7 @@ A document that changed in the editor since it was read is re-read and the edit 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -33,6 +39,7 @@ from lsprotocol import types
 from pygls import uris
 from pygls.lsp.server import LanguageServer
 
+from tunacode_lsp.lsp import document_sync
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
 from tunacode_lsp.tools.beneath import replace_beneath
@@ -45,6 +52,7 @@ log = logging.getLogger(__name__)
 
 APPLY_WAIT_SECONDS = 10.0
 SAVE_WAIT_SECONDS = 10.0
+LANDED_WAIT_SECONDS = 5.0  # the client's didChange that carries an applied edit (Neovim's is debounced)
 SAVE_DOCUMENTS = "tunacode/saveDocuments"
 
 
@@ -132,12 +140,35 @@ class LspDocuments:
                 raise StaleDocument()
             reason = getattr(answer, "failure_reason", None) if not isinstance(answer, dict) else answer.get("failureReason")
             raise ToolError(f"The editor refused the edit of '{shown}'{f': {reason}' if reason else ''}. Nothing was written.")
+        await self._landed(real_path, shown, new_text)
         if not clean:
             self._buffer_only.append(BufferEdit(real_path, old_text, new_text))
             return (f" The edit is in the editor's buffer of {shown}, which has unsaved changes of the user's: "
                     "the file on disk is not updated until the user saves it.")
         await self._to_disk(real_path, shown, document.uri, encode(new_text))
         return ""
+
+    async def _landed(self, real_path: Path, shown: str, new_text: str) -> None:
+        """Wait, bounded, until the client's didChange shows the edit's result: a client may answer
+        applyEdit before it sends the change (Neovim: debounced), and one may answer `applied` for an
+        edit it dropped (Neovim, for an edit versioned older than its buffer). Never report an edit
+        the document does not hold; the next edit is planned on the editor's text, not a stale copy."""
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LANDED_WAIT_SECONDS
+        while True:
+            document = self._document(real_path)
+            if document is None:
+                raise ToolError(f"'{shown}' was closed in the editor during the edit; read it again to see "
+                                "whether the edit is there.")
+            if document.source == new_text:
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not await document_sync.next_change(self._ls, remaining):
+                break
+        raise ToolError(f"The editor answered that it applied the edit of '{shown}', but its text does not show "
+                        f"the result within {LANDED_WAIT_SECONDS:g} s (the edit was dropped, or the text changed "
+                        "meanwhile). Read the file again before editing it.")
 
     async def _to_disk(self, real_path: Path, shown: str, uri: str, data: bytes) -> None:
         if client_offers(self._ls, "saveDocuments"):

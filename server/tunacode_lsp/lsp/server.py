@@ -92,8 +92,9 @@ from tunacode_lsp.contract.protocol import (
     to_wire,
 )
 from tunacode_lsp.core.redact import redact_message
-from tunacode_lsp.lsp import mcp
+from tunacode_lsp.lsp import document_sync, mcp
 from tunacode_lsp.lsp.client_requests import ask_client
+from tunacode_lsp.lsp.client_support import require_approval_channel
 from tunacode_lsp.lsp.code_actions import code_actions
 from tunacode_lsp.lsp.framing import FrameReader, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
@@ -481,6 +482,11 @@ def on_code_action(ls: TunaLanguageServer, params: types.CodeActionParams) -> li
     return code_actions(params, selected, Path(document.path).name or params.text_document.uri)
 
 
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_document_changed(ls: TunaLanguageServer, _params: types.DidChangeTextDocumentParams) -> None:
+    document_sync.changed(ls)  # pygls updated its copy first; an edit of ours waits for this (lsp/documents.py)
+
+
 @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
 def on_progress_cancel(ls: TunaLanguageServer, params: types.WorkDoneProgressCancelParams) -> None:
     ls.runs.cancel_by_progress_token(params.token)
@@ -510,6 +516,7 @@ async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) ->
     pending = ls.runs.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
     try:
         await wait_for_settings(ls)
+        require_approval_channel(ls, ls.options.approval)  # a client that cannot be asked: an error now
     except BaseException:
         ls.runs.end(pending)
         raise

@@ -106,12 +106,15 @@ class ProgressReporter:
         self.token: Any = None
         self._tool_tokens: dict[str, Any] = {}
         self._summaries: dict[str, str] = {}  # tool call id -> the tool_call event's summary
+        self._open: set[Any] = set()  # tokens begun and not yet ended: ended whatever happens
+        self._closing = False
         self._task = asyncio.ensure_future(self._work())
 
     def push(self, event: Event) -> None:
         self._queue.put_nowait(event)
 
     async def close(self) -> None:
+        self._closing = True  # a create answered from now on is never begun
         self._queue.put_nowait(None)
         done, _ = await asyncio.wait({self._task}, timeout=PROGRESS_CLOSE_SECONDS)
         if not done:  # never hold the request's answer on the client: an open create is withdrawn
@@ -144,22 +147,36 @@ class ProgressReporter:
                 self.token,
                 types.WorkDoneProgressBegin(title="TunaCode", message=first_line(self._prompt), cancellable=True),
             )
+            self._open.add(self.token)
         try:
             while (event := await self._queue.get()) is not None:
                 await self._on_event(event)
         finally:
+            # a client slow to answer a create (the worker was cancelled, or the request ended
+            # meanwhile): every progress it was shown ends, never a spinner left forever
+            for token in list(self._open):
+                self._end(token, "ended")
             for token in [self.token, *self._tool_tokens.values()]:
                 if token is not None:
                     progress.tokens.pop(token, None)
 
+    def _end(self, token: Any, message: str) -> None:
+        if token in self._open:
+            self._open.discard(token)
+            try:
+                self._ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            except Exception as exc:  # noqa: BLE001 - the client is gone: nothing to end
+                log.debug("progress end for %s failed: %s", token, exc)
+
     async def _on_event(self, event: Event) -> None:
-        progress = self._ls.work_done_progress
         if isinstance(event, ToolCallEvent):
             self._summaries[event.tool_call_id] = event.summary
         elif isinstance(event, ToolCallUpdate):
             await self._on_tool_update(event)
         elif isinstance(event, RequestEnd) and self.token is not None:
-            progress.end(self.token, types.WorkDoneProgressEnd(message=event.stop_reason))
+            for token in list(self._tool_tokens.values()):
+                self._end(token, event.stop_reason)
+            self._end(self.token, event.stop_reason)
 
     async def _on_tool_update(self, event: ToolCallUpdate) -> None:
         progress = self._ls.work_done_progress
@@ -168,9 +185,10 @@ class ProgressReporter:
             if self.token is not None:
                 progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {summary}".strip()))
             token = f"tunacode/{self._request_id}/{event.tool_call_id}"
-            if await self._create(token):
+            if await self._create(token) and not self._closing:  # created late: never begun
                 self._tool_tokens[event.tool_call_id] = token
                 progress.begin(token, types.WorkDoneProgressBegin(title=event.name, message=summary))
+                self._open.add(token)
         elif event.status == "awaiting_approval" and self.token is not None:
             progress.report(self.token, types.WorkDoneProgressReport(message=f"waiting for approval: {event.name}"))
         elif event.status in FINAL_TOOL_STATUSES:
@@ -179,7 +197,7 @@ class ProgressReporter:
                 progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {outcome}"))
             token = self._tool_tokens.pop(event.tool_call_id, None)
             if token is not None:
-                progress.end(token, types.WorkDoneProgressEnd(message=outcome))
+                self._end(token, outcome)
                 progress.tokens.pop(token, None)
 
 
