@@ -38,7 +38,7 @@ def test_tunastatus_and_checkhealth_show_the_mcp_servers(nvim, tmp_path, workspa
 
     shown = seen["shown"]
     lines = shown["message"].split("\n")
-    assert lines[0].startswith("TunaCode ") and "(protocol 2)" in lines[0], lines
+    assert lines[0].startswith("TunaCode ") and "(protocol 3)" in lines[0], lines
     assert "requests running: 0" in lines
     start = lines.index("MCP servers:")
     mcp = sorted(lines[start + 1:])
