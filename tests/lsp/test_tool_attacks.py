@@ -83,7 +83,11 @@ async def test_repository_metadata_is_not_a_file_like_others(lsp, model, workspa
 
 async def test_a_huge_argument_is_refused_short(lsp, model, workspace):
     huge = "x" * 50_000_000
-    model.set_script([call("write_file", {"filepath": "a.txt", "content": huge}), DONE])
+    # in 10 events of 5 MB: one server-sent event over 16 MB is a hostile stream, an error of its
+    # own (agent/provider/sse.py MAX_EVENT_BYTES, tests/unit/test_openai_provider.py)
+    chunked = {"steps": [{"tool_call": {"name": "write_file", "arguments": {"filepath": "a.txt", "content": huge}},
+                          "chunks": 10}]}
+    model.set_script([chunked, DONE])
     await lsp.start(init_options=scripted_options(model))
     result = await lsp.command("tunacode.request", {"prompt": "write"})
     assert result["stopReason"] == "end_turn"
