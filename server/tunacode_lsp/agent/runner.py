@@ -740,8 +740,8 @@ class RequestRun:
                 pass
         redactor = process_redactor()
         self.sink.emit(RequestEnd(stop_reason, state.usage, error))
+        self.end_sent = True  # the client knows it ended (before any await): the answer follows within moments
         await save_request_end(self.table.log, state)
-        self.end_sent = True  # the client knows it ended; the answer follows within moments
         return redactor.value(RequestResult(
             session_id=self.spec.session_id,
             request_id=self.spec.request_id,

@@ -116,7 +116,7 @@ IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with 
 
 SERVER_NOT_INITIALIZED = -32002
 INVALID_REQUEST = -32600
-RESULT_WAIT_SECONDS = 3.0  # tunacode.request.result right after request_end: the last checkpoint, the lease
+RESULT_WAIT_SECONDS = 8.0  # tunacode.request.result right after request_end (the last checkpoint, the lease): under eglot's 10 s
 SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
 STOP_SETTLE_SECONDS = 1.5  # a signal or a closed connection: the whole stop fits in 2 s
 UNREDACTED_METHODS = frozenset({types.WORKSPACE_APPLY_EDIT})  # the text of the user's own file
