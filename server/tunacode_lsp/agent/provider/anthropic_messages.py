@@ -44,6 +44,12 @@ _STOP_REASONS = {
 }
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 EXTRAS = {"bedrock": ("bedrock", "boto3"), "vertex": ("vertex", "google-auth")}
+# what to check when the provider answers 401/403: the variable (or the credentials) to set
+KEY_HINTS = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "bedrock": "your AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or AWS_BEARER_TOKEN_BEDROCK",
+    "vertex": "your Google credentials: GOOGLE_APPLICATION_CREDENTIALS or `gcloud auth application-default login`",
+}
 
 
 async def stream_anthropic(model: Model, context: Context, options: SimpleStreamOptions) -> AnthropicStream:
@@ -58,7 +64,7 @@ async def stream_anthropic(model: Model, context: Context, options: SimpleStream
         client = make_client(model, api_key)
         return await client.messages.create(**params)
 
-    hint = "ANTHROPIC_API_KEY" if model.provider == "anthropic" else None
+    hint = KEY_HINTS.get(model.provider)
     return AnthropicStream(model=model, signal=options.signal, open_stream=open_stream, key_hint=hint)
 
 
