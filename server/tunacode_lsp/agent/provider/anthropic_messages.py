@@ -2,7 +2,11 @@
 
 The request: tools, system and messages in Anthropic's shape, with `cache_control`
 breakpoints on the stable prefix (the last tool, the system prompt, the latest turn), so a
-session's next call reads its whole prefix back from the cache; thinking (setting
+session's next call reads its whole prefix back from the cache. Once old tool outputs are
+pruned (core/history.py), a pruning step changes the input only after the never-pruned
+head: the breakpoints are then the system prompt (whose prefix holds the tools), the end of
+the head, the last pruned output and the latest turn (Anthropic's limit is 4), so the call
+that takes a step still reads the head from the cache (cache_breakpoints.py); thinking (setting
 `thinkingBudget`) with each thinking block's signature sent back unchanged. The stream:
 the SDK's raw events -> the shared state machine (assembly.py); usage with cache reads and
 writes. Bedrock and Vertex use the SDK's own clients (extras `bedrock`, `vertex`).
@@ -27,10 +31,10 @@ from tinyagent import (
 from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.assembly import empty_usage
+from tunacode_lsp.agent.provider.cache_breakpoints import place_breakpoints
 from tunacode_lsp.agent.provider.model import ProviderModel
 from tunacode_lsp.agent.provider.sdk_stream import MissingExtra, SdkStream, sdk_timeout, shared_http_client
 
-CACHE = {"type": "ephemeral"}
 DEFAULT_MAX_TOKENS = 16_384
 THINKING_HEADROOM = 8_192  # output tokens left for the answer beyond the thinking budget
 REDACTED = "redacted"  # extra field on a ThinkingContent that holds a redacted_thinking block's data
@@ -115,9 +119,9 @@ def build_params(model: ProviderModel, context: Context, options: SimpleStreamOp
         params["temperature"] = options.temperature  # not allowed with thinking
     params["max_tokens"] = max_tokens
     if context.system_prompt:
-        params["system"] = [{"type": "text", "text": context.system_prompt, "cache_control": CACHE}]
+        params["system"] = [{"type": "text", "text": context.system_prompt}]
     if context.tools:
-        tools = [
+        params["tools"] = [
             {
                 "name": tool.name,
                 "description": tool.description or "",
@@ -125,19 +129,8 @@ def build_params(model: ProviderModel, context: Context, options: SimpleStreamOp
             }
             for tool in context.tools
         ]
-        tools[-1]["cache_control"] = CACHE
-        params["tools"] = tools
-    mark_latest_turn(params["messages"])
+    place_breakpoints(params)
     return params
-
-
-def mark_latest_turn(messages: list[dict[str, Any]]) -> None:
-    """A cache breakpoint on the last block of the latest message (in place)."""
-
-    if messages and messages[-1]["content"]:
-        last = messages[-1]["content"][-1]
-        if last.get("type") not in ("thinking", "redacted_thinking"):
-            last["cache_control"] = CACHE
 
 
 def convert_messages(context: Context) -> list[dict[str, Any]]:
