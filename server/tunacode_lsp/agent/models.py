@@ -73,10 +73,10 @@ PROVIDERS: dict[str, Provider] = {
     "azure": Provider("azure", "openai-responses", None, "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT"),
     "gemini": Provider(
         "gemini",
-        "openai-completions",
-        "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
+        "gemini-generate",
+        "https://generativelanguage.googleapis.com/v1beta",
         "GEMINI_API_KEY",
-        None,
+        "GOOGLE_GEMINI_BASE_URL",  # google-genai's own variable (a gateway, a regional endpoint)
         ("gemini-2.5-pro", "gemini-2.5-flash"),
     ),
     "openrouter": Provider(
