@@ -141,12 +141,14 @@ def parse_headers(raw: object) -> dict[str, str]:
             raw = json.loads(raw)
         except ValueError:
             raise ModelNotUsable("TUNACODE_HEADERS is not a JSON object of strings") from None
-    if not isinstance(raw, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) and k.strip() and "\n" not in k + v and "\r" not in k + v
-        for k, v in raw.items()
-    ):
+    if not isinstance(raw, Mapping):
         raise ModelNotUsable("headers must be an object of header names to string values (one line each)")
-    return {k.strip(): v for k, v in raw.items()}
+    from tunacode_lsp.agent.provider.headers import BadHeaders, checked_headers
+
+    try:
+        return checked_headers(raw)
+    except BadHeaders as exc:
+        raise ModelNotUsable(str(exc)) from None
 
 
 def provider_settings(options: Any) -> dict[str, Any]:
