@@ -158,3 +158,13 @@ async def test_max_cost_must_be_a_positive_amount(lsp, model):
         else:
             raise AssertionError(bad)
     assert model.requests == []
+
+
+async def test_a_negative_or_missing_cost_cannot_defeat_max_cost(lsp, model):
+    """A provider or gateway that reports -100 dollars for a call (hostile or broken) counts 0."""
+
+    model.set_script([_priced_list(-100), _priced_list(0.6), DONE])
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "explore", "maxCost": 1.0})
+    assert result["stopReason"] == "max_cost" and len(model.requests) == 2
+    assert result["usage"]["cost"] == 0.6
