@@ -195,6 +195,8 @@ async def test_vertex_text_and_cache_usage_over_two_turns(lsp, replay, home):
     assert body["anthropic_version"] and "model" not in body and body["stream"] is True
     assert replay.token_requests and b"jwt-bearer" in replay.token_requests[0].body  # the service account's exchange
     assert replay.requests[1].json()["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": "ack"}]}
+    # one token for both calls: the client (and its credentials) is kept, not rebuilt per call
+    assert len(replay.token_requests) == 1
 
 
 async def test_vertex_tool_call(lsp, replay, home):

@@ -14,7 +14,9 @@ writes. Bedrock and Vertex use the SDK's own clients (extras `bedrock`, `vertex`
 
 from __future__ import annotations
 
+import asyncio
 import re
+import weakref
 from typing import Any
 
 from tinyagent import (
@@ -72,9 +74,31 @@ async def stream_anthropic(model: Model, context: Context, options: SimpleStream
     return AnthropicStream(model=model, signal=options.signal, open_stream=open_stream, key_hint=hint)
 
 
+# Bedrock and Vertex clients per event loop, kept across calls: each holds its resolved
+# credentials (a Vertex access token is minted by google-auth on the client's first call and
+# reused until it expires; a new client per call fetched a new token for every model call).
+_cloud_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def make_client(model: ProviderModel, api_key: str | None) -> Any:
     """The SDK client of the model's provider (no retries of its own, our httpx2 client)."""
 
+    if model.provider not in ("bedrock", "vertex"):
+        return _new_client(model, api_key)
+    clients = _cloud_clients.setdefault(asyncio.get_running_loop(), {})
+    http = shared_http_client()  # a new shared client (the old one closed) gets new SDK clients
+    key = (model.provider, tuple(sorted((model.headers or {}).items())), model.read_timeout, model.connect_timeout, id(http))
+    client = clients.get(key)
+    if client is None:
+        if len(clients) >= 16:
+            clients.clear()
+        client = clients[key] = _new_client(model, api_key)
+    return client
+
+
+def _new_client(model: ProviderModel, api_key: str | None) -> Any:
     common: dict[str, Any] = {
         "max_retries": 0,
         "timeout": sdk_timeout(model),
