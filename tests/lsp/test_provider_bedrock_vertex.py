@@ -174,6 +174,29 @@ async def test_bedrock_exception_frame_mid_stream_is_an_error(lsp, replay, home)
     assert result["text"].startswith("Hello! Cache")  # what came before the error is kept
 
 
+async def test_bedrock_thinking_with_its_signature_goes_back(lsp, replay, home):
+    replay.replies += [Reply(bedrock_framed("anthropic-reasoning.chunks.txt"), EVENTSTREAM), Reply(bedrock_recording(), EVENTSTREAM)]
+    options = {"model": f"bedrock:{BEDROCK_MODEL}", "approval": "auto", "thinkingBudget": 1024}
+    await lsp.start(init_options=options, env=bedrock_env(replay, home))
+    first = await lsp.command("tunacode.request", {"prompt": "gcd(1071, 462)?"})
+    assert first["stopReason"] == "end_turn" and "**21**" in first["text"]
+    thinking = [e for e in lsp.events_of(first["requestId"]) if e["type"] == "thinking_delta"]
+    assert "".join(e["text"] for e in thinking).startswith("I'm working through the Euclidean algorithm")
+    await lsp.command("tunacode.request", {"prompt": "thanks", "sessionId": first["sessionId"]})
+    sent = replay.requests[1].json()
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    block = sent["messages"][1]["content"][0]
+    assert block["type"] == "thinking" and block["signature"].startswith("EsECCokBCBAYAipA9i3HF1aHpQITkdN8")
+
+
+async def test_bedrock_stream_cut_midway_is_an_error(lsp, replay, home):
+    head = b"".join(eventstream_events(bedrock_recording())[:20])  # no message_stop: the body just ends
+    replay.replies.append(Reply(head, EVENTSTREAM))
+    await lsp.start(init_options={"model": f"bedrock:{BEDROCK_MODEL}", "maxRetries": 0}, env=bedrock_env(replay, home))
+    result = await lsp.command("tunacode.request", {"prompt": "hi"})
+    assert result["stopReason"] == "error" and "ended before the response was finished" in result["error"]["message"]
+
+
 # ---------------------------------------------------------------- Vertex
 
 
@@ -233,3 +256,19 @@ async def test_vertex_error_status_names_the_credentials_to_check(lsp, replay, h
     message = result["error"]["message"]
     assert result["stopReason"] == "error" and "HTTP 403" in message and "aiplatform.endpoints.predict" in message
     assert "GOOGLE_APPLICATION_CREDENTIALS" in message
+
+
+async def test_vertex_thinking_and_a_stream_cut_midway(lsp, replay, home):
+    cut = sse_framed("anthropic-reasoning.chunks.txt").split(b"\n\n")[:12]
+    replay.replies += [
+        Reply(sse_framed("anthropic-reasoning.chunks.txt"), "text/event-stream"),
+        Reply(b"\n\n".join(cut) + b"\n\n", "text/event-stream"),
+    ]
+    options = {"model": "vertex:claude-sonnet-5", "approval": "auto", "thinkingBudget": 1024, "maxRetries": 0}
+    await lsp.start(init_options=options, env=vertex_env(replay, home))
+    first = await lsp.command("tunacode.request", {"prompt": "gcd(1071, 462)?"})
+    assert first["stopReason"] == "end_turn" and "**21**" in first["text"]
+    assert any(e["type"] == "thinking_delta" for e in lsp.events_of(first["requestId"]))
+    second = await lsp.command("tunacode.request", {"prompt": "again", "sessionId": first["sessionId"]})
+    assert second["stopReason"] == "error" and "ended before the response was finished" in second["error"]["message"]
+    assert replay.requests[1].json()["messages"][1]["content"][0]["signature"].startswith("EsECCokBCBAYAipA9i3HF1aHpQITkdN8")
