@@ -28,6 +28,11 @@ from tunacode_lsp.agent.provider.model import ProviderModel
 from tunacode_lsp.agent.provider.openai_request import THOUGHT_SIGNATURE
 
 API = "gemini-generate"
+# Google's documented stand-in for a function call Gemini did not sign (a turn written by
+# another model, or one stored before signatures were kept): Gemini 3 refuses a request whose
+# model turn starts its function calls without a signature (HTTP 400, "Function call is
+# missing a thought_signature"). https://ai.google.dev/gemini-api/docs/thought-signatures
+UNSIGNED_CALL = "skip_thought_signature_validator"
 
 
 def stream_url(model: ProviderModel) -> str:
@@ -109,6 +114,7 @@ def _user_part(block: Any) -> dict[str, Any] | None:
 
 def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
+    signed_call = False  # the turn's first function call carries a signature (Gemini 3 checks it)
     for block in message.content:
         signature = getattr(block, THOUGHT_SIGNATURE, None)
         part: dict[str, Any] | None = None
@@ -121,8 +127,13 @@ def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
             part = {"functionCall": call}
         if part is None:
             continue  # thinking: its signature is what Gemini needs back
-        if isinstance(signature, str) and signature and message.api == API:
+        if isinstance(signature, str) and signature and (message.api == API or message.provider == "gemini"):
+            # Gemini's own (this API's, or its OpenAI-compatible endpoint's in older sessions)
             part["thoughtSignature"] = signature
+        if "functionCall" in part:
+            if not signed_call and "thoughtSignature" not in part:
+                part["thoughtSignature"] = UNSIGNED_CALL
+            signed_call = True
         parts.append(part)
     return parts
 
