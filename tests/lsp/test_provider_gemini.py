@@ -101,3 +101,17 @@ async def test_gemini_error_status(lsp, replay):
     result = await lsp.command("tunacode.request", {"prompt": "hi"})
     assert result["stopReason"] == "error"
     assert "HTTP 429" in result["error"]["message"] and "Resource has been exhausted" in result["error"]["message"]
+
+
+async def test_gemini_thoughts_and_a_signed_call_without_arguments(lsp, replay):
+    lines = chunks("gemini-thought-no-args-call.chunks.txt")
+    signature = json.loads(lines[1])["candidates"][0]["content"]["parts"][0]["thoughtSignature"]
+    replay.replies += [Reply(sse(lines), SSE), Reply(sse(chunks("gemini-reasoning-gemini3.chunks.txt")), SSE)]
+    await lsp.start(init_options={"model": "gemini:gemini-3-flash-preview", "approval": "auto"}, env=gemini_env(replay))
+    result = await lsp.command("tunacode.request", {"prompt": "read the theme"})
+    assert result["turns"] == 2 and result["stopReason"] == "end_turn"
+    thinking = "".join(e["text"] for e in lsp.events_of(result["requestId"]) if e["type"] == "thinking_delta")
+    assert thinking.startswith("**Processing User Requests**")
+    model_turn = replay.requests[1].json()["contents"][1]
+    assert model_turn["parts"] == [{"functionCall": {"name": "read_theme", "args": {}}, "thoughtSignature": signature}]
+    assert result["usage"]["outputTokens"] == 58 + 183 + 23 + 302  # candidates and thoughts, both calls
