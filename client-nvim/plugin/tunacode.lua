@@ -1,5 +1,6 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
--- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus, :TunaMode [agent|plan].
+-- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus, :TunaMode [agent|plan],
+-- :TunaApprove [allow|session|deny], :TunaAllows [revoke [tool]].
 -- :TunaAsk /<Tab> completes the prompt commands.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
@@ -92,7 +93,7 @@ vim.api.nvim_create_user_command('TunaApprove', function(cmd)
       vim.notify('TunaCode: no approval is pending')
     end
   elseif not approve.reshow() then
-    local allows = #approve.session_allows > 0 and table.concat(approve.session_allows, '; ') or 'none'
+    local allows = #approve.session_allows > 0 and table.concat(approve.session_allows, ', ') or 'none'
     vim.notify('TunaCode: no approval is pending; allowed for this session: ' .. allows)
   end
 end, {
@@ -101,6 +102,19 @@ end, {
     return { 'allow', 'session', 'deny' }
   end,
   desc = 'Answer the pending TunaCode approval (allow|session|deny), or show it again',
+})
+
+vim.api.nvim_create_user_command('TunaAllows', function(cmd)
+  require('tunacode').allows(cmd.args)
+end, {
+  nargs = '*',
+  complete = function(arglead, cmdline)
+    if cmdline:match('revoke%s') then
+      return require('tunacode.approve').session_allows
+    end
+    return { 'revoke' }
+  end,
+  desc = 'List the tools allowed for the whole TunaCode session; revoke [tool] ends the allows',
 })
 
 vim.api.nvim_create_user_command('TunaStatus', function()

@@ -283,8 +283,8 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     assert diff["lines"] == ["--- a/calc.py", "+++ b/calc.py", "@@ -1,2 +1,2 @@", " def add(a, b):",
                              "-    return a - b", "+    return a + b"]
     assert seen["first"] == {"decision": "allow_session"}
-    assert seen["session_allows"] == ["edit_file: calc.py"]
-    assert seen["allows_notice"] == ["TunaCode: no approval is pending; allowed for this session: edit_file: calc.py"]
+    assert seen["session_allows"] == ["edit_file"]  # the server allows the whole tool
+    assert seen["allows_notice"] == ["TunaCode: no approval is pending; allowed for this session: edit_file"]
     assert seen["after_first"] == {"floats": 0, "back": True}
 
     queued = seen["queued"]
@@ -332,14 +332,16 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     # the plugin snippets of docs/neovim.md ran: setup, both statuslines, the User event
     assert seen["setup_settings"] == {"model": "openai:gpt-4.1", "approval": "ask", "maxTurns": 40}
     assert seen["lsp_statusline"].startswith("[No Name]")
-    assert seen["evaluated_statusline"].endswith(" TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30% ")
+    # section 1 allowed edit_file for the session: the statusline says so
+    assert seen["evaluated_statusline"].endswith(" TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30% | allowed: edit_file ")
     # the user-event snippet: the request_end of section 3 (cancelled) and of section 5
     assert seen["early_notices"] == ["TunaCode: cancelled", "TunaCode: end_turn"]
 
-    assert seen["statusline_before"] == ""
-    assert seen["statusline_tool"] == "TunaCode: bash"
-    assert seen["statusline_turn"] == "TunaCode: running | 1.2k tok | $0.0100 | ctx 45%"
-    assert seen["statusline_end"] == "TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30%"  # compacted: 30k of 100k
+    assert seen["statusline_before"] == "TunaCode | allowed: edit_file"
+    assert seen["statusline_tool"] == "TunaCode: bash | allowed: edit_file"
+    assert seen["statusline_turn"] == "TunaCode: running | 1.2k tok | $0.0100 | ctx 45% | allowed: edit_file"
+    # compacted: 30k of 100k
+    assert seen["statusline_end"] == "TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30% | allowed: edit_file"
 
     lines = seen["rich_lines"]
     start = lines.index("> Fix the add function")
