@@ -63,10 +63,20 @@ local function scenario()
     table.insert(echoed, chunks[1] and chunks[1][1] or '')
     return echo(chunks, ...)
   end
-  tunacode.on_progress({ data = { client_id = client.id, params = { token = 't',
-    value = { kind = 'report', title = 'TunaCode', message = 'running' } } } })
+  local function progress()
+    tunacode.on_progress({ data = { client_id = client.id, params = { token = 't',
+      value = { kind = 'report', title = 'TunaCode', message = 'running' } } } })
+  end
+  progress()
+  results.echoed = vim.deepcopy(echoed)
+  vim.api.nvim_feedkeys(vim.keycode('<C-l>'), 'xt', false) -- the user types: the echo may go on
+  vim.wait(50, function()
+    return not tunacode.echo_held
+  end, 10)
+  progress()
   vim.api.nvim_echo = echo
-  results.echoed = echoed
+  results.echoed_after_key = echoed
+  results.answer = require('tunacode.view').lines()
   results.messages = vim.fn.execute('messages')
   results.errmsg = vim.v.errmsg
 end

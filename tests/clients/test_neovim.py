@@ -101,9 +101,12 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert idle["lines"][-2] == "-- error: cannot start the server (/nonexistent/tunacode-lsp)"
     # a server that exits at once: the cause from its stderr (the LSP log), not only "see :checkhealth"
     missing = seen["missing"]
-    assert missing["notice"] == f"TunaCode: the server ({sys.executable} -m tunacode_lsp_missing) exited: " \
-        f"{sys.executable}: No module named tunacode_lsp_missing", missing
-    assert missing["lines"][-2] == "-- error: " + missing["notice"].removeprefix("TunaCode: ")
+    whole = f"the server ({sys.executable} -m tunacode_lsp_missing) exited: " \
+        f"{sys.executable}: No module named tunacode_lsp_missing"
+    # too long for the command line: one line that points to the answer buffer, which has it whole
+    assert missing["notice"].endswith("… (see tunacode://answer)") and len(missing["notice"]) <= 80 - 12, missing
+    assert whole.startswith(missing["notice"].removeprefix("TunaCode: ").removesuffix("… (see tunacode://answer)"))
+    assert missing["lines"][-3:-1] == ["[note] " + whole, "-- error: " + whole], missing
 
     # 1. the answer streamed into the scratch buffer; the write was approved through vim.ui.select
     first = seen["first"]
@@ -229,10 +232,14 @@ def test_the_plain_lsp_snippets_of_the_docs_work_without_the_plugin(nvim, tmp_pa
 def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_path, workspace, home):
     with ScriptedModelServer({"turns": []}) as model:
         seen = run_nvim(nvim, BADSETTING_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
-    warnings = [m for m in seen["shown"] if "sometimes" in m]
+    warnings = [m for m in seen["shown"] if m.startswith("TunaCode: tunacode.approval")]
     assert len(warnings) == 1, seen["shown"]  # sent after initialize and again for workspace/configuration
+    assert warnings[0].endswith("… (see tunacode://answer)") and "\n" not in warnings[0]  # one line
+    [note] = [line for line in seen["answer"] if "tunacode.approval" in line]
+    assert note.startswith("[note] tunacode.approval: expected one of") and "(got 'sometimes')" in note, note
     assert seen["calls"] == 1  # the request would go out once
     assert seen["echoed"] == [], seen["echoed"]  # the progress echo left the warning on screen
+    assert seen["echoed_after_key"] == ["TunaCode: running"]  # until the user typed something
     for where in ("messages", "errmsg", "stderr"):
         assert "already closing" not in seen[where], seen[where][-2000:]
         assert "Error executing" not in seen[where], seen[where][-2000:]

@@ -1,8 +1,11 @@
 """What a person sees: the plugin with a bad setting in a real Neovim in a terminal (tmux).
-The server's warning shows once, with no hit-enter prompt and no Lua error (issue 17)."""
+The server's warning shows once, in one line, with no hit-enter prompt and no Lua error, also
+on a screen narrower than the warning (issue 17; issue 32, item 3); it stays whole in the
+answer buffer as a note."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,7 +41,8 @@ def wait_for(condition, timeout: float, what: str, session: str):
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
-def test_a_bad_setting_in_a_terminal_shows_one_warning_and_no_error(tmp_path, workspace, home):
+@pytest.mark.parametrize("columns", [120, 50])
+def test_a_bad_setting_in_a_terminal_shows_one_warning_and_no_error(tmp_path, workspace, home, columns):
     if NVIM is None or _version(NVIM) < (0, 11):
         pytest.skip("Neovim 0.11 is not installed")
     out = tmp_path / "messages.txt"
@@ -51,19 +55,22 @@ def test_a_bad_setting_in_a_terminal_shows_one_warning_and_no_error(tmp_path, wo
                     "TUNA_PYTHON": sys.executable, "TUNA_MODEL_URL": model.chat_url, "TERM": "xterm-256color"})
         exports = " ".join(f"{k}={subprocess.list2cmdline([v])}" for k, v in env.items()
                            if k.startswith(("TUNA", "XDG_")) or k == "TERM")
-        tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "30", "-c", str(workspace),
+        tmux("new-session", "-d", "-s", session, "-x", str(columns), "-y", "30", "-c", str(workspace),
              f"env {exports} {NVIM} --clean -u {INIT}")
         try:
             wait_for(out.exists, 30, "the server to answer tunacode.status", session)
-            screen = wait_for(lambda: (s := tmux("capture-pane", "-p", "-t", session)) and "sometimes" in s and s,
+            screen = wait_for(lambda: (s := tmux("capture-pane", "-p", "-t", session)) and "tunacode.approval" in s and s,
                               10, "the warning on the screen", session)
             tmux("send-keys", "-t", session, ":echo 'still here'", "Enter")  # a prompt would eat this
             after = wait_for(lambda: (s := tmux("capture-pane", "-p", "-t", session)) and "still here" in s and s,
                              10, "the command line to answer", session)
         finally:
             subprocess.run([TMUX, "kill-session", "-t", session], capture_output=True, timeout=30)
-    messages = out.read_text()
-    assert messages.count("tunacode.approval: expected one of") == 1, messages
+    seen = json.loads(out.read_text())
+    messages = seen["messages"]
+    assert messages.count("TunaCode: tunacode.approval") == 1, messages
+    warning = next(line for line in seen["answer"] if line.startswith("[note] tunacode.approval: expected one of"))
+    assert "sometimes" in warning, seen["answer"]  # whole in the answer buffer
     assert "Error executing" not in messages and "already closing" not in messages, messages
     assert screen.count("tunacode.approval") == 1, screen
     assert "Press ENTER" not in screen and "Error" not in screen, screen
