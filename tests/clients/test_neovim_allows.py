@@ -31,7 +31,7 @@ def test_session_allow_is_shown_listed_and_revoked(nvim, tmp_path, workspace, ho
         in first["lines"], first["lines"]
     assert seen["after_second"]["asked"] == ["bash"]  # request 2: not asked
     assert "two\\n[exit code 0]" in str(requests[3]["messages"][-1])  # it ran
-    assert seen["listed"] == "TunaCode: allowed for this session: bash (:TunaAllows revoke ends them)"
+    assert seen["listed"] == "TunaCode: allowed for this session: bash (:TunaAllows revoke)"
     revoked = seen["revoked"]
     assert revoked["notice"] == "TunaCode: revoked: bash; every tool is asked again", revoked
     assert "allowed" not in revoked["statusline"] and revoked["running"] is False, revoked

@@ -20,6 +20,7 @@ local approve = require('tunacode.approve')
 local save = require('tunacode.save')
 local status = require('tunacode.status')
 local diagnostics = require('tunacode.diagnostics')
+local filechanged = require('tunacode.filechanged')
 
 local M = {}
 
@@ -443,6 +444,77 @@ function M.check_files()
   end)
 end
 
+local redraw_pending = false
+
+--- Redraw every window's statusline (`redrawstatus!`, scheduled, once for a burst of events),
+--- so a statusline showing `require('tunacode').statusline()` is never stale in another window.
+function M.redraw_status()
+  if redraw_pending then
+    return
+  end
+  redraw_pending = true
+  vim.schedule(function()
+    redraw_pending = false
+    pcall(vim.cmd, 'redrawstatus!')
+  end)
+end
+
+--- A tool newly allowed for the whole session: a note in the answer buffer, the statusline.
+approve.on_allow = function(tool)
+  view.line(('[note] %s is allowed for the rest of this session: not asked again (:TunaAllows revoke ends it)'):format(tool))
+  M.redraw_status()
+end
+
+--- :TunaAllows: list the tools allowed for the whole session; `revoke` ends them.
+--- The server keeps these allows in its process (it has no command to end one), so revoking
+--- stops the server when no request runs: the next request starts a fresh one that continues
+--- the same session (its history is in the store) and asks again for every tool. Revoking one
+--- tool ends them all for that reason; the notice says so.
+---@param args string '' | 'revoke' | 'revoke {tool}'
+function M.allows(args)
+  local words = vim.split(vim.trim(args or ''), '%s+', { trimempty = true })
+  local allows = approve.session_allows
+  if #words == 0 then
+    notify(#allows > 0 and ('allowed for this session: ' .. table.concat(allows, ', ') .. ' (:TunaAllows revoke)')
+      or 'no tool is allowed for the whole session')
+    return
+  end
+  if words[1] ~= 'revoke' or #words > 2 then
+    notify(':TunaAllows [revoke [tool]]', vim.log.levels.WARN)
+    return
+  end
+  if words[2] and not vim.tbl_contains(allows, words[2]) then
+    notify(words[2] .. ' is not allowed for the session', vim.log.levels.WARN)
+    return
+  end
+  if #allows == 0 then
+    notify('no tool is allowed for the whole session')
+    return
+  end
+  if M.state.busy then
+    notify('a request is running; :TunaStop it first, then :TunaAllows revoke', vim.log.levels.WARN)
+    return
+  end
+  local client = M.running_client(M.root())
+  if client then
+    client:stop()
+    if not vim.wait(5000, function()
+      return client:is_stopped()
+    end, 20) then
+      client:stop(true)
+    end
+  end
+  local ended = table.concat(allows, ', ')
+  approve.session_allows = {}
+  local message = ('revoked: %s; every tool is asked again'):format(ended)
+  if words[2] and #allows > 1 then
+    message = message .. (' (the server cannot end one allow: all of them ended, not only %s)'):format(words[2])
+  end
+  view.line('[note] ' .. message)
+  notify(message)
+  M.redraw_status()
+end
+
 --- Handler of `tunacode/event`: the request we started streams into the answer buffer.
 function M.on_event(_, event, ctx)
   if type(event) ~= 'table' then
@@ -466,6 +538,7 @@ function M.on_event(_, event, ctx)
   if event.requestId == M.state.request_id then
     status.event(event)
     view.event(event)
+    M.redraw_status()
   end
   vim.api.nvim_exec_autocmds('User', { pattern = 'TunaCodeEvent', modeline = false, data = event })
 end
@@ -510,6 +583,7 @@ function M.ask(prompt, opts)
     return
   end
   M.state.busy, M.state.request_id, M.state.stop_requested = true, nil, false
+  filechanged.begin() -- a file a command rewrites under a buffer: no W12 question mid-answer
   view.show()
   view.start_request(prompt)
   M.with_client(function(client)
@@ -522,6 +596,7 @@ function M.ask(prompt, opts)
     end
     command(client, 'tunacode.request', args, function(err, result)
       M.state.busy, M.state.request_id = false, nil
+      filechanged.finish()
       M.state.commands = nil -- asked again at the next completion (a command file may have come)
       if err then
         view.error(err.message or vim.inspect(err))
@@ -539,6 +614,7 @@ function M.ask(prompt, opts)
     end)
   end, function(message)
     M.state.busy = false
+    filechanged.finish()
     view.error(message)
   end)
 end
@@ -657,6 +733,7 @@ end
 function M.new()
   M.state.session_id = nil
   approve.session_allows = {} -- the server's allows belong to the session
+  M.redraw_status()
   notify('the next question starts a new session')
 end
 
