@@ -1,7 +1,8 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
 -- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus, :TunaMode [agent|plan],
 -- :TunaApprove [allow|session|deny], :TunaAllows [revoke [tool]].
--- :TunaAsk /<Tab> completes the prompt commands.
+-- :TunaChat (a multi-line input). :TunaAsk /<Tab> completes the prompt commands, @<Tab> files;
+-- #buffer, #selection and @file in a prompt send them as context.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -30,6 +31,10 @@ end, {
     return require('tunacode').complete_ask(arglead, cmdline)
   end,
 })
+
+vim.api.nvim_create_user_command('TunaChat', function()
+  require('tunacode.chat').open()
+end, { desc = 'Open the TunaCode answer buffer with an input below it (<CR> in normal mode or <C-s> sends)' })
 
 vim.api.nvim_create_user_command('TunaMode', function(opts)
   require('tunacode').set_mode(opts.args)

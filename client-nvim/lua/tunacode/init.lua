@@ -582,6 +582,14 @@ function M.ask(prompt, opts)
     notify('a request is running; :TunaStop it first', vim.log.levels.WARN)
     return
   end
+  local named, problems = require('tunacode.chat').context(prompt, M.range_context)
+  if #problems > 0 then
+    notify(table.concat(problems, '; '), vim.log.levels.WARN)
+    return
+  end
+  if #named > 0 then -- #buffer, #selection, @file in the prompt
+    opts = vim.tbl_extend('force', opts or {}, { context = vim.list_extend(vim.list_extend({}, opts and opts.context or {}), named) })
+  end
   M.state.busy, M.state.request_id, M.state.stop_requested = true, nil, false
   filechanged.begin() -- a file a command rewrites under a buffer: no W12 question mid-answer
   view.show()
@@ -663,6 +671,9 @@ end
 ---@return string[]
 function M.complete_ask(arglead, cmdline)
   local args = cmdline:match('^%S*TunaAsk%s+(.*)$') or ''
+  if arglead:match('^[@#]') then -- @file, #buffer, #selection anywhere in the prompt
+    return require('tunacode.chat').complete(arglead, {})
+  end
   if args:sub(1, 1) ~= '/' or args:find('%s') or arglead ~= args then
     return {}
   end
@@ -803,6 +814,10 @@ function M.changes()
         return
       end
       local buf = view.changes(result)
+      local hunks = require('tunacode.hunks')
+      local root = client.config.root_dir or M.root()
+      hunks.attach(buf, root) -- ]x [x ga gr
+      vim.fn.setqflist({}, ' ', { title = 'TunaCode changes', items = hunks.quickfix_items(result, root) })
       vim.cmd('tab sbuffer ' .. buf)
     end)
   end)
