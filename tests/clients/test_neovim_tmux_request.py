@@ -8,9 +8,6 @@ items 4 and 5)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -18,8 +15,8 @@ import pytest
 
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
-from .test_neovim import NVIM, REPO, _version
-from .test_neovim_tmux import TMUX, tmux, wait_for
+from .test_neovim import NVIM, _version
+from .test_neovim_tmux import TMUX, editor_env, screen, start, stop, tmux, wait_for
 
 pytestmark = pytest.mark.neovim
 
@@ -29,10 +26,6 @@ SCRIPT = {"turns": [{"steps": [{"tool_call": {"name": "bash", "arguments": {"com
                     {"text": "Rewrote both."}]}
 
 
-def screen(session: str) -> str:
-    return tmux("capture-pane", "-p", "-t", session)
-
-
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_a_command_rewrites_open_files_no_w12_and_statuslines_follow(tmp_path, workspace, home):
     if NVIM is None or _version(NVIM) < (0, 11):
@@ -40,17 +33,10 @@ def test_a_command_rewrites_open_files_no_w12_and_statuslines_follow(tmp_path, w
     (workspace / "calc.py").write_text("X = 1\n")
     (workspace / "notes.txt").write_text("notes\n")
     out = tmp_path / "dump.json"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")}
-    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        env[var] = str(tmp_path / var.lower())
     session = f"tuna-{uuid.uuid4().hex[:8]}"
     with ScriptedModelServer(SCRIPT) as model:
-        env.update({"TUNACODE_HOME": str(home), "TUNA_OUT": str(out), "TUNA_RTP": str(REPO / "client-nvim"),
-                    "TUNA_PYTHON": sys.executable, "TUNA_MODEL_URL": model.chat_url, "TERM": "xterm-256color"})
-        exports = " ".join(f"{k}={subprocess.list2cmdline([v])}" for k, v in env.items()
-                           if k.startswith(("TUNA", "XDG_")) or k == "TERM")
-        tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(workspace),
-             f"env {exports} {NVIM} --clean -u {INIT} -o calc.py notes.txt")
+        start(session, workspace, f"{editor_env(tmp_path, home, model, TUNA_OUT=str(out))} {NVIM} --clean -u {INIT} "
+              "-o calc.py notes.txt", rows=40)
         try:
             wait_for(lambda: "notes.txt" in screen(session), 10, "Neovim", session)
             tmux("send-keys", "-t", session, "O# mine", "Escape")  # an unsaved edit in calc.py
@@ -63,7 +49,7 @@ def test_a_command_rewrites_open_files_no_w12_and_statuslines_follow(tmp_path, w
             tmux("send-keys", "-t", session, ":lua TunaDump()", "Enter")
             wait_for(out.exists, 10, "the dump", session)
         finally:
-            subprocess.run([TMUX, "kill-session", "-t", session], capture_output=True, timeout=30)
+            stop(session)
     seen = json.loads(out.read_text())
     assert "W12" not in shown and "has changed" not in shown and "Press ENTER" not in shown, shown
     assert "W12" not in seen["messages"], seen["messages"]
