@@ -7,11 +7,9 @@
 local env = vim.env
 local results = { errors = {}, notices = {}, asked = {} }
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 local approve = require('tunacode.approve')
 local view = require('tunacode.view')
 
@@ -45,10 +43,7 @@ local function statusline()
 end
 
 local function scenario()
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'ask', shellSandbox = 'off' },
-  })
+  H.setup({ approval = 'ask', shellSandbox = 'off' })
   vim.o.statusline = "%{v:lua.require'tunacode'.statusline()}"
   results.first = ask('one')
   results.after_first = { statusline = statusline(), lines = view.lines(), asked = vim.deepcopy(results.asked) }
@@ -74,15 +69,4 @@ local function scenario()
   approve.answer('deny')
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

@@ -7,11 +7,9 @@
 local env = vim.env
 local results = { errors = {}, notices = {} }
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 local view = require('tunacode.view')
 local chat = require('tunacode.chat')
 
@@ -27,10 +25,7 @@ local function answered(before)
 end
 
 local function scenario()
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'auto', shellSandbox = 'off' },
-  })
+  H.setup({ approval = 'auto', shellSandbox = 'off' })
   vim.cmd('edit calc.py')
   local calc = vim.api.nvim_get_current_buf()
   vim.cmd('normal! 2GVj') -- select lines 2-3
@@ -94,15 +89,4 @@ local function scenario()
   results.reject_notice = results.notices[#results.notices]
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

@@ -2,8 +2,8 @@
 terminal (tmux), set up with docs/plain-clients.md's block, against the real server and the
 scripted model. `:TunaAsk` sends a detached `tunacode.request` through ALE; its shell
 command rewrites calc.py, whose buffer is open and clean. With `autoread` and the `checktime`
-autocmd the buffer shows the new text once Vim idles (CursorHold); without `autoread` the check
-asks W11 (the docs' two claims)."""
+autocmd the buffer shows the new text at the first pause (CursorHold) after a key; without
+`autoread` the check asks W11 (the docs' two claims)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def test_vim_ale_buffer_follows_the_servers_write(tmp_path, workspace, home, aut
             wait_for(lambda: "X = 1" in screen(session), 10, "Vim", session)
             tmux("send-keys", "-t", session, ":TunaAsk rewrite calc.py", "Enter")
             wait_for(lambda: (workspace / "calc.py").read_text() == "X = 2\n", 30, "the server's write", session)
+            tmux("send-keys", "-t", session, "h", "")  # the user moves on; CursorHold comes at the next pause
             if autoread:
                 shown = wait_for(lambda: (s := screen(session)) and "X = 2" in s and s, 15,
                                  "the buffer to follow the file (CursorHold)", session)

@@ -716,7 +716,7 @@ function M.steer(text)
   M.with_client(function(client)
     command(client, 'tunacode.steer', { sessionId = M.state.session_id, text = text }, function(err, result)
       if not err and type(result) == 'table' and result.accepted == true then
-        notify('sent to the running request; the model sees it at its next turn')
+        notify('sent; the model sees it at its next turn')
       else
         later()
       end
