@@ -123,7 +123,7 @@ function C.send(buf)
   end
   local tunacode = require('tunacode')
   if tunacode.state.busy then
-    vim.notify('TunaCode: a request is running; :TunaStop it first (your text stays here)', vim.log.levels.WARN)
+    vim.notify('TunaCode: a request is running; your text stays here', vim.log.levels.WARN)
     return
   end
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})

@@ -1,8 +1,8 @@
 --- TunaCode for Neovim 0.11+: ask the agent from the editor over plain LSP.
 ---
 --- require('tunacode').setup({ settings = { model = 'openai:gpt-4.1' } })
---- then :TunaAsk {prompt}, :TunaStop, :TunaSessions, :TunaNew, :TunaChanges, :TunaRewind,
---- :TunaStatus (plugin/tunacode.lua).
+--- then :TunaAsk {prompt}, :TunaChat, :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
+--- :TunaRewind, :TunaAllows, :TunaStatus (plugin/tunacode.lua).
 ---
 --- Everything goes through `workspace/executeCommand` (tunacode.request, tunacode.abort,
 --- tunacode.session.*); the `tunacode/event` notifications stream the answer into a
