@@ -24,7 +24,8 @@ pytestmark = pytest.mark.neovim  # a real editor in tmux, like the Neovim tests
 
 REPO = Path(__file__).resolve().parents[2]
 EMACS = shutil.which("emacs")
-REWRITE = "printf 'X = 2\\n' > calc.py"
+NEW = "X = 2  # by the agent\n"  # another size: a check by time and size sees it even within the same second
+REWRITE = f"printf '{NEW.strip()}\\n' > calc.py"
 SCRIPT = {"turns": [{"steps": [{"tool_call": {"name": "bash", "arguments": {"command": REWRITE}}}]},
                     {"text": "Rewrote it."}]}
 
@@ -73,7 +74,7 @@ def test_emacs_eglot_buffer_follows_the_servers_write(tmp_path, workspace, home,
             tmux("send-keys", "-t", session, "tunacode-ask", "Enter")
             wait_for(lambda: "Ask TunaCode" in screen(session), 10, "the prompt", session)
             tmux("send-keys", "-t", session, "rewrite calc.py", "Enter")
-            wait_for(lambda: (workspace / "calc.py").read_text() == "X = 2\n", 30, "the server's write", session)
+            wait_for(lambda: (workspace / "calc.py").read_text() == NEW, 30, "the server's write", session)
             if auto_revert:
                 shown = wait_for(lambda: (s := screen(session)) and "X = 2" in s and s, 15,
                                  "the buffer to follow the file", session)

@@ -15,7 +15,7 @@ import pytest
 
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
-from .test_emacs_plain import SCRIPT, doc_block, user_settings
+from .test_emacs_plain import NEW, SCRIPT, doc_block, user_settings
 from .test_neovim_tmux import TMUX, editor_env, screen, start, stop, tmux, wait_for
 
 pytestmark = pytest.mark.neovim  # a real editor in tmux, like the Neovim tests
@@ -41,7 +41,7 @@ def test_vim_ale_buffer_follows_the_servers_write(tmp_path, workspace, home, aut
         try:
             wait_for(lambda: "X = 1" in screen(session), 10, "Vim", session)
             tmux("send-keys", "-t", session, ":TunaAsk rewrite calc.py", "Enter")
-            wait_for(lambda: (workspace / "calc.py").read_text() == "X = 2\n", 30, "the server's write", session)
+            wait_for(lambda: (workspace / "calc.py").read_text() == NEW, 30, "the server's write", session)
             tmux("send-keys", "-t", session, "h", "")  # the user moves on; CursorHold comes at the next pause
             if autoread:
                 shown = wait_for(lambda: (s := screen(session)) and "X = 2" in s and s, 15,
