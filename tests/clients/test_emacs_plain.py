@@ -1,7 +1,8 @@
 """A plain LSP client in a real editor: Emacs 28 with eglot 1.9 (Debian's emacs-nox and
 elpa-eglot) in a terminal (tmux), set up with docs/plain-clients.md's block, against the real
 server and the scripted model. `tunacode-ask` starts a detached request through
-`eglot-execute-command`; its shell command rewrites calc.py, whose buffer is open and clean.
+`eglot-execute-command`; its shell command rewrites calc.py, whose buffer is open and clean;
+`tunacode-result` shows the answer once the request has ended.
 With `global-auto-revert-mode` the buffer shows the new text by itself and typing asks nothing;
 without it, typing asks "changed on disk; really edit the buffer?" (the docs' two claims)."""
 
@@ -78,6 +79,16 @@ def test_emacs_eglot_buffer_follows_the_servers_write(tmp_path, workspace, home,
             if auto_revert:
                 shown = wait_for(lambda: (s := screen(session)) and "X = 2" in s and s, 15,
                                  "the buffer to follow the file", session)
+                for _ in range(10):  # the answer once the request has ended (detached)
+                    tmux("send-keys", "-t", session, "M-x", "")
+                    tmux("send-keys", "-t", session, "tunacode-result", "Enter")
+                    told = wait_for(lambda: (s := screen(session)) and ("Rewrote it." in s or "still running" in s)
+                                    and s, 10, "the result", session)
+                    if "Rewrote it." in told:
+                        break
+                    tmux("send-keys", "-t", session, "C-g", "")
+                    wait_for(lambda: "still running" not in screen(session), 10, "the message to clear", session)
+                assert "TunaCode (end_turn): Rewrote it." in told, told
                 tmux("send-keys", "-t", session, "M-<", "# ok ", "")
                 typed = wait_for(lambda: (s := screen(session)) and "# ok X = 2" in s and s, 10, "the typing", session)
                 assert "changed on disk" not in typed, typed
