@@ -28,7 +28,7 @@ EMACS = shutil.which("emacs")
 NEW = "X = 2  # by the agent\n"  # another size: a check by time and size sees it even within the same second
 REWRITE = f"printf '{NEW.strip()}\\n' > calc.py"
 SCRIPT = {"turns": [{"steps": [{"tool_call": {"name": "bash", "arguments": {"command": REWRITE}}}]},
-                    {"text": "Rewrote it."}]}
+                    {"text": "Rewrote it."}, {"text": "Again."}]}
 
 
 def doc_block(language: str, name: str) -> str:
@@ -79,6 +79,10 @@ def test_emacs_eglot_buffer_follows_the_servers_write(tmp_path, workspace, home,
             if auto_revert:
                 shown = wait_for(lambda: (s := screen(session)) and "X = 2" in s and s, 15,
                                  "the buffer to follow the file", session)
+                tmux("send-keys", "-t", session, "M-<", "# ok ", "")
+                typed = wait_for(lambda: (s := screen(session)) and "# ok X = 2" in s and s, 10, "the typing", session)
+                assert "changed on disk" not in typed, typed
+                assert "X = 1" not in shown, shown
                 for _ in range(10):  # the answer once the request has ended (detached)
                     tmux("send-keys", "-t", session, "M-x", "")
                     tmux("send-keys", "-t", session, "tunacode-result", "Enter")
@@ -89,10 +93,12 @@ def test_emacs_eglot_buffer_follows_the_servers_write(tmp_path, workspace, home,
                     tmux("send-keys", "-t", session, "C-g", "")
                     wait_for(lambda: "still running" not in screen(session), 10, "the message to clear", session)
                 assert "TunaCode (end_turn): Rewrote it." in told, told
-                tmux("send-keys", "-t", session, "M-<", "# ok ", "")
-                typed = wait_for(lambda: (s := screen(session)) and "# ok X = 2" in s and s, 10, "the typing", session)
-                assert "changed on disk" not in typed, typed
-                assert "X = 1" not in shown, shown
+                tmux("send-keys", "-t", session, "M-x", "")  # the next question continues the session
+                tmux("send-keys", "-t", session, "tunacode-ask", "Enter")
+                wait_for(lambda: "Ask TunaCode" in screen(session), 10, "the prompt", session)
+                tmux("send-keys", "-t", session, "and again", "Enter")
+                wait_for(lambda: len(model.requests) == 3, 30, "the second request", session)
+                assert "rewrite calc.py" in str(model.requests[2]["messages"]), model.requests[2]["messages"]
             else:
                 tmux("send-keys", "-t", session, "M-<", "#", "")
                 asked = wait_for(lambda: (s := screen(session)) and "changed on disk; really edit the buffer?" in s and s,
