@@ -92,3 +92,23 @@ async def test_an_approval_wait_is_abortable(lsp, model, workspace):
     lsp.approvals.block.set()  # the user answers late: nothing happens any more
     await lsp.wait_for(lambda: lsp.approvals.open == 0)
     assert not (workspace / "ran").exists()
+
+
+async def test_session_allows_are_listed_and_revoked(lsp, model, workspace):
+    model.set_script([BASH, DONE, BASH, DONE])
+    await lsp.start(init_options=scripted_options(model, approval="ask"))
+    lsp.approvals.answer = "Allow for this session"
+    first = await lsp.command("tunacode.request", {"prompt": "one"})
+    session = first["sessionId"]
+    assert await lsp.command("tunacode.session.allows", {"sessionId": session}) == {"allowed": ["bash"]}
+    assert await lsp.command("tunacode.session.allows", {"sessionId": session, "revoke": ["bash"]}) == {"allowed": []}
+    lsp.approvals.answer = "Deny"  # asked again, and denied
+    second = await lsp.command("tunacode.request", {"prompt": "two", "sessionId": session})
+    assert second["toolCalls"][0]["status"] == "failed" and len(lsp.approvals.prompts) == 2
+    for bad, code in (({"sessionId": "nope"}, -32001), ({"sessionId": session, "revoke": "bash"}, -32602), ({}, -32602)):
+        try:
+            await lsp.command("tunacode.session.allows", bad)
+        except Exception as exc:
+            assert getattr(exc, "code", None) == code, (bad, exc)
+        else:
+            raise AssertionError(bad)

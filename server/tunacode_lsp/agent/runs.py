@@ -218,6 +218,17 @@ class RunService:
     def abort_all(self, reason: str = "cancelled") -> int:
         return sum(p.abort(reason) for p in list(self._pending.values()))
 
+    def session_allows(self, session_id: str, revoke: list[str] | None, revoke_all: bool) -> list[str]:
+        """The session's "Allow for this session" tools after ending `revoke` (or all): the set
+        the running request reads, changed in place, so the next call of a revoked tool asks."""
+
+        allowed = self.session_state(session_id).allowed_tools
+        if revoke_all:
+            allowed.clear()
+        for name in revoke or []:
+            allowed.discard(name)
+        return sorted(allowed)
+
     def steer(self, session_id: str, text: str) -> bool:
         """`text` for the session's running request (False: none, or no turn boundary left)."""
 

@@ -45,6 +45,7 @@ COMMAND_SESSION_REWIND = "tunacode.session.rewind"
 COMMAND_SETTINGS_CONSENT = "tunacode.settings.consent"  # v3
 COMMAND_COMMANDS_LIST = "tunacode.commands.list"  # v3
 COMMAND_STEER = "tunacode.steer"
+COMMAND_SESSION_ALLOWS = "tunacode.session.allows"  # v3: the session's "Allow for this session" tools; revoke them
 COMMAND_REQUEST_RESULT = "tunacode.request.result"
 
 EVENT_NOTIFICATION = "tunacode/event"
@@ -98,6 +99,26 @@ def _make_converter() -> cattrs.Converter:
         lambda t: t is dict or getattr(t, "__origin__", None) is dict, _strict(dict, "an object")
     )
     conv.register_structure_hook(Any, lambda value, _: value)
+
+    def array_structure(kind: type) -> Any:
+        # cattrs would take "bash" for ["b", "a", "s", "h"]: on the wire a list is an array
+        (item_kind,) = getattr(kind, "__args__", (Any,))
+
+        def structure(value: Any, _: type) -> Any:
+            if not isinstance(value, list):
+                raise TypeError(f"expected an array, got {'a string' if isinstance(value, str) else type(value).__name__}")
+            items = []
+            for index, item in enumerate(value):
+                try:
+                    items.append(conv.structure(item, item_kind))
+                except (TypeError, ValueError, cattrs.BaseValidationError) as exc:
+                    problem = "; ".join(cattrs.transform_error(exc)) if isinstance(exc, cattrs.BaseValidationError) else str(exc)
+                    raise TypeError(f"item {index}: {problem}") from None
+            return items
+
+        return structure
+
+    conv.register_structure_hook_factory(lambda t: getattr(t, "__origin__", None) is list, array_structure)
 
     def camel_structure(cls: type) -> Any:
         renames = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
@@ -510,6 +531,23 @@ class ActiveRequest:
 @attrs.define
 class SteerResult:
     accepted: bool  # False: no turn boundary is left (send the text as a new request)
+
+
+@attrs.define
+class SessionAllowsParams:
+    session_id: str
+    revoke: list[str] | None = None  # tool names whose session-wide allow ends now
+    revoke_all: bool = False
+
+    def validate(self) -> None:
+        _non_empty("session_id", self.session_id)
+        if self.revoke is not None and (len(self.revoke) > 1000 or any(len(name) > 200 for name in self.revoke)):
+            raise ParamsError("params.revoke: at most 1000 tool names of at most 200 characters")
+
+
+@attrs.define
+class SessionAllowsResult:
+    allowed: list[str]  # the tools this session runs without asking, after the revocation, sorted
 
 
 @attrs.define

@@ -40,6 +40,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_MODELS_LIST,
     COMMAND_REQUEST,
     COMMAND_REQUEST_RESULT,
+    COMMAND_SESSION_ALLOWS,
     COMMAND_SESSION_COMPACT,
     COMMAND_SESSION_DELETE,
     COMMAND_SESSION_EXPORT,
@@ -86,6 +87,8 @@ from tunacode_lsp.contract.protocol import (
     SettingsConsentParams,
     SettingsConsentResult,
     StatusResult,
+    SessionAllowsParams,
+    SessionAllowsResult,
     SteerParams,
     SteerResult,
     parse_params,
@@ -588,6 +591,15 @@ async def steer(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> d
     """Thin: agent/runner.py puts the text in tinyagent's steering queue of the running request."""
     p = parse_params(SteerParams, params.arguments)
     return to_wire(SteerResult(ls.runs.steer(p.session_id, p.text)))
+
+
+@command(COMMAND_SESSION_ALLOWS)
+async def session_allows(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """The session's session-wide allows, after revoking some or all (-32001 unknown session)."""
+    p = parse_params(SessionAllowsParams, params.arguments)
+    if await ls.sessions.get(p.session_id) is None:
+        raise SessionNotFound(p.session_id)
+    return to_wire(SessionAllowsResult(ls.runs.session_allows(p.session_id, p.revoke, p.revoke_all)))
 
 
 @command(COMMAND_STATUS)
