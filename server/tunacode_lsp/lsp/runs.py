@@ -102,6 +102,14 @@ class LspRuns(RunService):
         pending.abort("cancelled")
         return True
 
+    def end_progress_now(self, message: str) -> None:
+        """Every open `$/progress` of every request gets its `end` now (before `exit`)."""
+
+        for pending in self.pending():
+            progress = getattr(pending.sink, "progress", None)
+            if progress is not None:
+                progress.end_now(message)
+
     def open_documents(self) -> TextOf:
         """The editor's text of the documents open now (a snapshot taken on the event loop)."""
 

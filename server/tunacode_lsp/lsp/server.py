@@ -96,7 +96,7 @@ from tunacode_lsp.lsp import document_sync, mcp
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.client_support import require_approval_channel
 from tunacode_lsp.lsp.code_actions import code_actions
-from tunacode_lsp.lsp.framing import FrameReader, check_message, error_response
+from tunacode_lsp.lsp.framing import FrameReader, OversizedMessage, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
 from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload, workspace_ready
 from tunacode_lsp.lsp.runs import LspRuns, warm_up
@@ -170,6 +170,7 @@ class TunaProtocol(LanguageServerProtocol):
             if pending.queued and pending.tag is not None:
                 self._refuse(pending.tag, REQUEST_CANCELLED, f"request {pending.request_id} was dropped: the server exited")
         self._server.runs.abort_all()
+        self._server.runs.end_progress_now("exited")  # no spinner left open in the client
         _kill_leftover_commands()
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -286,6 +287,9 @@ class TunaLanguageServer(LanguageServer):
             await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
             frames = FrameReader(reader.read)  # resynchronises after a malformed header; bounded
             while (body := await frames.next_body()) is not None:
+                if isinstance(body, OversizedMessage):  # answered, never left waiting
+                    send_payload(self.protocol, body.error())
+                    continue
                 data, error = check_message(body)  # -32700 / -32600 per JSON-RPC 2.0
                 if error is not None:
                     send_payload(self.protocol, error)
@@ -331,6 +335,7 @@ class TunaLanguageServer(LanguageServer):
         log.info("stopping: %s", why)
         self.runs.abort_all()
         await self.runs.settled(STOP_SETTLE_SECONDS)
+        self.runs.end_progress_now("stopped")  # what did not settle in time
         if self.mcp is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
