@@ -32,6 +32,7 @@ from tunacode_lsp.contract.protocol import (
     to_wire,
 )
 from tunacode_lsp.lsp.editor import diagnostics_source
+from tunacode_lsp.lsp.plain_answers import announce_answer
 from tunacode_lsp.lsp.pygls_compat import workspace_ready
 
 if TYPE_CHECKING:
@@ -183,4 +184,5 @@ class LspRuns(RunService):
             self._cancelled_by_rpc.discard(pending.request_id)
         if cancelled:
             raise JsonRpcRequestCancelled(message=f"request {pending.request_id} was cancelled")
+        announce_answer(self._ls, self._ls.client_name, result)  # a plain client sees the answer too
         return result
