@@ -27,7 +27,7 @@ from tunacode_lsp.acp.prompt import prompt_parts, response_of
 from tunacode_lsp.acp.replay import replay_updates
 from tunacode_lsp.acp.sink import AcpSink
 from tunacode_lsp.agent.config import ServerOptions
-from tunacode_lsp.agent.runs import RunService, SessionUnreadable
+from tunacode_lsp.agent.runs import RequestService, SessionUnreadable
 from tunacode_lsp.agent.sessions import SessionService
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import ParamsError, RequestParams
@@ -56,7 +56,7 @@ class TunaAcpAgent:
         self.options = options
         self.permission_timeout = permission_timeout
         self.sessions = SessionService(store_path(options.session_store))
-        self.runs = RunService(lambda: self.sessions, lambda: self.options, Path.cwd)
+        self.runs = RequestService(lambda: self.sessions, lambda: self.options, Path.cwd)
         self._roots: dict[str, Path] = {}  # sessions usable on this connection -> their workspace root
         self._config: dict[str, SessionConfig] = {}  # configOptions chosen per session (acp/config_options.py)
         self._client: Client | None = None

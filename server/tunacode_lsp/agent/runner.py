@@ -96,7 +96,9 @@ def _is_empty_answer(message: Any) -> bool:
     )
 
 
-class RequestRun:
+class AgentRequest:
+    """One request inside the agent loop: its spec, its sink, its abort signal and state."""
+
     def __init__(self, spec: RequestSpec, sink: AgentSink, log_: MessageLog) -> None:
         self.spec = spec
         self.started_at = time.time()

@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # the agent loop and the tools load with the first request, n
 
     from tunacode_lsp.agent.context import TextOf
     from tunacode_lsp.agent.ports import AgentSink
-    from tunacode_lsp.agent.runner import RequestRun
+    from tunacode_lsp.agent.runner import AgentRequest
     from tunacode_lsp.tools import LineRefLedger
     from tunacode_lsp.tools.background import BackgroundProcesses
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
@@ -90,8 +90,8 @@ class SessionState:
 
     allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     line_refs: LineRefLedger = field(default_factory=lambda: _new_ledger())  # line numberings the model saw
-    running: PendingRun | None = None  # the busy reservation
-    waiting: deque[PendingRun] = field(default_factory=deque)  # queued requests, next first
+    running: RequestSlot | None = None  # the busy reservation
+    waiting: deque[RequestSlot] = field(default_factory=deque)  # queued requests, next first
     notices: set[str] = field(default_factory=set)  # once-per-session notices already given
 
 
@@ -101,7 +101,7 @@ def _new_ledger() -> LineRefLedger:
     return LineRefLedger()
 
 
-class PendingRun:
+class RequestSlot:
     """One request, from its handler's first line to its answer.
 
     `run` exists once the agent run is built; an abort before that is remembered and given
@@ -112,7 +112,7 @@ class PendingRun:
         self.session_id = session_id
         self.tag = tag  # the front end's handle: the JSON-RPC message id under LSP
         self.started_at = time.time()
-        self.run: RequestRun | None = None
+        self.run: AgentRequest | None = None
         self.abort_reason: str | None = None
         self.sink: ClosableSink | None = None
         self.steers: list[str] = []  # steers that came before the run was built
@@ -132,7 +132,7 @@ class PendingRun:
         return True
 
     def steer(self, text: str) -> bool:
-        """A user message for the running request's next turn boundary (RequestRun.steer)."""
+        """A user message for the running request's next turn boundary (AgentRequest.steer)."""
 
         if self.abort_reason is not None or self.queued or not self.request_id:
             return False
@@ -149,7 +149,7 @@ class PendingRun:
         )
 
 
-class RunService:
+class RequestService:
     """Every request of this process, by request id; the per-session states."""
 
     def __init__(
@@ -161,7 +161,7 @@ class RunService:
         self._sessions = sessions
         self._options = options
         self._workspace_root = workspace_root
-        self._pending: dict[str, PendingRun] = {}
+        self._pending: dict[str, RequestSlot] = {}
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
         self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
@@ -173,7 +173,7 @@ class RunService:
     def active(self) -> list[ActiveRequest]:
         return [p.info() for p in self._pending.values() if p.session_id is not None]
 
-    def pending(self) -> list[PendingRun]:
+    def pending(self) -> list[RequestSlot]:
         return list(self._pending.values())
 
     def is_busy(self, session_id: str) -> bool:
@@ -224,7 +224,7 @@ class RunService:
         state = self._states.get(session_id)
         return state is not None and state.running is not None and state.running.steer(text)
 
-    def find(self, predicate: Callable[[PendingRun], bool]) -> PendingRun | None:
+    def find(self, predicate: Callable[[RequestSlot], bool]) -> RequestSlot | None:
         return next((p for p in self._pending.values() if predicate(p)), None)
 
     # ------------------------------------------------------------ models
@@ -292,14 +292,14 @@ class RunService:
 
     # ------------------------------------------------------------ a request
 
-    def begin(self, params: RequestParams, *, tag: Any = None) -> PendingRun:
+    def begin(self, params: RequestParams, *, tag: Any = None) -> RequestSlot:
         """Register a request and reserve its session, synchronously (no await before it).
 
         With `params.queue` a busy session queues the request instead (`wait_turn`)."""
 
         from tunacode_lsp.agent.runner import new_request_id
 
-        pending = PendingRun(new_request_id(), params.session_id, tag)
+        pending = RequestSlot(new_request_id(), params.session_id, tag)
         if params.session_id is not None:
             state = self.session_state(params.session_id)
             if params.queue and state.running is not None:
@@ -313,7 +313,7 @@ class RunService:
         self._pending[pending.request_id] = pending
         return pending
 
-    def queue_position(self, pending: PendingRun) -> int:
+    def queue_position(self, pending: RequestSlot) -> int:
         """1 for the next request to start; 0 when it is not queued."""
 
         state = self._states.get(pending.session_id or "")
@@ -321,7 +321,7 @@ class RunService:
             return 0
         return list(state.waiting).index(pending) + 1
 
-    async def wait_turn(self, pending: PendingRun) -> bool:
+    async def wait_turn(self, pending: RequestSlot) -> bool:
         """Until the session is this request's (True at once when it was not queued); False
         when it was dropped while it waited (its own cancel or abort, a shutdown)."""
 
@@ -341,7 +341,7 @@ class RunService:
             if nxt.turn is not None and not nxt.turn.done():
                 nxt.turn.set_result(True)
 
-    def _reserve(self, session_id: str, pending: PendingRun) -> None:
+    def _reserve(self, session_id: str, pending: RequestSlot) -> None:
         state = self.session_state(session_id)
         if state.running is not None and state.running is not pending:
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
@@ -353,7 +353,7 @@ class RunService:
         """Reserve an idle session for a command that rewrites it (a rewind): a request on it is
         refused meanwhile (-32002), and the command is refused while one runs."""
 
-        marker = PendingRun("", session_id, None)
+        marker = RequestSlot("", session_id, None)
         self._reserve(session_id, marker)
         try:
             yield
@@ -377,7 +377,7 @@ class RunService:
         # stopped requests' last snapshots: recorded before the process goes
         return await self.checkpoints.settled(None, max(0.0, deadline - loop.time()))
 
-    def end(self, pending: PendingRun) -> None:
+    def end(self, pending: RequestSlot) -> None:
         """Forget a request (every path: answered, failed, refused)."""
 
         self._pending.pop(pending.request_id, None)
@@ -395,7 +395,7 @@ class RunService:
 
     async def run(
         self,
-        pending: PendingRun,
+        pending: RequestSlot,
         params: RequestParams,
         make_sink: SinkFactory,
         *,
@@ -415,7 +415,7 @@ class RunService:
         from tunacode_lsp.agent.commands import allowed_tool_names, expand_prompt
         from tunacode_lsp.agent.context import resolve_context
         from tunacode_lsp.agent.ports import RequestSpec
-        from tunacode_lsp.agent.runner import RequestRun
+        from tunacode_lsp.agent.runner import AgentRequest
         from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
         from tunacode_lsp.tools import ToolSettings
         from tunacode_lsp.tools.kept_outputs import keeping_outputs, session_outputs_dir
@@ -529,7 +529,7 @@ class RunService:
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink
-            run = RequestRun(spec, sink, StoreMessageLog(sessions, session_id, model.spec))
+            run = AgentRequest(spec, sink, StoreMessageLog(sessions, session_id, model.spec))
             pending.run = run
             if pending.abort_reason is not None:  # aborted while it was starting
                 run.abort(pending.abort_reason)

@@ -1,7 +1,7 @@
 """Requests under LSP: the agent's runs service plus the LSP routes to them.
 
 `tunacode.abort`, `$/cancelRequest` (by JSON-RPC message id) and
-`window/workDoneProgress/cancel` (by progress token) all reach the same `PendingRun`
+`window/workDoneProgress/cancel` (by progress token) all reach the same `RequestSlot`
 (agent/runs.py), from the moment the command's handler starts.
 """
 
@@ -17,7 +17,7 @@ from pygls import uris
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 
 from tunacode_lsp.agent.detached import DetachedError
-from tunacode_lsp.agent.runs import PendingRun, RunService, SessionUnreadable
+from tunacode_lsp.agent.runs import RequestSlot, RequestService, SessionUnreadable
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
@@ -58,7 +58,7 @@ def warm_up() -> None:
         log.exception("warming up the agent modules failed")
 
 
-class LspRuns(RunService):
+class LspRequests(RequestService):
     """The runs service with the LSP cancel routes."""
 
     def __init__(self, ls: TunaLanguageServer) -> None:
@@ -72,7 +72,7 @@ class LspRuns(RunService):
 
         self._early_cancels.append(msg_id)
 
-    def begin_lsp(self, params: RequestParams, msg_id: Any) -> PendingRun:
+    def begin_lsp(self, params: RequestParams, msg_id: Any) -> RequestSlot:
         """`begin`, then apply a `$/cancelRequest` that overtook the handler's start."""
 
         pending = self.begin(params, tag=msg_id)
@@ -93,7 +93,7 @@ class LspRuns(RunService):
         return True
 
     def cancel_by_progress_token(self, token: Any) -> bool:
-        def has_token(p: PendingRun) -> bool:
+        def has_token(p: RequestSlot) -> bool:
             progress = getattr(p.sink, "progress", None)
             return progress is not None and progress.token == token
 
@@ -121,7 +121,7 @@ class LspRuns(RunService):
                     texts[os.path.realpath(uris.to_fs_path(uri) or "")] = document.source
         return lambda path: texts.get(str(path))
 
-    def _notify(self, pending: PendingRun, sent: int, event: Event) -> int:
+    def _notify(self, pending: RequestSlot, sent: int, event: Event) -> int:
         """One event of a request that has no sink yet (queued); the count of events sent."""
 
         payload = {"sessionId": pending.session_id or "", "requestId": pending.request_id, "seq": sent + 1}
@@ -129,7 +129,7 @@ class LspRuns(RunService):
         self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
         return sent + 1
 
-    async def serve_detached(self, pending: PendingRun, params: RequestParams) -> None:
+    async def serve_detached(self, pending: RequestSlot, params: RequestParams) -> None:
         """A detached request to its end: the outcome is kept for tunacode.request.result, and
         a request that failed before its first event still ends with `request_end`."""
 
@@ -147,7 +147,7 @@ class LspRuns(RunService):
             self._notify(pending, 1 if pending.turn is not None else 0, RequestEnd("error", Usage(), ErrorInfo(outcome.message)))
         self.detached.ended(pending.request_id, outcome)
 
-    async def serve(self, pending: PendingRun, params: RequestParams, *, work_done_token: Any) -> RequestResult:
+    async def serve(self, pending: RequestSlot, params: RequestParams, *, work_done_token: Any) -> RequestResult:
         """Run a registered request to its answer (the caller registered it with `begin`)."""
 
         from tunacode_lsp.lsp.documents import LspDocuments  # the tools load with the first request

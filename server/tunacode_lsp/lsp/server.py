@@ -99,7 +99,7 @@ from tunacode_lsp.lsp.code_actions import code_actions
 from tunacode_lsp.lsp.framing import FrameReader, OversizedMessage, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
 from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload, workspace_ready
-from tunacode_lsp.lsp.runs import LspRuns, warm_up
+from tunacode_lsp.lsp.runs import LspRequests, warm_up
 from tunacode_lsp.lsp.snapshot_progress import first_snapshot_progress
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
 from tunacode_lsp.store.locations import store_path
@@ -239,7 +239,7 @@ class TunaLanguageServer(LanguageServer):
         self.options = ServerOptions()
         self.init_options: ServerOptions | None = None
         self.pending_warnings: list[str] = []
-        self.runs = LspRuns(self)
+        self.runs = LspRequests(self)
         self._sessions: SessionService | None = None
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
