@@ -17,7 +17,7 @@ from pygls import uris
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 
 from tunacode_lsp.agent.detached import DetachedError
-from tunacode_lsp.agent.runs import RequestSlot, RequestService, SessionUnreadable
+from tunacode_lsp.agent.runs import RequestService, RequestSlot, SessionUnreadable
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
