@@ -49,6 +49,7 @@ from tunacode_lsp.store.redacting import RedactingConnection
 from tunacode_lsp.store.schema import migrate
 from tunacode_lsp.store.session_state import (
     check_compaction,
+    check_request_ends,
     check_plan,
     decode_compaction,
     decode_plan,
@@ -362,9 +363,14 @@ class SessionStore:
                 "SELECT thoughts, plan, compaction FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
             messages = _load_messages(conn, session_id, None)
+            ends = conn.execute(
+                "SELECT request_id, events, at_seq FROM request_ends WHERE session_id = ? ORDER BY at_seq, request_id",
+                (session_id,),
+            ).fetchall()
         document = build_document(record, thoughts=thoughts, messages=messages)
         document["plan"] = decode_plan(plan)
         document["compaction"] = decode_compaction(compaction)
+        document["request_ends"] = _request_end_items(ends)  # the replay's trailers (agent/projection.py)
         return redact_value(document)  # and none in an export, whatever an older version stored
 
     def import_document(self, document: object) -> SessionInfo:
@@ -377,9 +383,10 @@ class SessionStore:
         extras = document if isinstance(document, dict) else {}
         plan = check_plan(extras.get("plan", []))  # optional; when given, a list
         compaction = check_compaction(extras.get("compaction"))
+        request_ends = check_request_ends(extras.get("request_ends", []), len(parsed.messages))
         messages = clean_history(parsed.messages)
-        if compaction is not None and messages != parsed.messages:
-            compaction = None  # cleaning moved the messages: the cut point would be wrong
+        if messages != parsed.messages:  # cleaning moved the messages: the cut points would be wrong
+            compaction, request_ends = None, []
         with self._write() as conn:
             session_id = parsed.session_id
             if not session_id or _exists(conn, session_id):
@@ -406,6 +413,10 @@ class SessionStore:
             )
             try:
                 _insert_messages(conn, session_id, messages)
+                conn.executemany(
+                    "INSERT OR REPLACE INTO request_ends (session_id, request_id, events, at_seq) VALUES (?, ?, ?, ?)",
+                    [(session_id, request_id, encode({"events": events}), at_seq) for request_id, at_seq, events in request_ends],
+                )
             except MessageFormatError as exc:  # e.g. an integer past 64 bits deep in a result's details
                 raise DocumentError(f"messages: {exc}") from None
         return self._require(session_id)
@@ -587,6 +598,18 @@ def _enable_wal(conn: sqlite3.Connection) -> str:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
+
+
+def _request_end_items(rows: list[Any]) -> list[dict[str, Any]]:
+    items = []
+    for request_id, raw, at_seq in rows:
+        try:
+            events = decode(raw).get("events")
+        except (MessageFormatError, AttributeError):
+            continue  # a row that cannot be read is left out, as request_ends does
+        if isinstance(events, list):
+            items.append({"request_id": str(request_id), "at_seq": int(at_seq), "events": [e for e in events if isinstance(e, dict)]})
+    return items
 
 
 def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
