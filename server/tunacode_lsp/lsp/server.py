@@ -1,10 +1,8 @@
 """The language server: thin handlers over the request service and the session service.
 
 Each command handler parses its params into a typed object (a bad field is InvalidParams
-naming it), calls one service function and returns a wire dict. Two pygls 2 behaviours are
-adjusted in `TunaProtocol`: command handlers receive the whole ExecuteCommandParams (the
-workDoneToken lives there), and `$/cancelRequest` for a running `tunacode.request` aborts
-the run instead of only cancelling pygls's outer future.
+naming it), calls one service function and returns a wire dict. What adjusts pygls itself
+(the lifecycle, framing, dispatch, exit, `$/cancelRequest`) is in lsp/protocol_plumbing.py.
 """
 
 from __future__ import annotations
@@ -14,19 +12,12 @@ import contextlib
 import logging
 import os
 import signal
-import stat
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from pygls.io_ import StdoutWriter
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 from tunacode_lsp import __version__
 from tunacode_lsp.agent.config import ServerOptions, parse_options
@@ -91,14 +82,13 @@ from tunacode_lsp.contract.protocol import (
     parse_params,
     to_wire,
 )
-from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.lsp import document_sync, mcp
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.client_support import require_approval_channel
 from tunacode_lsp.lsp.code_actions import code_actions
-from tunacode_lsp.lsp.framing import FrameReader, OversizedMessage, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
-from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload, workspace_ready
+from tunacode_lsp.lsp.protocol_plumbing import IGNORED, StdioLanguageServer, TunaProtocol, kill_leftover_commands
+from tunacode_lsp.lsp.pygls_compat import workspace_ready
 from tunacode_lsp.lsp.runs import LspRequests, warm_up
 from tunacode_lsp.lsp.snapshot_progress import first_snapshot_progress
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
@@ -111,129 +101,14 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LIST_LIMIT = 50
 SETTINGS_WAIT_SECONDS = 5.0
-IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with an error
 
 
-SERVER_NOT_INITIALIZED = -32002
-INVALID_REQUEST = -32600
 RESULT_WAIT_SECONDS = 8.0  # tunacode.request.result right after request_end (the last checkpoint, the lease): under eglot's 10 s
 SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
 STOP_SETTLE_SECONDS = 1.5  # a signal or a closed connection: the whole stop fits in 2 s
-UNREDACTED_METHODS = frozenset({types.WORKSPACE_APPLY_EDIT})  # the text of the user's own file
 
 
-class TunaProtocol(LanguageServerProtocol):
-    _server: TunaLanguageServer
-    _initialize_seen = False
-
-    def handle_message(self, message: Any) -> None:
-        """The lifecycle rules of the LSP base protocol: before `initialize` a request is
-        -32002 and a notification is dropped (`exit` aside); `initialize` comes once; after
-        `shutdown` a request is -32600 (pygls would drop it silently)."""
-
-        method = getattr(message, "method", None)
-        msg_id = getattr(message, "id", None)
-        is_request = method is not None and msg_id is not None and hasattr(message, "params")
-        if method == types.EXIT:
-            return super().handle_message(message)
-        if self._shutdown:
-            if is_request:
-                self._refuse(msg_id, INVALID_REQUEST, f"the server is shutting down; {method} is not served")
-            return None
-        if method == types.INITIALIZE:
-            if self._initialize_seen:
-                self._refuse(msg_id, INVALID_REQUEST, "initialize was already sent")
-                return None
-            self._initialize_seen = True
-        elif method is not None and not self._initialize_seen:
-            if is_request:
-                self._refuse(msg_id, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet")
-            return None
-        return super().handle_message(message)
-
-    def _send_data(self, data: Any) -> None:
-        """Every message to the client goes out redacted (core/redact.py), but the edits of a
-        file it is asked to apply: the one choke point of this channel."""
-
-        super()._send_data(redact_message(data, default=self._serialize_message, keep=UNREDACTED_METHODS))
-
-    def _refuse(self, msg_id: Any, code: int, message: str) -> None:
-        self._send_response(msg_id, error=JsonRpcException(code=code, message=message).to_response_error())
-
-    @lsp_method(types.EXIT)
-    def lsp_exit(self, *args: Any):
-        """Exit at once: 0 after `shutdown`, else 1 (LSP). No garbage collection of the whole
-        heap at interpreter exit (about 250 ms): what must end is ended here."""
-
-        code = 0 if self._shutdown else 1
-        for pending in self._server.runs.pending():  # queued requests are answered before the process goes
-            if pending.queued and pending.tag is not None:
-                self._refuse(pending.tag, REQUEST_CANCELLED, f"request {pending.request_id} was dropped: the server exited")
-        self._server.runs.abort_all()
-        self._server.runs.end_progress_now("exited")  # no spinner left open in the client
-        _kill_leftover_commands()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        logging.shutdown()
-        os._exit(code)
-        yield  # a generator, as pygls expects of lsp methods
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):
-        result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"tunacode": {"protocolVersion": PROTOCOL_VERSION}}
-        return result
-
-    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams):
-        handler = self.fm.commands.get(params.command)
-        if handler is None:
-            raise JsonRpcInvalidParams(message=f"unknown command {params.command!r}")
-        result = yield handler, (params,), None
-        return result
-
-    @lsp_method(types.SHUTDOWN)
-    def lsp_shutdown(self, *args: Any):
-        # pygls 2.1 cancels pending requests while iterating the dict that the cancellation
-        # callbacks remove them from (RuntimeError); iterate a copy instead.
-        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
-            yield user_handler, args, None
-        current_id = self.msg_id
-        for msg_id, future in list(self._request_futures.items()):
-            if msg_id != current_id and not future.done():
-                future.cancel()
-        self._shutdown = True
-        return None
-
-    def structure_message(self, data: dict[str, Any]):
-        """pygls drops a request whose params it cannot structure (`arguments: 5`), and the
-        client waits forever; answer it with InvalidParams instead."""
-
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if not ("jsonrpc" in data and "id" in data and "method" in data):
-                raise
-            cause = exc.__cause__
-            detail = "; ".join(cattrs.transform_error(cause, path="params")) if isinstance(cause, cattrs.BaseValidationError) else str(exc)
-            self._send_response(data["id"], error=JsonRpcInvalidParams(message=f"{data['method']}: {detail}").to_response_error())
-            return JsonRPCNotification(method=IGNORED, jsonrpc=self.VERSION, params=None)
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        if self._server.runs.cancel_by_msg_id(msg_id):
-            return
-        if self._server.sessions.abort_compaction(msg_id=msg_id):
-            return  # the compact command answers -32800 itself
-        # The handler may not have started yet (its task is scheduled, not run): remember
-        # the id, so the request is aborted the moment it registers.
-        self._server.runs.cancel_before_start(msg_id)
-        super()._handle_cancel_notification(msg_id)
-
-
-class TunaLanguageServer(LanguageServer):
+class TunaLanguageServer(StdioLanguageServer):
     def __init__(self) -> None:
         super().__init__("tunacode-lsp", __version__, protocol_cls=TunaProtocol)
         self.options = ServerOptions()
@@ -260,70 +135,6 @@ class TunaLanguageServer(LanguageServer):
 
         task.add_done_callback(done)
 
-    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
-        """Serve stdio with stdin read by the event loop itself, not a thread.
-
-        pygls reads each header line and body on its thread pool, so every message makes
-        several thread-to-loop hops; while requests stream those hops queue behind the
-        streams (a `tunacode.status` took 100+ ms). A pipe is read natively instead; anything
-        else (a file, a terminal) falls back to pygls's reader."""
-
-        stdin = stdin or sys.stdin.buffer
-        try:
-            is_pipe = stat.S_ISFIFO(os.fstat(stdin.fileno()).st_mode) or stat.S_ISSOCK(os.fstat(stdin.fileno()).st_mode)
-        except (AttributeError, OSError, ValueError):
-            is_pipe = False
-        if not is_pipe:
-            return super()._start_io_async(stdin, stdout)
-
-        self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-
-        async def serve() -> None:
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGHUP):  # like shutdown, then exit
-                loop.add_signal_handler(signum, self._on_signal, signum)
-            reader = asyncio.StreamReader()
-            await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-            frames = FrameReader(reader.read)  # resynchronises after a malformed header; bounded
-            while (body := await frames.next_body()) is not None:
-                if isinstance(body, OversizedMessage):  # answered, never left waiting
-                    send_payload(self.protocol, body.error())
-                    continue
-                data, error = check_message(body)  # -32700 / -32600 per JSON-RPC 2.0
-                if error is not None:
-                    send_payload(self.protocol, error)
-                if data is not None:
-                    self._dispatch(data)
-            # stdin closed (the client is gone): settle every request before leaving
-            await self.stop_now("the client closed the connection")
-
-        try:
-            asyncio.run(serve())
-        except BrokenPipeError:
-            log.error("Connection to the client is lost; shutting down")
-        except (KeyboardInterrupt, SystemExit):
-            pass
-        finally:
-            self.shutdown()
-
-    def _dispatch(self, data: dict[str, Any]) -> None:
-        """One checked message to pygls; a failure answers the request, never with a traceback.
-        An answer pygls cannot structure (a bare "Allow" to showMessageRequest) is handed to the
-        waiting request as it came, and read there (a denial)."""
-
-        try:
-            self.protocol.handle_message(self.protocol.structure_message(data))
-        except Exception as exc:  # noqa: BLE001
-            if "method" not in data and "id" in data:
-                resolve_raw_answer(self.protocol, data.get("id"), data.get("result"))
-                return
-            log.error("could not handle %s: %s", data.get("method"), exc)
-            if "id" in data and "method" in data:
-                code = getattr(exc, "code", None) or INVALID_REQUEST
-                message = getattr(exc, "message", None) or "cannot handle this message"
-                send_payload(self.protocol, error_response(data["id"], code, f"{data['method']}: {message}"))
-
     def _on_signal(self, signum: signal.Signals) -> None:
         self.track(self.stop_now(f"signal {signum.name}"))
 
@@ -339,7 +150,7 @@ class TunaLanguageServer(LanguageServer):
         if self.mcp is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
-        _kill_leftover_commands()
+        kill_leftover_commands()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
@@ -368,14 +179,6 @@ class TunaLanguageServer(LanguageServer):
         for warning in warnings:
             log.warning("%s", warning)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
-
-
-def _kill_leftover_commands() -> None:
-    """Shell commands' leftovers, if the shell tool was ever loaded (tools/bash.py)."""
-
-    bash = sys.modules.get("tunacode_lsp.tools.bash")
-    if bash is not None:
-        bash.kill_leftovers()
 
 
 def apply_logging(options: ServerOptions) -> None:

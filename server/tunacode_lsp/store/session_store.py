@@ -49,8 +49,8 @@ from tunacode_lsp.store.redacting import RedactingConnection
 from tunacode_lsp.store.schema import migrate
 from tunacode_lsp.store.session_state import (
     check_compaction,
-    check_request_ends,
     check_plan,
+    check_request_ends,
     decode_compaction,
     decode_plan,
     encode_state,
