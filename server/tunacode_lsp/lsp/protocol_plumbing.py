@@ -149,13 +149,8 @@ class TunaProtocol(LanguageServerProtocol):
             return JsonRPCNotification(method=IGNORED, jsonrpc=self.VERSION, params=None)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
-        if self._server.runs.cancel_by_msg_id(msg_id):
-            return
-        if self._server.sessions.abort_compaction(msg_id=msg_id):
-            return  # the compact command answers -32800 itself
-        # The handler may not have started yet (its task is scheduled, not run): remember
-        # the id, so the request is aborted the moment it registers.
-        self._server.runs.cancel_before_start(msg_id)
+        if self._server.cancels.cancel(msg_id):
+            return  # the request answers RequestCancelled itself
         super()._handle_cancel_notification(msg_id)
 
 

@@ -1,6 +1,6 @@
 """Requests under LSP: the agent's runs service plus the LSP routes to them.
 
-`tunacode.abort`, `$/cancelRequest` (by JSON-RPC message id) and
+`tunacode.abort`, `$/cancelRequest` (by JSON-RPC message id, through lsp/cancels.py) and
 `window/workDoneProgress/cancel` (by progress token) all reach the same `RequestSlot`
 (agent/runs.py), from the moment the command's handler starts.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EARLY_CANCELS_KEPT = 64  # ids of cancels that overtook their request's handler
-
 # What a request needs and start-up does not: imported with the first request, or earlier
 # on a worker thread by `warm_up` once the client is initialized.
 AGENT_MODULES = ("tunacode_lsp.agent.runner", "tunacode_lsp.lsp.sink", "tunacode_lsp.store.session_store")
@@ -65,32 +62,25 @@ class LspRequests(RequestService):
         super().__init__(lambda: ls.sessions, lambda: ls.options, lambda: ls.workspace_root)
         self._ls = ls
         self._cancelled_by_rpc: set[str] = set()
-        self._early_cancels: deque[Any] = deque(maxlen=EARLY_CANCELS_KEPT)
-
-    def cancel_before_start(self, msg_id: Any) -> None:
-        """A `$/cancelRequest` for an id no request has registered (yet)."""
-
-        self._early_cancels.append(msg_id)
 
     def begin_lsp(self, params: RequestParams, msg_id: Any) -> RequestSlot:
-        """`begin`, then apply a `$/cancelRequest` that overtook the handler's start."""
+        """`begin`, with its `$/cancelRequest` route in the server's registry (lsp/cancels.py):
+        a cancel that overtook the handler's start applies at once."""
 
         pending = self.begin(params, tag=msg_id)
-        if msg_id in self._early_cancels:
-            self._early_cancels.remove(msg_id)
-            self._cancelled_by_rpc.add(pending.request_id)
-            pending.abort("cancelled")
+        self._ls.cancels.register(msg_id, lambda: self._cancel_by_rpc(pending))
         return pending
 
-    def cancel_by_msg_id(self, msg_id: Any) -> bool:
+    def _cancel_by_rpc(self, pending: RequestSlot) -> None:
         """`$/cancelRequest` for a pending tunacode.request: abort it and answer RequestCancelled."""
 
-        pending = self.find(lambda p: p.tag == msg_id)
-        if pending is None:
-            return False
         self._cancelled_by_rpc.add(pending.request_id)
         pending.abort("cancelled")
-        return True
+
+    def end(self, pending: RequestSlot) -> None:
+        if pending.tag is not None:
+            self._ls.cancels.unregister(pending.tag)
+        super().end(pending)
 
     def cancel_by_progress_token(self, token: Any) -> bool:
         def has_token(p: RequestSlot) -> bool:

@@ -43,10 +43,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SETTINGS_CONSENT,
     COMMAND_STATUS,
     COMMAND_STEER,
-    COMPACTION_FAILED,
-    MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
-    REQUEST_CANCELLED,
     REQUEST_RUNNING,
     SESSION_BUSY,
     UNKNOWN_SESSION,
@@ -83,6 +80,7 @@ from tunacode_lsp.contract.protocol import (
     to_wire,
 )
 from tunacode_lsp.lsp import document_sync, mcp
+from tunacode_lsp.lsp.cancels import CancelRegistry
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.client_support import require_approval_channel
 from tunacode_lsp.lsp.code_actions import code_actions
@@ -114,6 +112,7 @@ class TunaLanguageServer(StdioLanguageServer):
         self.options = ServerOptions()
         self.init_options: ServerOptions | None = None
         self.pending_warnings: list[str] = []
+        self.cancels = CancelRegistry()  # $/cancelRequest: message id -> cancel (lsp/cancels.py)
         self.runs = LspRequests(self)
         self._sessions: SessionService | None = None
         # set once the client's workspace/configuration has been read (or cannot be)
@@ -499,38 +498,16 @@ async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParam
 @command(COMMAND_SESSION_COMPACT)
 async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
-    from tunacode_lsp.agent.catalog import model_facts
-    from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact_session
-    from tunacode_lsp.agent.models import ModelNotUsable, provider_settings, resolve_model
+    from tunacode_lsp.agent.compaction import compact_now
 
     p = parse_params(SessionIdParams, params.arguments)
-    record = await ls.sessions.get(p.session_id)
-    if record is None:
-        raise SessionNotFound(p.session_id)
-    if ls.runs.is_busy(p.session_id):
-        raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request")
-    options = ls.options
+    msg_id = ls.protocol.msg_id
+    ls.cancels.register(msg_id, lambda: ls.sessions.abort_compaction(session_id=p.session_id))
     try:
-        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout, **provider_settings(options))
-    except ModelNotUsable as exc:
-        raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
-    facts = await asyncio.to_thread(
-        model_facts, model.provider, model.model_id, context_window=options.context_window, model_cost=options.model_cost
-    )  # the catalog is read on first use: off the event loop
-    signal = ls.sessions.start_compaction(p.session_id, ls.protocol.msg_id)
-    try:
-        before, after = await compact_session(
-            ls.sessions, p.session_id, model, context_window=facts.context_window, max_retries=options.max_retries,
-            signal=signal, cost=facts.cost,
-        )
-    except CompactionAborted:
-        raise CommandError(REQUEST_CANCELLED, "compaction cancelled; the session is unchanged") from None
-    except CompactionFailed as exc:
-        raise CommandError(COMPACTION_FAILED, f"compaction failed, the session is unchanged: {exc}") from None
+        record, before, after = await compact_now(ls.sessions, p.session_id, ls.options, is_busy=ls.runs.is_busy)
     finally:
-        ls.sessions.end_compaction(p.session_id)
-    updated = await ls.sessions.get(p.session_id)
-    return {"session": to_wire(session_info(updated or record)), "before": before, "after": after}
+        ls.cancels.unregister(msg_id)
+    return {"session": to_wire(session_info(record)), "before": before, "after": after}
 
 
 @command(COMMAND_CHANGES)
