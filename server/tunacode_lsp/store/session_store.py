@@ -38,7 +38,6 @@ from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import (
     ADD_USAGE_SQL,
     TOKEN_KEYS,
-    RequestCheckpointRecord,
     check_usage,
     iso_from_us,
     now_us,
@@ -46,6 +45,7 @@ from tunacode_lsp.store.records import (
     zero_usage,
 )
 from tunacode_lsp.store.redacting import RedactingConnection
+from tunacode_lsp.store.request_checkpoints import RequestCheckpointTable
 from tunacode_lsp.store.schema import migrate
 from tunacode_lsp.store.session_state import (
     check_compaction,
@@ -69,7 +69,7 @@ _SELECT_SESSIONS = (
 )
 
 
-class SessionStore:
+class SessionStore(RequestCheckpointTable):
     """The session database at `path` (created with its parent folders, migrated on open)."""
 
     def __init__(self, path: Path | str) -> None:
@@ -480,40 +480,7 @@ class SessionStore:
                 ends[str(request_id)] = (int(at_seq), [e for e in events if isinstance(e, dict)])
         return ends
 
-    # ------------------------------------------------------------ request checkpoints
-
-    def record_request(self, session_id: str, request_id: str, *, workspace: str, before_tree: str = "") -> int:
-        """Note that a request starts now: its messages start at the session's message_count
-        (returned), which is where a rewind to before it cuts the history."""
-        with self._write() as conn:
-            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise SessionNotFound(session_id)
-            conn.execute(
-                "INSERT INTO request_checkpoints (session_id, request_id, first_seq, workspace, before_tree, "
-                "started_us) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, request_id, int(row[0]), workspace, before_tree, now_us()),
-            )
-        return int(row[0])
-
-    def set_request_trees(
-        self, session_id: str, request_id: str, *, before_tree: str | None = None, after_tree: str | None = None
-    ) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE request_checkpoints SET before_tree = COALESCE(?, before_tree), "
-                "after_tree = COALESCE(?, after_tree) WHERE session_id = ? AND request_id = ?",
-                (before_tree, after_tree, session_id, request_id),
-            )
-
-    def request_checkpoints(self, session_id: str) -> list[RequestCheckpointRecord]:
-        """The session's requests that have checkpoint rows, oldest first."""
-        rows = self._conn().execute(
-            "SELECT session_id, request_id, first_seq, workspace, before_tree, after_tree, started_us "
-            "FROM request_checkpoints WHERE session_id = ? ORDER BY first_seq, started_us",
-            (session_id,),
-        ).fetchall()
-        return [RequestCheckpointRecord(*row) for row in rows]
+    # ------------------------------------------------------------ rewind (request checkpoints: store/request_checkpoints.py)
 
     def rewind_session(self, session_id: str, request_id: str) -> SessionInfo:
         """Cut the history back to before `request_id`'s first message and forget the
