@@ -26,6 +26,7 @@ from tunacode_lsp.agent.edit_format import uses_apply_patch
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.hooks import HookRunner
 from tunacode_lsp.agent.instructions import NestedInstructions
+from tunacode_lsp.agent.model_input import ModelInput
 from tunacode_lsp.agent.permissions import RuleDecision, suggested_rules
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.projection import NotingSink, plan_items, plan_of, save_request_end, stored_results_for
@@ -46,12 +47,10 @@ from tunacode_lsp.contract.protocol import (
     ThinkingDelta,
 )
 from tunacode_lsp.core.abort import race_abort
-from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
+from tunacode_lsp.core.codec import bulk_decoding, load_message
 from tunacode_lsp.core.history import (
     estimate_tokens,
-    plan_pruning,
     prune_tool_outputs,
-    pruned_replacement,
     unanswered_tool_calls,
 )
 from tunacode_lsp.core.redact import Redactor, StreamRedactor, process_redactor
@@ -121,7 +120,7 @@ class AgentRequest:
         self._nudged_now = False  # the nudge was queued by this turn's decision
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
-        self._token_estimates: dict[int, tuple[Any, int, tuple[Any, int] | None]] = {}  # id -> facts
+        self._model_input = ModelInput()  # the history's token facts, kept between turns
         self._approved: dict[str, str] = {}  # tool call id -> digest of the change the user approved
         self.hooks = HookRunner(
             spec.hooks, spec.workspace_root, spec.tool_settings,
@@ -323,12 +322,12 @@ class AgentRequest:
         wait for a full collector pass, which at 30k messages holds the GIL for ~0.3-0.9 s."""
 
         agent.clear_messages()
-        self._token_estimates = {}
+        self._model_input.clear()
         self._agent = None
 
     def _load_history(self) -> list[Any]:
         """The history as tinyagent messages (full validation), with their token facts
-        (`_facts_of`) taken from the dumps at hand, so the first turn does not dump each
+        (agent/model_input.py) taken from the dumps at hand, so the first turn does not dump each
         message again. Runs on a thread, before the agent exists."""
 
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
@@ -346,14 +345,7 @@ class AgentRequest:
         return models
 
     def _load_history_now(self) -> list[Any]:
-        models: list[Any] = []
-        for dump in self.spec.history:
-            model = load_message(dump)
-            replacement = pruned_replacement(dump)
-            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
-            self._token_estimates[id(model)] = (model, estimate_tokens([dump]), pruned)
-            models.append(model)
-        return models
+        return [self._model_input.load(dump) for dump in self.spec.history]
 
     def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:
         spec = self.spec
@@ -416,46 +408,9 @@ class AgentRequest:
         return llm
 
     def _llm_input(self, messages: list[Any]) -> tuple[list[Message], int]:
-        """What the model is sent (pruned, `plan_pruning`) and its estimated tokens."""
+        """What the model is sent (agent/model_input.py) and its estimated tokens."""
 
-        with bulk_decoding():  # no collector pass over the whole heap (holding the GIL) meanwhile
-            return self._llm_input_now(messages)
-
-    def _llm_input_now(self, messages: list[Any]) -> tuple[list[Message], int]:
-        llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
-        facts = [self._facts_of(m) for m in llm]
-        estimate = sum(f[1] for f in facts)
-        if estimate <= self.spec.history_token_budget:
-            return llm, estimate  # no prefix of the history passed the budget: nothing is pruned
-        # Pruning is a pure function of the history, replayed as it grew (plan_pruning): it
-        # happens in rare large steps, so consecutive calls share their input as a prefix.
-        chosen = plan_pruning(
-            [f[1] for f in facts],
-            [None if f[2] is None else f[2][1] for f in facts],
-            token_budget=self.spec.history_token_budget,
-            is_result=[getattr(m, "role", None) == "tool_result" for m in llm],
-        )
-        out: list[Any] = []
-        for position, (message, fact) in enumerate(zip(llm, facts, strict=True)):
-            replacement = fact[2]
-            out.append(replacement[0] if position in chosen and replacement is not None else message)
-        estimate = sum(
-            pruned[1] if i in chosen and (pruned := facts[i][2]) is not None else facts[i][1] for i in range(len(llm))
-        )
-        return out, estimate
-
-    def _facts_of(self, message: Any) -> tuple[Any, int, tuple[Any, int] | None]:
-        """(message, token estimate, (pruned replacement, its estimate) or None), computed once:
-        this runs before every model turn."""
-
-        cached = self._token_estimates.get(id(message))
-        if cached is None or cached[0] is not message:
-            dump = dump_message(message)
-            replacement = pruned_replacement(dump)
-            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
-            cached = (message, estimate_tokens([dump]), pruned)
-            self._token_estimates[id(message)] = cached
-        return cached
+        return self._model_input.build(messages, self.spec.history_token_budget)
 
     # ------------------------------------------------------------ tools
 
@@ -840,22 +795,6 @@ class RedactingSink:
 
     def __getattr__(self, name: str) -> Any:  # close(), progress, ... of the caller's sink
         return getattr(self._inner, name)
-
-
-def _merge_user_runs(messages: list[Any]) -> list[Any]:
-    """Two user messages in a row (a prompt after a turn that produced nothing) become one.
-
-    The stored rows stay as they are (history cleaning merges them on the next load); this
-    keeps the model's input valid now, in one pass.
-    """
-
-    out: list[Any] = []
-    for message in messages:
-        if out and message.role == "user" and out[-1].role == "user":
-            out[-1] = out[-1].model_copy(update={"content": [*out[-1].content, TextContent(text="\n\n"), *message.content]})
-        else:
-            out.append(message)
-    return out
 
 
 def _error_result(text: str) -> ToolLoopControl:
