@@ -59,9 +59,12 @@ from tunacode_lsp.store.records import iso_from_us
 if TYPE_CHECKING:  # the agent loop and the tools load with the first request, not at start-up
     from tinyagent.agent_types import AgentTool
 
-    from tunacode_lsp.agent.context import TextOf
+    from tunacode_lsp.agent.catalog import ModelFacts
+    from tunacode_lsp.agent.commands import ExpandedPrompt
+    from tunacode_lsp.agent.context import PromptContext, TextOf
     from tunacode_lsp.agent.ports import AgentSink
     from tunacode_lsp.agent.runner import AgentRequest
+    from tunacode_lsp.agent.settings_files import EffectiveSettings
     from tunacode_lsp.tools import LineRefLedger
     from tunacode_lsp.tools.background import BackgroundProcesses
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
@@ -147,6 +150,23 @@ class RequestSlot:
         return ActiveRequest(
             self.request_id, self.session_id or "", iso_from_us(int(self.started_at * 1_000_000)), self.queued
         )
+
+
+@dataclass
+class PreparedRequest:
+    """What `RequestService.prepare` resolved for one request (no lease held yet)."""
+
+    params: RequestParams
+    options: ServerOptions
+    settings: EffectiveSettings
+    root: Path
+    command: ExpandedPrompt | None
+    session_id: str
+    model: ResolvedModel
+    facts: ModelFacts
+    context: PromptContext | None
+    state: SessionState
+    notices: list[str]
 
 
 class RequestService:
@@ -406,19 +426,33 @@ class RequestService:
         workspace_root: Path | None = None,
         approval: str | None = None,
     ) -> RequestResult:
-        """Resolve the model and session, hold the lease, run the agent, release everything.
+        """Prepare the request (`prepare`), then run it under the session's lease (`run_prepared`).
 
         `workspace_root` overrides the service's root for this request (ACP: each session has
         its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
+        prepared = await self.prepare(pending, params, text_of=text_of, workspace_root=workspace_root, approval=approval)
+        return await self.run_prepared(
+            pending, prepared, make_sink, diagnostics=diagnostics, extra_tools=extra_tools, documents=documents
+        )
+
+    async def prepare(
+        self,
+        pending: RequestSlot,
+        params: RequestParams,
+        *,
+        text_of: TextOf | None = None,
+        workspace_root: Path | None = None,
+        approval: str | None = None,
+    ) -> PreparedRequest:
+        """Everything a request needs before its lease: the settings, a `/command` expanded,
+        the session found (or created and reserved), the model and its facts resolved, the
+        editor context checked and rendered, the session's once-only notices."""
+
         from tunacode_lsp.agent.catalog import model_facts
-        from tunacode_lsp.agent.commands import allowed_tool_names, expand_prompt
+        from tunacode_lsp.agent.commands import expand_prompt
         from tunacode_lsp.agent.context import resolve_context
-        from tunacode_lsp.agent.ports import RequestSpec
-        from tunacode_lsp.agent.runner import AgentRequest
-        from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
-        from tunacode_lsp.tools import ToolSettings
-        from tunacode_lsp.tools.kept_outputs import keeping_outputs, session_outputs_dir
+        from tunacode_lsp.agent.settings_files import effective_settings
 
         options = self._options()
         sessions = self._sessions()
@@ -473,6 +507,32 @@ class RequestService:
                     f"Shell commands run without a sandbox: {sandbox.reason}. They can write outside the "
                     "workspace; set shellSandbox to \"required\" to refuse them instead (docs/tools.md)."
                 )
+        return PreparedRequest(params, options, settings, root, command, session_id, model, facts, context, state, notices)
+
+    async def run_prepared(
+        self,
+        pending: RequestSlot,
+        prepared: PreparedRequest,
+        make_sink: SinkFactory,
+        *,
+        diagnostics: DiagnosticsSource | None = None,
+        extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
+        documents: DocumentOverlay | None = None,
+    ) -> RequestResult:
+        """Hold the session's lease, take the checkpoint, load the history, build the
+        RequestSpec, run the agent, release everything."""
+
+        from tunacode_lsp.agent.commands import allowed_tool_names
+        from tunacode_lsp.agent.ports import RequestSpec
+        from tunacode_lsp.agent.runner import AgentRequest
+        from tunacode_lsp.agent.settings_files import save_allow_rules
+        from tunacode_lsp.tools import ToolSettings
+        from tunacode_lsp.tools.kept_outputs import keeping_outputs, session_outputs_dir
+
+        params, options, settings, root, command = prepared.params, prepared.options, prepared.settings, prepared.root, prepared.command
+        session_id, model, facts, context, state = prepared.session_id, prepared.model, prepared.facts, prepared.context, prepared.state
+        notices = list(prepared.notices)
+        sessions = self._sessions()
         owner = new_owner()  # one lease owner per request
         if not await sessions.acquire(session_id, owner):
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
