@@ -35,6 +35,7 @@ MAX_HEADER = 8 * 1024  # bytes of one header block
 MAX_BODY = 64 * 1024 * 1024  # bytes of one message body
 READ_CHUNK = 256 * 1024
 EDGE_KEPT = 256 * 1024  # bytes kept of each end of an oversized body, to find its id
+HEADER_HOLD = 64  # bytes held back while skipping, so a header split across reads is still seen
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -179,6 +180,12 @@ class FrameReader:
             if header is not None:  # the length lied: the next message starts here
                 piece = piece[: header.start()]
                 left = len(piece)
+            elif len(piece) < left:  # more to come: keep a tail that may begin a header split across reads
+                if len(piece) <= HEADER_HOLD:
+                    if not await self._fill():
+                        return None
+                    continue
+                piece = piece[:-HEADER_HOLD]
             del self._buf[: len(piece)]
             left -= len(piece)
             if len(head) < EDGE_KEPT:
