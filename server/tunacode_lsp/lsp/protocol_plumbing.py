@@ -92,11 +92,11 @@ class TunaProtocol(LanguageServerProtocol):
         heap at interpreter exit (about 250 ms): what must end is ended here."""
 
         code = 0 if self._shutdown else 1
-        for pending in self._server.runs.pending():  # queued requests are answered before the process goes
+        for pending in self._server.requests.pending():  # queued requests are answered before the process goes
             if pending.queued and pending.tag is not None:
                 self._refuse(pending.tag, REQUEST_CANCELLED, f"request {pending.request_id} was dropped: the server exited")
-        self._server.runs.abort_all()
-        self._server.runs.end_progress_now("exited")  # no spinner left open in the client
+        self._server.requests.abort_all()
+        self._server.requests.end_progress_now("exited")  # no spinner left open in the client
         kill_leftover_commands()
         for stream in (sys.stdout, sys.stderr):
             try:

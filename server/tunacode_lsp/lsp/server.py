@@ -113,7 +113,7 @@ class TunaLanguageServer(StdioLanguageServer):
         self.init_options: ServerOptions | None = None
         self.pending_warnings: list[str] = []
         self.cancels = CancelRegistry()  # $/cancelRequest: message id -> cancel (lsp/cancels.py)
-        self.runs = LspRequests(self)
+        self.requests = LspRequests(self)
         self._sessions: SessionService | None = None
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
@@ -143,9 +143,9 @@ class TunaLanguageServer(StdioLanguageServer):
         commands, and exit, all within about 2 s."""
 
         log.info("stopping: %s", why)
-        self.runs.abort_all()
-        await self.runs.settled(STOP_SETTLE_SECONDS)
-        self.runs.end_progress_now("stopped")  # what did not settle in time
+        self.requests.abort_all()
+        await self.requests.settled(STOP_SETTLE_SECONDS)
+        self.requests.end_progress_now("stopped")  # what did not settle in time
         if self.mcp is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
@@ -245,7 +245,7 @@ async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParam
     ls.pending_warnings = []
     asyncio.get_running_loop().run_in_executor(None, warm_up)  # the first request need not wait for imports
     # nor for the first snapshot (progress shown when it takes over a second)
-    ls.track(first_snapshot_progress(ls, ls.runs.checkpoints.warm(ls.workspace_root)))
+    ls.track(first_snapshot_progress(ls, ls.requests.checkpoints.warm(ls.workspace_root)))
     try:
         await read_configuration(ls)
     finally:
@@ -296,7 +296,7 @@ def on_document_changed(ls: TunaLanguageServer, _params: types.DidChangeTextDocu
 
 @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
 def on_progress_cancel(ls: TunaLanguageServer, params: types.WorkDoneProgressCancelParams) -> None:
-    ls.runs.cancel_by_progress_token(params.token)
+    ls.requests.cancel_by_progress_token(params.token)
 
 
 @server.feature(IGNORED)
@@ -306,8 +306,8 @@ def on_ignored(_ls: TunaLanguageServer, *_: Any) -> None:
 
 @server.feature(types.SHUTDOWN)
 async def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
-    ls.runs.abort_all()  # the same path as tunacode.abort: each request answers, cancelled
-    await ls.runs.settled(SHUTDOWN_SETTLE_SECONDS)
+    ls.requests.abort_all()  # the same path as tunacode.abort: each request answers, cancelled
+    await ls.requests.settled(SHUTDOWN_SETTLE_SECONDS)
     if ls.mcp is not None:
         await ls.mcp.stop_all()  # bounded: each server is stopped within a few seconds
 
@@ -320,14 +320,14 @@ async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) ->
     p = parse_params(RequestParams, params.arguments)
     if p.detach:
         return to_wire(await request_detached(ls, p))
-    pending = ls.runs.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
+    pending = ls.requests.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
     try:
         await wait_for_settings(ls)
         require_approval_channel(ls, ls.options.approval)  # a client that cannot be asked: an error now
     except BaseException:
-        ls.runs.end(pending)
+        ls.requests.end(pending)
         raise
-    return to_wire(await ls.runs.serve(pending, p, work_done_token=params.work_done_token))
+    return to_wire(await ls.requests.serve(pending, p, work_done_token=params.work_done_token))
 
 
 async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> DetachedRequest:
@@ -336,28 +336,28 @@ async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> Detached
 
     import attrs
 
-    pending = ls.runs.begin(p) if p.session_id is not None else None  # a named session is reserved before any await
+    pending = ls.requests.begin(p) if p.session_id is not None else None  # a named session is reserved before any await
     try:
         await wait_for_settings(ls)
         if p.session_id is None:  # the answer names the session: create it now
-            model = ls.runs.model_spec(p.model)
-            ls.runs.check_model(model)
+            model = ls.requests.model_spec(p.model)
+            ls.requests.check_model(model)
             record = await ls.sessions.create(cwd=str(ls.workspace_root), model=model)
             p = attrs.evolve(p, session_id=record.session_id)
-            pending = ls.runs.begin(p)
+            pending = ls.requests.begin(p)
         else:
             found = await ls.sessions.get(p.session_id)
             if found is None:
                 raise SessionNotFound(p.session_id)
             record = found
-            ls.runs.check_model(p.model or record.model or None)
+            ls.requests.check_model(p.model or record.model or None)
     except BaseException:
         if pending is not None:
-            ls.runs.end(pending)
+            ls.requests.end(pending)
         raise
     assert pending is not None
-    ls.runs.detached.started(pending.request_id, record.session_id)  # before the answer: result is -32005 from now
-    ls.track(ls.runs.serve_detached(pending, p))
+    ls.requests.detached.started(pending.request_id, record.session_id)  # before the answer: result is -32005 from now
+    ls.track(ls.requests.serve_detached(pending, p))
     return DetachedRequest(pending.request_id, record.session_id)
 
 
@@ -367,12 +367,12 @@ async def request_result(ls: TunaLanguageServer, params: types.ExecuteCommandPar
     from tunacode_lsp.agent.detached import DetachedError
 
     p = parse_params(RequestIdParams, params.arguments)
-    pending = ls.runs.find(lambda x: x.request_id == p.request_id)
+    pending = ls.requests.find(lambda x: x.request_id == p.request_id)
     if pending is not None and getattr(pending.run, "end_sent", False):  # request_end is out: the answer follows
-        await ls.runs.detached.wait_ended(p.request_id, RESULT_WAIT_SECONDS)
-    if ls.runs.detached.is_running(p.request_id):
+        await ls.requests.detached.wait_ended(p.request_id, RESULT_WAIT_SECONDS)
+    if ls.requests.detached.is_running(p.request_id):
         raise CommandError(REQUEST_RUNNING, f"request {p.request_id} is still running; its end comes as request_end")
-    outcome = ls.runs.detached.take(p.request_id)
+    outcome = ls.requests.detached.take(p.request_id)
     if outcome is None:
         raise ParamsError(f"params.requestId: no result is kept for {p.request_id[:80]!r} (not a detached request, already read, or dropped)")
     if isinstance(outcome, DetachedError):
@@ -383,7 +383,7 @@ async def request_result(ls: TunaLanguageServer, params: types.ExecuteCommandPar
 @command(COMMAND_ABORT)
 async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(AbortParams, params.arguments)
-    aborted = ls.runs.abort(session_id=p.session_id, request_id=p.request_id)
+    aborted = ls.requests.abort(session_id=p.session_id, request_id=p.request_id)
     if p.session_id is not None:
         aborted += ls.sessions.abort_compaction(session_id=p.session_id)
     return to_wire(AbortResult(aborted))
@@ -393,7 +393,7 @@ async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> d
 async def steer(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/runner.py puts the text in tinyagent's steering queue of the running request."""
     p = parse_params(SteerParams, params.arguments)
-    return to_wire(SteerResult(ls.runs.steer(p.session_id, p.text)))
+    return to_wire(SteerResult(ls.requests.steer(p.session_id, p.text)))
 
 
 @command(COMMAND_STATUS)
@@ -404,10 +404,10 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
     shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
-    processes = [BackgroundProcessInfo(**p) for p in ls.runs.background_processes.listing()]
-    settings = await ls.runs.settings_info()  # the settings files under the editor's, with sources
+    processes = [BackgroundProcessInfo(**p) for p in ls.requests.background_processes.listing()]
+    settings = await ls.requests.settings_info()  # the settings files under the editor's, with sources
     return to_wire(StatusResult(
-        __version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, processes, settings=settings
+        __version__, PROTOCOL_VERSION, ls.requests.active(), str(ls.store_path), servers, sandbox, processes, settings=settings
     ))
 
 
@@ -424,7 +424,7 @@ async def commands_list(ls: TunaLanguageServer, params: types.ExecuteCommandPara
 async def settings_consent(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: consent to the project settings file as it is now (agent/runs.py)."""
     p = parse_params(SettingsConsentParams, params.arguments)
-    path = await ls.runs.consent_project_settings(p.fingerprint, p.persist)
+    path = await ls.requests.consent_project_settings(p.fingerprint, p.persist)
     return to_wire(SettingsConsentResult(True, path))
 
 
@@ -438,7 +438,7 @@ async def models_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams
 @command(COMMAND_SESSION_NEW)
 async def session_new(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionNewParams, params.arguments)
-    model = ls.runs.model_spec(p.model)
+    model = ls.requests.model_spec(p.model)
     record = await ls.sessions.create(cwd=p.cwd or str(ls.workspace_root), model=model, title=p.title or "")
     return to_wire(session_info(record))
 
@@ -466,10 +466,10 @@ async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams
 @command(COMMAND_SESSION_DELETE)
 async def session_delete(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionIdParams, params.arguments)
-    if ls.runs.is_busy(p.session_id):
+    if ls.requests.is_busy(p.session_id):
         raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request; stop it first")
     deleted = await ls.sessions.delete(p.session_id)
-    ls.runs.forget_session(p.session_id)
+    ls.requests.forget_session(p.session_id)
     return to_wire(DeleteResult(deleted))
 
 
@@ -504,7 +504,7 @@ async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandPa
     msg_id = ls.protocol.msg_id
     ls.cancels.register(msg_id, lambda: ls.sessions.abort_compaction(session_id=p.session_id))
     try:
-        record, before, after = await compact_now(ls.sessions, p.session_id, ls.options, is_busy=ls.runs.is_busy)
+        record, before, after = await compact_now(ls.sessions, p.session_id, ls.options, is_busy=ls.requests.is_busy)
     finally:
         ls.cancels.unregister(msg_id)
     return {"session": to_wire(session_info(record)), "before": before, "after": after}
@@ -514,7 +514,7 @@ async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandPa
 async def changes(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/checkpoints.py reads the request's (or session's) checkpoints."""
     p = parse_params(ChangesParams, params.arguments)
-    return to_wire(await ls.runs.checkpoints.changes_command(ls.runs, p, ls.workspace_root))
+    return to_wire(await ls.requests.checkpoints.changes_command(ls.requests, p, ls.workspace_root))
 
 
 @command(COMMAND_SESSION_REWIND)
@@ -524,6 +524,6 @@ async def session_rewind(ls: TunaLanguageServer, params: types.ExecuteCommandPar
     p = parse_params(RewindParams, params.arguments)
     from tunacode_lsp.lsp.documents import LspDocuments
 
-    open_text = ls.runs.open_documents()  # taken on the event loop
+    open_text = ls.requests.open_documents()  # taken on the event loop
     documents = LspDocuments(ls, Path(os.path.realpath(ls.workspace_root)))  # edits that live only in buffers go back there
-    return to_wire(await ls.runs.checkpoints.rewind_command(ls.runs, p, ls.workspace_root, open_text=open_text, documents=documents))
+    return to_wire(await ls.requests.checkpoints.rewind_command(ls.requests, p, ls.workspace_root, open_text=open_text, documents=documents))
