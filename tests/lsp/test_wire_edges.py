@@ -43,7 +43,7 @@ async def test_exit_in_the_middle_of_a_request_ends_every_open_progress_first(ra
                        and m["params"]["value"]["kind"] == "begin")  # the tool's own progress is open too
     raw.notify("exit")
     assert await raw.exit_code(timeout=5) == 1
-    await asyncio.wait_for(raw._reader, 5)  # stdout closed: every message read
+    await raw.read_to_end(5)  # stdout closed: every message read
     begins, ends = _progress(raw, "begin"), _progress(raw, "end")
     assert "client-tok" in begins and len(begins) >= 2
     assert begins <= ends, (begins, ends)
