@@ -339,9 +339,10 @@ async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> Detached
     pending = ls.requests.begin(p) if p.session_id is not None else None  # a named session is reserved before any await
     try:
         await wait_for_settings(ls)
+        options = await ls.requests.effective_options()  # the settings files too, as the request will see them
         if p.session_id is None:  # the answer names the session: create it now
-            model = ls.requests.model_spec(p.model)
-            ls.requests.check_model(model)
+            model = ls.requests.model_spec(p.model, options)
+            ls.requests.check_model(model, options)
             record = await ls.sessions.create(cwd=str(ls.workspace_root), model=model)
             p = attrs.evolve(p, session_id=record.session_id)
             pending = ls.requests.begin(p)
@@ -350,7 +351,7 @@ async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> Detached
             if found is None:
                 raise SessionNotFound(p.session_id)
             record = found
-            ls.requests.check_model(p.model or record.model or None)
+            ls.requests.check_model(p.model or options.model or record.model or None, options)
     except BaseException:
         if pending is not None:
             ls.requests.end(pending)
