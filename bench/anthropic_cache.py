@@ -25,7 +25,7 @@ from typing import Any
 
 from tunacode_lsp.agent.models import resolve_model
 from tunacode_lsp.agent.ports import RequestSpec
-from tunacode_lsp.agent.runner import RequestRun, new_request_id
+from tunacode_lsp.agent.runner import AgentRequest, new_request_id
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
 from .config import BenchConfig
@@ -115,7 +115,7 @@ async def one_run(workspace: Path, budget: int, turns: int) -> tuple[float, floa
             approval="auto",
             history_token_budget=budget,
         )
-        result = await RequestRun(spec, NullSink(), MemoryLog()).run()
+        result = await AgentRequest(spec, NullSink(), MemoryLog()).run()
         if result.stop_reason != "end_turn":
             raise RuntimeError(f"anthropic cache: the request ended with {result.stop_reason}: {result.error}")
         bodies = model.requests

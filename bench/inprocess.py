@@ -1,6 +1,6 @@
 """Our request runner without LSP: a sink that keeps nothing and a message log in memory.
 
-The in-process baseline of the overhead figure: the same `RequestRun` (our provider, our
+The in-process baseline of the overhead figure: the same `AgentRequest` (our provider, our
 tools, tinyagent's loop) the server runs, minus JSON-RPC, progress and the session store.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from tunacode_lsp.agent.models import resolve_model
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest, RequestSpec
-from tunacode_lsp.agent.runner import RequestRun, new_request_id
+from tunacode_lsp.agent.runner import AgentRequest, new_request_id
 from tunacode_lsp.contract.protocol import Event, RequestResult, Usage
 
 MODEL = "openai-compatible:scripted"
@@ -57,4 +57,4 @@ async def run_in_process(
         max_turns=max_turns,
         approval="auto",
     )
-    return await RequestRun(spec, NullSink(), log).run()
+    return await AgentRequest(spec, NullSink(), log).run()

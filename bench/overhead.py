@@ -2,7 +2,7 @@
 
 Overhead: one session of 20 model turns (4 requests of 4 tool-call turns and an answer:
 read_file, grep, list_files, bash) through the LSP server, against the same script through
-our runner in-process (`RequestRun` with a sink that drops events and a message log in
+our runner in-process (`AgentRequest` with a sink that drops events and a message log in
 memory). Runs rotate so drift on a shared machine hits all alike. The same session also
 (The store's `synchronous = NORMAL`, once a what-if here, is what the server ships.)
 
@@ -101,7 +101,7 @@ async def run(config: BenchConfig) -> list[Row]:
                 status.add(ms(sent.latency))
         finally:
             await server.stop()
-    in_process_name = "same script, RequestRun in-process"
+    in_process_name = "same script, AgentRequest in-process"
     status_name = "tunacode.status round trip"
     return [
         Row("20-turn session with tools: LSP vs in-process", over_lsp, in_process, in_process_name,

@@ -158,6 +158,8 @@ class LspHarness:
         if configuration is not None:
             client.set_configuration(section="tunacode", item=configuration)
         caps = capabilities or client_capabilities("visual-studio-code")
+        if capabilities is None:  # it renders tunacode/event: a rich client (lsp/plain_answers.py)
+            caps.experimental = {**(caps.experimental or {}), "tunacode": {}}
         self.initialize_result = await client.initialize_session(
             types.InitializeParams(
                 capabilities=caps,

@@ -106,6 +106,11 @@ class RawClient:
     async def exit_code(self, timeout: float = WAIT) -> int:
         return await asyncio.wait_for(self.process.wait(), timeout)
 
+    async def read_to_end(self, timeout: float = WAIT) -> None:
+        """Wait until the server's stdout is closed and every message on it is read."""
+
+        await asyncio.wait_for(asyncio.shield(self._reader), timeout)
+
     async def stderr(self) -> str:
         assert self.process.stderr is not None
         return (await self.process.stderr.read()).decode(errors="replace")

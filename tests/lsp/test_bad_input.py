@@ -220,7 +220,7 @@ def broken_documents(draw, document: dict[str, Any]) -> tuple[str, dict[str, Any
 
     key = draw(st.sampled_from(sorted(document)))
     broken = dict(document)
-    if draw(st.booleans()) and key not in ("plan", "compaction"):  # those two are optional
+    if draw(st.booleans()) and key not in ("plan", "compaction", "request_ends"):  # those are optional
         del broken[key]
     else:
         original = document[key]

@@ -82,3 +82,45 @@ async def test_ask_with_a_client_that_declares_window_still_asks(raw, workspace,
     await raw.initialize(workspace, scripted_options(model, approval="ask"), {"window": {"showDocument": {"support": True}}})
     answer = await raw.command("tunacode.request", {"prompt": "hi"}, timeout=20)
     assert answer["result"]["stopReason"] == "end_turn", answer
+
+
+# ---------------------------------------------------------------- item 7: code-action answers
+
+
+EXPLAINED = {"steps": [{"text": "It adds two numbers and returns their sum."}]}
+
+
+async def _explain(raw: RawClient, workspace) -> dict:
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    uri = (workspace / "calc.py").as_uri()
+    raw.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                         "text": (workspace / "calc.py").read_text()}})
+    actions = await raw.call("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 16}},
+        "context": {"diagnostics": []},
+    })
+    explain = next(a for a in actions["result"] if a["title"] == "TunaCode: Explain")
+    answer = await raw.call("workspace/executeCommand", explain["command"], timeout=20)
+    assert answer["result"]["stopReason"] == "end_turn", answer
+    return answer
+
+
+async def test_a_plain_client_sees_the_explain_answer_through_show_and_log_message(raw, workspace, model):
+    """Bug: eglot threw the Explain code action's answer away (the command's result is not shown)."""
+
+    model.set_script([EXPLAINED])
+    await raw.initialize(workspace, scripted_options(model, approval="auto"), {"window": {"showMessage": {}}})
+    await _explain(raw, workspace)
+    shown = await raw.wait_for(lambda m: m.get("method") == "window/showMessage" and "adds two numbers" in m["params"]["message"])
+    assert shown["params"]["type"] == 3  # Info
+    await raw.wait_for(lambda m: m.get("method") == "window/logMessage" and "adds two numbers" in m["params"]["message"])
+
+
+async def test_a_rich_client_keeps_todays_path_without_show_message(raw, workspace, model):
+    model.set_script([EXPLAINED])
+    caps = {"window": {"showMessage": {}}, "experimental": {"tunacode": {"approve": True}}}
+    await raw.initialize(workspace, scripted_options(model, approval="auto"), caps)
+    await _explain(raw, workspace)
+    await raw.command("tunacode.status")  # anything sent with the answer has arrived before this
+    assert not [m for m in raw.messages if m.get("method") in ("window/showMessage", "window/logMessage")
+                and "adds two numbers" in m["params"]["message"]]

@@ -153,3 +153,31 @@ async def test_a_fork_replays_the_requests_it_copied(lsp, model, workspace):
     strip = lambda events: [{k: v for k, v in e.items() if k != "sessionId"} for e in events]  # noqa: E731
     assert strip(forked[result["requestId"]]) == strip(original[result["requestId"]])
     assert forked[result["requestId"]][-1]["type"] == "request_end"
+
+
+async def test_an_exported_then_imported_session_replays_the_same_events(lsp, model, workspace):
+    """Bug: the export left out the request_ends records, so an imported session replayed
+    guessed ends (a cancelled request ended as end_turn, its usage lost)."""
+
+    model.set_script([MIXED, DONE, SLOW_BASH, DONE])
+    await lsp.start(init_options=scripted_options(model, approval="ask"))
+    lsp.approvals.answer = "Deny"
+    first = await lsp.command("tunacode.request", {"prompt": "look around"})
+    session_id = first["sessionId"]
+    lsp.approvals.answer = "Allow"
+    pending = lsp.send_command("tunacode.request", {"prompt": "wait", "sessionId": session_id})
+    running = await lsp.wait_for_event(lambda e: e.get("toolCallId") == "call_sleep" and e.get("status") == "in_progress")
+    await lsp.command("tunacode.abort", {"requestId": running["requestId"]})
+    assert (await asyncio.wait_for(pending, 10))["stopReason"] == "cancelled"
+    original = await lsp.command("tunacode.session.get", {"sessionId": session_id, "events": True})
+
+    document = await lsp.command("tunacode.session.export", {"sessionId": session_id})
+    assert document["request_ends"], document.keys()
+    await lsp.command("tunacode.session.delete", {"sessionId": session_id})
+    imported = await lsp.command("tunacode.session.import", {"document": document})
+    copy = await lsp.command("tunacode.session.get", {"sessionId": imported["sessionId"], "events": True})
+
+    def without_session(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in e.items() if k != "sessionId"} for e in events]
+
+    assert without_session(copy["events"]) == without_session(original["events"])

@@ -11,7 +11,7 @@ from tunacode_lsp.agent.compaction import choose_cut
 from tunacode_lsp.agent.models import resolve_model
 from tunacode_lsp.agent.ports import ApprovalDecision, ApprovalRequest, RequestSpec
 from tunacode_lsp.agent.provider.openai_chat import close_shared_client
-from tunacode_lsp.agent.runner import RequestRun, new_request_id
+from tunacode_lsp.agent.runner import AgentRequest, new_request_id
 from tunacode_lsp.contract.protocol import Compaction, Event, Notice, Usage
 from tunacode_lsp.core.history import violations
 from tunacode_lsp.store.session_state import SUMMARY_MARK
@@ -72,7 +72,7 @@ async def test_automatic_compaction_replaces_older_turns_by_the_summary(serve, t
     ])
     history = old_turns(6)  # about 2,500 tokens against a 2,000 window
     log, sink = Log(), Sink()
-    result = await RequestRun(spec_for(server, tmp_path, history, 2_000), sink, log).run()
+    result = await AgentRequest(spec_for(server, tmp_path, history, 2_000), sink, log).run()
     await close_shared_client()
 
     assert result.stop_reason == "end_turn" and result.text == "Answer."
@@ -98,7 +98,7 @@ async def test_a_failed_summary_leaves_the_history_as_it_was(serve, tmp_path: Pa
     server = serve([{"error": {"status": 400, "body": {"error": {"message": "bad summary"}}}}, {"text": "Answer."}])
     history = old_turns(6)
     log, sink = Log(), Sink()
-    result = await RequestRun(spec_for(server, tmp_path, history, 2_000), sink, log).run()
+    result = await AgentRequest(spec_for(server, tmp_path, history, 2_000), sink, log).run()
     await close_shared_client()
 
     assert result.stop_reason == "end_turn"
@@ -110,7 +110,7 @@ async def test_a_failed_summary_leaves_the_history_as_it_was(serve, tmp_path: Pa
 async def test_abort_during_compaction_ends_the_request_and_changes_nothing(serve, tmp_path: Path) -> None:
     server = serve([{"steps": [{"text": "partial"}, {"stall": 30}]}, {"text": "never"}])
     log, sink = Log(), Sink()
-    run = RequestRun(spec_for(server, tmp_path, old_turns(6), 2_000), sink, log)
+    run = AgentRequest(spec_for(server, tmp_path, old_turns(6), 2_000), sink, log)
     task = asyncio.ensure_future(run.run())
     await asyncio.to_thread(server.wait_for_requests, 1, 10.0)
     run.abort()
@@ -127,7 +127,7 @@ async def test_abort_during_compaction_ends_the_request_and_changes_nothing(serv
 async def test_below_the_threshold_nothing_is_compacted(serve, tmp_path: Path) -> None:
     server = serve([{"text": "Answer."}])
     log, sink = Log(), Sink()
-    result = await RequestRun(spec_for(server, tmp_path, old_turns(6), 100_000), sink, log).run()
+    result = await AgentRequest(spec_for(server, tmp_path, old_turns(6), 100_000), sink, log).run()
     await close_shared_client()
     assert result.stop_reason == "end_turn" and len(server.requests) == 1 and log.compactions == []
 

@@ -1,5 +1,5 @@
 """The pygls internals this server relies on (lsp/pygls_compat.py and the overrides in
-lsp/server.py) still exist with the shape we use: each assertion fails when upstream changes."""
+lsp/protocol_plumbing.py) still exist with the shape we use: each assertion fails when upstream changes."""
 
 from __future__ import annotations
 

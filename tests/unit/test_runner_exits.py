@@ -1,4 +1,4 @@
-"""RequestRun's exit paths (issue 12, bug 5), in process, with simple fakes for the sink and
+"""AgentRequest's exit paths (issue 12, bug 5), in process, with simple fakes for the sink and
 the message log and the real scripted model on loopback: whatever ends the loop, the abort
 signal is set (tinyagent's background work stops), a message counts as stored only once
 its write succeeded, and request_end is the last event."""
@@ -11,7 +11,7 @@ from typing import Any
 
 from tunacode_lsp.agent.models import resolve_model
 from tunacode_lsp.agent.ports import RequestSpec
-from tunacode_lsp.agent.runner import RequestRun
+from tunacode_lsp.agent.runner import AgentRequest
 from tunacode_lsp.contract.protocol import RequestEnd
 
 
@@ -49,7 +49,7 @@ async def test_a_failed_write_ends_the_request_with_request_end_last_and_the_sig
     server = serve({"turns": [{"steps": [{"text": "Running."}, {"tool_call": {"name": "bash", "arguments": {"command": "echo hi"}}}]},
                               {"steps": [{"text": "Done."}]}]})
     sink, log = FakeSink(), FailingLog(ok=1)  # the prompt is stored, the assistant message is not
-    run = RequestRun(_spec(server, tmp_path), sink, log)
+    run = AgentRequest(_spec(server, tmp_path), sink, log)
     result = await asyncio.wait_for(run.run(), 15)
     assert result.stop_reason == "error" and "locked" in (result.error.message if result.error else "")
     assert isinstance(sink.events[-1], RequestEnd)
@@ -62,7 +62,7 @@ async def test_a_loop_that_cannot_start_still_ends_with_request_end(serve, tmp_p
     server = serve({"turns": [{"steps": [{"text": "Done."}]}]})
     sink = FakeSink()
     broken_history = [{"role": "wizard", "content": []}]  # load_message refuses it
-    run = RequestRun(_spec(server, tmp_path, broken_history), sink, FailingLog(ok=10))
+    run = AgentRequest(_spec(server, tmp_path, broken_history), sink, FailingLog(ok=10))
     result = await asyncio.wait_for(run.run(), 15)
     assert result.stop_reason == "error"
     assert isinstance(sink.events[-1], RequestEnd)

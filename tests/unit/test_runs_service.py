@@ -12,7 +12,7 @@ import pytest
 
 from tunacode_lsp.agent import runs as runs_module
 from tunacode_lsp.agent.config import ServerOptions
-from tunacode_lsp.agent.runs import RunService
+from tunacode_lsp.agent.runs import RequestService
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import RequestEnd, RequestParams, SessionInfo, Usage
 
@@ -75,9 +75,9 @@ class FakeSink:
         self.closed = True
 
 
-def _service(model_url: str | None, sessions: FakeSessions, tmp_path: Path) -> RunService:
+def _service(model_url: str | None, sessions: FakeSessions, tmp_path: Path) -> RequestService:
     options = ServerOptions(model="openai-compatible:scripted", base_url=model_url, approval="auto")
-    return RunService(lambda: sessions, lambda: options, lambda: tmp_path)  # type: ignore[arg-type, return-value]
+    return RequestService(lambda: sessions, lambda: options, lambda: tmp_path)  # type: ignore[arg-type, return-value]
 
 
 async def test_begin_reserves_the_session_synchronously(tmp_path):
@@ -137,7 +137,7 @@ async def test_queue_order_bound_and_abort_routes() -> None:
 
     from tunacode_lsp.agent.runs import MAX_QUEUED
 
-    service = RunService(lambda: FakeSessions(), lambda: ServerOptions(), lambda: Path("/"))  # type: ignore[arg-type, return-value]
+    service = RequestService(lambda: FakeSessions(), lambda: ServerOptions(), lambda: Path("/"))  # type: ignore[arg-type, return-value]
     running = service.begin(RequestParams(prompt="a", session_id="s"))
     queued = [service.begin(RequestParams(prompt=f"q{n}", session_id="s", queue=True)) for n in range(MAX_QUEUED)]
     with pytest.raises(CommandError) as full:

@@ -27,7 +27,7 @@ from tunacode_lsp.acp.prompt import prompt_parts, response_of
 from tunacode_lsp.acp.replay import replay_updates
 from tunacode_lsp.acp.sink import AcpSink
 from tunacode_lsp.agent.config import ServerOptions
-from tunacode_lsp.agent.runs import RunService, SessionUnreadable
+from tunacode_lsp.agent.runs import RequestService, SessionUnreadable
 from tunacode_lsp.agent.sessions import SessionService
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import ParamsError, RequestParams
@@ -56,7 +56,7 @@ class TunaAcpAgent:
         self.options = options
         self.permission_timeout = permission_timeout
         self.sessions = SessionService(store_path(options.session_store))
-        self.runs = RunService(lambda: self.sessions, lambda: self.options, Path.cwd)
+        self.requests = RequestService(lambda: self.sessions, lambda: self.options, Path.cwd)
         self._roots: dict[str, Path] = {}  # sessions usable on this connection -> their workspace root
         self._config: dict[str, SessionConfig] = {}  # configOptions chosen per session (acp/config_options.py)
         self._client: Client | None = None
@@ -107,8 +107,8 @@ class TunaAcpAgent:
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any) -> schema.NewSessionResponse:
         root = workspace_root(cwd)
         try:
-            model = self.runs.model_spec(None)
-            self.runs.check_model(model)  # -32003 naming what to set now, not at the first prompt
+            model = self.requests.model_spec(None)
+            self.requests.check_model(model)  # -32003 naming what to set now, not at the first prompt
             record = await self.sessions.create(cwd=str(root), model=model)
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc) from None
@@ -149,7 +149,7 @@ class TunaAcpAgent:
         await self.mcp.configure(session_id, mcp_servers, self.options)
         self._roots[session_id] = root
         self._offer_commands(session_id, root)
-        config = self._config.setdefault(session_id, SessionConfig(record.model or self.runs.model_spec(None), self.options.approval))
+        config = self._config.setdefault(session_id, SessionConfig(record.model or self.requests.model_spec(None), self.options.approval))
         return schema.LoadSessionResponse(config_options=config_options(config))
 
     async def set_config_option(
@@ -201,7 +201,7 @@ class TunaAcpAgent:
 
         if session_id not in self._roots:
             raise errors.unknown_session(session_id)
-        count = self.runs.abort(session_id=session_id)
+        count = self.requests.abort(session_id=session_id)
         del self._roots[session_id]
         self.mcp.forget(session_id)
         log.info("session/close %s: %d request(s) stopped", session_id, count)
@@ -246,7 +246,7 @@ class TunaAcpAgent:
         text, context = prompt_parts(prompt)
         command = command_of(text)
         if command is not None:  # /changes, /rewind: the checkpoints, without the model
-            answer = await run_command(*command, session_id, root, self.runs, self.sessions)
+            answer = await run_command(*command, session_id, root, self.requests, self.sessions)
             await self.client.session_update(session_id=session_id, update=answer_update(answer))
             return schema.PromptResponse(stop_reason="end_turn")
         config = self._config.get(session_id)
@@ -262,7 +262,7 @@ class TunaAcpAgent:
         ) if can_read or can_write else None
         try:
             params.validate()
-            pending = self.runs.begin(params)  # from here on, every path ends it (finally below)
+            pending = self.requests.begin(params)  # from here on, every path ends it (finally below)
         except (ParamsError, CommandError) as exc:
             raise errors.from_agent(exc, session_id) from None
 
@@ -270,7 +270,7 @@ class TunaAcpAgent:
             return AcpSink(client, sid, root, self.permission_timeout, documents)
 
         try:
-            result = await self.runs.run(
+            result = await self.requests.run(
                 pending, params, make_sink, workspace_root=root, extra_tools=self.mcp.tools(session_id),
                 documents=documents, approval=config.approval if config is not None else None,
             )
@@ -279,14 +279,14 @@ class TunaAcpAgent:
         except SessionUnreadable as exc:
             raise RequestError.internal_error({"details": str(exc)}) from None
         finally:
-            self.runs.end(pending)
+            self.requests.end(pending)
         state = getattr(pending.run, "state", None)
         return response_of(result, getattr(state, "last_stop_reason", None))
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         """`session/cancel`: the same abort path as LSP's tunacode.abort; the prompt answers `cancelled`."""
 
-        count = self.runs.abort(session_id=session_id)
+        count = self.requests.abort(session_id=session_id)
         log.info("session/cancel %s: %d request(s) stopped", session_id, count)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from acp import schema, update_agent_message
 
-from tunacode_lsp.agent.runs import RunService
+from tunacode_lsp.agent.runs import RequestService
 from tunacode_lsp.agent.sessions import SessionService
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import CHANGED_SINCE, ChangesParams, RewindParams
@@ -70,7 +70,7 @@ def command_of(text: str) -> tuple[str, str] | None:
 
 
 async def run_command(
-    name: str, argument: str, session_id: str, root: Path, runs: RunService, sessions: SessionService
+    name: str, argument: str, session_id: str, root: Path, runs: RequestService, sessions: SessionService
 ) -> str:
     """The answer to show (Markdown); errors are answers too, the session goes on."""
 
@@ -104,7 +104,7 @@ async def run_command(
     return await _rewind(runs, session_id, last, root, force=force, label="the last request")
 
 
-async def _rewind(runs: RunService, session_id: str, request_id: str, root: Path, *, force: bool, label: str) -> str:
+async def _rewind(runs: RequestService, session_id: str, request_id: str, root: Path, *, force: bool, label: str) -> str:
     try:
         rewound = await runs.checkpoints.rewind_command(runs, RewindParams(session_id, request_id, force=force), root)
     except CommandError as exc:

@@ -113,8 +113,8 @@ async def _serve(options: Any, permission_timeout: float, protocol_out: Any) -> 
     stopping = asyncio.ensure_future(stop.wait())
     await asyncio.wait({listening, stopping}, return_when=asyncio.FIRST_COMPLETED)
     log.info("stopping: %s", "a signal" if stop.is_set() else "the client closed the connection")
-    agent.runs.abort_all()
-    await agent.runs.settled(STOP_SETTLE_SECONDS)
+    agent.requests.abort_all()
+    await agent.requests.settled(STOP_SETTLE_SECONDS)
     await transport.answered(STOP_SETTLE_SECONDS)  # requests read before the end still get their answer
     with contextlib.suppress(Exception):
         await asyncio.wait_for(agent.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)

@@ -62,7 +62,7 @@ from tunacode_lsp.store.locations import data_dir, project_id_for
 from tunacode_lsp.store.records import RequestCheckpointRecord
 
 if TYPE_CHECKING:
-    from tunacode_lsp.agent.runs import RunService
+    from tunacode_lsp.agent.runs import RequestService
     from tunacode_lsp.tools.documents import BufferEdit, DocumentOverlay  # the tools package loads tinyagent
 
 log = logging.getLogger(__name__)
@@ -395,7 +395,7 @@ class Checkpoints:
 
     # ------------------------------------------------------------ commands
 
-    async def changes_command(self, runs: RunService, params: ChangesParams, root: Path) -> ChangesResult:
+    async def changes_command(self, runs: RequestService, params: ChangesParams, root: Path) -> ChangesResult:
         """`tunacode.changes`: a request's changes, or the session's."""
 
         if await self._sessions().get(params.session_id) is None:
@@ -409,7 +409,7 @@ class Checkpoints:
         return _with_buffer_edits(result, self._buffer_edits_of(params.session_id, ids), Path(os.path.realpath(root)))
 
     async def rewind_command(
-        self, runs: RunService, params: RewindParams, root: Path, *, open_text: OpenText | None = None,
+        self, runs: RequestService, params: RewindParams, root: Path, *, open_text: OpenText | None = None,
         documents: DocumentOverlay | None = None,
     ) -> RewindResult:
         """`tunacode.session.rewind`: files first (nothing is cut when they cannot be restored),

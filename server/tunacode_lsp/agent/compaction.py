@@ -24,12 +24,21 @@ from tunacode_lsp.agent.models import ResolvedModel
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.usage import normalize_usage
 from tunacode_lsp.contract.errors import CommandError
-from tunacode_lsp.contract.protocol import SESSION_BUSY, Usage
+from tunacode_lsp.contract.protocol import (
+    COMPACTION_FAILED,
+    MODEL_NOT_USABLE,
+    REQUEST_CANCELLED,
+    SESSION_BUSY,
+    SessionInfo,
+    Usage,
+)
 from tunacode_lsp.core.history import estimate_tokens
+from tunacode_lsp.store.errors import SessionNotFound
 from tunacode_lsp.store.leases import new_owner
 from tunacode_lsp.store.session_state import SUMMARY_MARK, summary_message
 
 if TYPE_CHECKING:
+    from tunacode_lsp.agent.config import ServerOptions
     from tunacode_lsp.agent.sessions import SessionService
 
 KEEP_SHARE = 0.25  # of the context window: the recent turns kept word for word
@@ -201,3 +210,44 @@ async def compact_session(
         return result.before, result.after
     finally:
         await asyncio.shield(service.release(session_id, owner))
+
+
+async def compact_now(
+    service: SessionService, session_id: str, options: ServerOptions, *, is_busy: Callable[[str], bool]
+) -> tuple[SessionInfo, int, int]:
+    """`tunacode.session.compact` for any front end: the session's model resolved with the
+    options, compacted now; (the session after, before, after estimates). Errors are
+    CommandErrors (SessionNotFound for an unknown session): a busy one, a model not usable, an abort
+    (`service.abort_compaction`), a failed summary (the session unchanged)."""
+
+    from tunacode_lsp.agent.catalog import model_facts
+    from tunacode_lsp.agent.models import ModelNotUsable, provider_settings, resolve_model
+
+    record = await service.get(session_id)
+    if record is None:
+        raise SessionNotFound(session_id)
+    if is_busy(session_id):
+        raise CommandError(SESSION_BUSY, f"session {session_id} is busy with a request")
+    try:
+        model = resolve_model(
+            record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout,
+            **provider_settings(options),
+        )
+    except ModelNotUsable as exc:
+        raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
+    facts = await asyncio.to_thread(
+        model_facts, model.provider, model.model_id, context_window=options.context_window, model_cost=options.model_cost
+    )  # the catalog is read on first use: off the event loop
+    signal = service.start_compaction(session_id)
+    try:
+        before, after = await compact_session(
+            service, session_id, model, context_window=facts.context_window, max_retries=options.max_retries,
+            signal=signal, cost=facts.cost,
+        )
+    except CompactionAborted:
+        raise CommandError(REQUEST_CANCELLED, "compaction cancelled; the session is unchanged") from None
+    except CompactionFailed as exc:
+        raise CommandError(COMPACTION_FAILED, f"compaction failed, the session is unchanged: {exc}") from None
+    finally:
+        service.end_compaction(session_id)
+    return (await service.get(session_id)) or record, before, after

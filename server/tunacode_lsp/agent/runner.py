@@ -17,22 +17,21 @@ import uuid
 from typing import Any
 
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
-from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
+from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent
 
-from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.edit_format import uses_apply_patch
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.hooks import HookRunner
 from tunacode_lsp.agent.instructions import NestedInstructions
-from tunacode_lsp.agent.permissions import RuleDecision, suggested_rules
+from tunacode_lsp.agent.model_input import ModelInput
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.projection import NotingSink, plan_items, plan_of, save_request_end, stored_results_for
-from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt, load_system_prompt
+from tunacode_lsp.agent.tool_gate import PLAN_MODE_TOOLS, ToolGate
 from tunacode_lsp.agent.usage import normalize_usage
 from tunacode_lsp.contract.protocol import (
     Compaction,
@@ -46,18 +45,16 @@ from tunacode_lsp.contract.protocol import (
     ThinkingDelta,
 )
 from tunacode_lsp.core.abort import race_abort
-from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
+from tunacode_lsp.core.codec import bulk_decoding, load_message
 from tunacode_lsp.core.history import (
     estimate_tokens,
-    plan_pruning,
     prune_tool_outputs,
-    pruned_replacement,
     unanswered_tool_calls,
 )
 from tunacode_lsp.core.redact import Redactor, StreamRedactor, process_redactor
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools import build_tools, spec_of
-from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
+from tunacode_lsp.tools.errors import ToolCancelled
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +64,6 @@ EMPTY_RESPONSE_NUDGE = (
 ABORT_GRACE_SECONDS = 5.0
 TOOL_STOP_GRACE_SECONDS = 0.5
 CHECKPOINT_NOTICE_WAIT = 2.0  # seconds the end of a request waits for its 'before' snapshot
-PLAN_MODE_TOOLS = frozenset({"read_file", "grep", "list_files", "diagnostics", "todo_write"})
 PLAN_MODE_PROMPT = """
 
 ## Plan mode
@@ -96,7 +92,9 @@ def _is_empty_answer(message: Any) -> bool:
     )
 
 
-class RequestRun:
+class AgentRequest:
+    """One request inside the agent loop: its spec, its sink, its abort signal and state."""
+
     def __init__(self, spec: RequestSpec, sink: AgentSink, log_: MessageLog) -> None:
         self.spec = spec
         self.started_at = time.time()
@@ -119,13 +117,17 @@ class RequestRun:
         self._nudged_now = False  # the nudge was queued by this turn's decision
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
-        self._token_estimates: dict[int, tuple[Any, int, tuple[Any, int] | None]] = {}  # id -> facts
+        self._model_input = ModelInput()  # the history's token facts, kept between turns
         self._approved: dict[str, str] = {}  # tool call id -> digest of the change the user approved
         self.hooks = HookRunner(
             spec.hooks, spec.workspace_root, spec.tool_settings,
             session_id=spec.session_id, request_id=spec.request_id, abort_signal=self.abort_signal,
         )
         self._hook_context: dict[str, list[str]] = {}  # tool call id -> preToolUse hooks' context
+        self._gate = ToolGate(
+            spec, self.registry, self.sink, self.hooks, self.abort_signal, approved=self._approved,
+            hook_context=self._hook_context, until=self._until, tool_names=self._tool_names, stop_reason=self._stop_reason,
+        )  # agent/tool_gate.py: rules, modes, hooks and approval before each call
         self._prompt_context: list[str] = []  # userPromptSubmit hooks' context
         self._nested = NestedInstructions(spec.workspace_root)  # sub-folder instruction files joined so far
         self._steers_early: list[UserMessage] = []  # steers before the first model call (not after the prompt)
@@ -321,12 +323,12 @@ class RequestRun:
         wait for a full collector pass, which at 30k messages holds the GIL for ~0.3-0.9 s."""
 
         agent.clear_messages()
-        self._token_estimates = {}
+        self._model_input.clear()
         self._agent = None
 
     def _load_history(self) -> list[Any]:
         """The history as tinyagent messages (full validation), with their token facts
-        (`_facts_of`) taken from the dumps at hand, so the first turn does not dump each
+        (agent/model_input.py) taken from the dumps at hand, so the first turn does not dump each
         message again. Runs on a thread, before the agent exists."""
 
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
@@ -344,14 +346,7 @@ class RequestRun:
         return models
 
     def _load_history_now(self) -> list[Any]:
-        models: list[Any] = []
-        for dump in self.spec.history:
-            model = load_message(dump)
-            replacement = pruned_replacement(dump)
-            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
-            self._token_estimates[id(model)] = (model, estimate_tokens([dump]), pruned)
-            models.append(model)
-        return models
+        return [self._model_input.load(dump) for dump in self.spec.history]
 
     def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:
         spec = self.spec
@@ -366,7 +361,7 @@ class RequestRun:
                 ),
                 get_api_key=lambda _provider: spec.model.api_key,
                 convert_to_llm=self._convert_to_llm,
-                before_tool_call=self._before_tool_call,
+                before_tool_call=self._gate.before_tool_call,
                 should_stop_after_turn=self._should_stop_after_turn,
                 steering_mode="all",  # the steers that reached one boundary go to the model together
                 session_id=spec.session_id,
@@ -414,46 +409,9 @@ class RequestRun:
         return llm
 
     def _llm_input(self, messages: list[Any]) -> tuple[list[Message], int]:
-        """What the model is sent (pruned, `plan_pruning`) and its estimated tokens."""
+        """What the model is sent (agent/model_input.py) and its estimated tokens."""
 
-        with bulk_decoding():  # no collector pass over the whole heap (holding the GIL) meanwhile
-            return self._llm_input_now(messages)
-
-    def _llm_input_now(self, messages: list[Any]) -> tuple[list[Message], int]:
-        llm = _merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
-        facts = [self._facts_of(m) for m in llm]
-        estimate = sum(f[1] for f in facts)
-        if estimate <= self.spec.history_token_budget:
-            return llm, estimate  # no prefix of the history passed the budget: nothing is pruned
-        # Pruning is a pure function of the history, replayed as it grew (plan_pruning): it
-        # happens in rare large steps, so consecutive calls share their input as a prefix.
-        chosen = plan_pruning(
-            [f[1] for f in facts],
-            [None if f[2] is None else f[2][1] for f in facts],
-            token_budget=self.spec.history_token_budget,
-            is_result=[getattr(m, "role", None) == "tool_result" for m in llm],
-        )
-        out: list[Any] = []
-        for position, (message, fact) in enumerate(zip(llm, facts, strict=True)):
-            replacement = fact[2]
-            out.append(replacement[0] if position in chosen and replacement is not None else message)
-        estimate = sum(
-            pruned[1] if i in chosen and (pruned := facts[i][2]) is not None else facts[i][1] for i in range(len(llm))
-        )
-        return out, estimate
-
-    def _facts_of(self, message: Any) -> tuple[Any, int, tuple[Any, int] | None]:
-        """(message, token estimate, (pruned replacement, its estimate) or None), computed once:
-        this runs before every model turn."""
-
-        cached = self._token_estimates.get(id(message))
-        if cached is None or cached[0] is not message:
-            dump = dump_message(message)
-            replacement = pruned_replacement(dump)
-            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
-            cached = (message, estimate_tokens([dump]), pruned)
-            self._token_estimates[id(message)] = cached
-        return cached
+        return self._model_input.build(messages, self.spec.history_token_budget)
 
     # ------------------------------------------------------------ tools
 
@@ -523,105 +481,6 @@ class RequestRun:
             raise ToolCancelled("cancelled by the user (the tool did not stop in time)")
         return raced.result()
 
-    async def _before_tool_call(
-        self, tool_call: ToolCallContent, tool: AgentTool | None, args: dict[str, Any]
-    ) -> ToolLoopControl | None:
-        name = tool_call.name or ""
-        call_id = tool_call.id or ""
-        await self._until(self.registry.wait_in_order(call_id))
-        if tool is None:
-            return _error_result(retry_hint(
-                f"Unknown tool {clip(name, 80)!r}", "use one of: " + ", ".join(sorted(self._tool_names()))
-            ))
-        if tool_call.partial_json and tool_call.partial_json.startswith(OVERSIZE_PREFIX):
-            return _error_result(retry_hint(
-                f"The {clip(name, 80)} call was refused: {tool_call.partial_json[1:-1]}",
-                "send less at once (split the work, or write a file in parts)",
-            ))
-        if tool_call.partial_json:
-            return _error_result(retry_hint(
-                f"The arguments of this {name} call were not valid JSON (received: {clip(tool_call.partial_json, 300)})",
-                "send them as one JSON object",
-            ))
-        if self.spec.mode == "plan" and name not in PLAN_MODE_TOOLS:
-            self.registry.mark_denied(call_id, name, args, reason="policy")
-            return _error_result(f"{name} is not available in plan mode: only read-only tools and todo_write.")
-        rule = self._rule_decision(name, args)
-        if rule is not None and rule.effect == "deny":
-            self.registry.mark_denied(call_id, name, args, reason="policy")
-            return _error_result(
-                f"{name} was blocked by the {rule.describe()}: it is not allowed here. Do not retry it; "
-                "try another way, or ask the user."
-            )
-        blocked = await self._pre_tool_hooks(call_id, name, args)
-        if blocked is not None:
-            return blocked
-        forced = rule is not None and rule.effect == "ask"
-        if rule is not None and rule.effect == "allow":
-            # no rule covers an edit of a file that runs code outside the sandbox: that is asked
-            if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
-                return None
-            forced = True
-        if not forced and not spec_of(name).needs_approval and name not in self.spec.extra_changing_tools:
-            return None
-        approval = self.spec.approval
-        if not forced and (approval == "auto" or name in self.spec.session_allowed_tools):
-            # an edit of a file that runs code outside the sandbox (.vscode/tasks.json, .envrc) is always asked
-            if not await asyncio.to_thread(edits_code_outside, name, args, self.spec.workspace_root):
-                return None
-        try:  # the same parsing and planning the tool will run, off the event loop
-            view = await asyncio.to_thread(
-                approval_view, name, args, self.spec.workspace_root, self.spec.line_refs, self.spec.documents
-            )
-        except ToolError as exc:
-            return _error_result(str(exc))  # it cannot run as shown: nobody is asked, nothing runs
-        summary = view.headline
-        if approval == "read-only" and not forced:
-            self.registry.mark_denied(call_id, name, args, reason="policy")
-            return _error_result(f"the user declined: {name} is not allowed in read-only mode ({summary})")
-        self.registry.awaiting_approval(call_id, name, args)
-        always = suggested_rules(name, args, self.spec.workspace_root) if self.spec.save_rules else ()
-        decision = await self._ask(ApprovalRequest(
-            call_id, name, spec_of(name).summary(args), args, view.detail, view.detail_kind, view.truncated, summary,
-            rule=rule.describe() if rule is not None else None, always_allow=always, runs_code_outside=view.runs_code_outside,
-        ))
-        if decision == "allow_session":
-            self.spec.session_allowed_tools.add(name)
-        if decision in ("allow_always_user", "allow_always_project") and always and self.spec.save_rules:
-            said = await self.spec.save_rules(decision.rsplit("_", 1)[1], always)
-            self.sink.emit(Notice(said))
-        if decision in ("allow_always_user", "allow_always_project"):
-            decision = "allow"
-        if decision in ("allow", "allow_session"):
-            if view.digest is not None:
-                self._approved[call_id] = view.digest  # the tool writes exactly these bytes, or nothing
-            return None
-        if self.abort_signal.is_set():
-            self.registry.finish(call_id, "cancelled", "cancelled while waiting for approval", name=name, reason=self._stop_reason())
-            return _error_result("cancelled by the user")
-        self.registry.mark_denied(call_id, name, args)
-        return _error_result(f"the user declined: {name} {summary}. Do not retry it unchanged; ask or try another way.")
-
-    def _rule_decision(self, name: str, args: dict[str, Any]) -> RuleDecision | None:
-        if not self.spec.rules:
-            return None
-        return self.spec.rules.decide(name, args, self.spec.workspace_root)
-
-    async def _pre_tool_hooks(self, call_id: str, name: str, args: dict[str, Any]) -> ToolLoopControl | None:
-        """preToolUse hooks: exit 2 blocks the call (`reason: "policy"`), their context joins its result."""
-
-        if not self.hooks.any_for("preToolUse", name):
-            return None
-        outcome = await self.hooks.run("preToolUse", tool=name, args=args)
-        for notice in outcome.notices:
-            self.sink.emit(Notice(notice))
-        if outcome.blocked:
-            self.registry.mark_denied(call_id, name, args, reason="policy")
-            return _error_result(f"{name} was blocked by {outcome.blocked_by}: {outcome.reason}")
-        if outcome.context:
-            self._hook_context[call_id] = outcome.context
-        return None
-
     async def _post_tool_hooks(self, call_id: str, name: str, args: dict[str, Any], result: AgentToolResult) -> AgentToolResult:
         """postToolUse hooks see the result; their context (and a block's reason) is added to it."""
 
@@ -654,14 +513,6 @@ class RequestRun:
     def _stop_reason(self) -> str:
         """The `reason` of a call stopped by this request's end: its timeout or an abort."""
         return "timeout" if self.abort_reason == "timeout" else "aborted"
-
-    async def _ask(self, request: ApprovalRequest) -> str:
-        """Ask for approval; an abort ends the wait as a denial."""
-
-        raced = await race_abort(self.sink.ask_approval(request), self.abort_signal)
-        if raced.finished and raced.task.exception() is None:
-            return raced.result()
-        return "deny"
 
     def _tool_names(self) -> list[str]:
         return [t.name for t in self._agent.state.tools] if self._agent else []
@@ -838,23 +689,3 @@ class RedactingSink:
 
     def __getattr__(self, name: str) -> Any:  # close(), progress, ... of the caller's sink
         return getattr(self._inner, name)
-
-
-def _merge_user_runs(messages: list[Any]) -> list[Any]:
-    """Two user messages in a row (a prompt after a turn that produced nothing) become one.
-
-    The stored rows stay as they are (history cleaning merges them on the next load); this
-    keeps the model's input valid now, in one pass.
-    """
-
-    out: list[Any] = []
-    for message in messages:
-        if out and message.role == "user" and out[-1].role == "user":
-            out[-1] = out[-1].model_copy(update={"content": [*out[-1].content, TextContent(text="\n\n"), *message.content]})
-        else:
-            out.append(message)
-    return out
-
-
-def _error_result(text: str) -> ToolLoopControl:
-    return ToolLoopControl(result=AgentToolResult(content=[TextContent(text=text)]), is_error=True)

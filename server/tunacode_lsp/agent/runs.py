@@ -59,9 +59,12 @@ from tunacode_lsp.store.records import iso_from_us
 if TYPE_CHECKING:  # the agent loop and the tools load with the first request, not at start-up
     from tinyagent.agent_types import AgentTool
 
-    from tunacode_lsp.agent.context import TextOf
+    from tunacode_lsp.agent.catalog import ModelFacts
+    from tunacode_lsp.agent.commands import ExpandedPrompt
+    from tunacode_lsp.agent.context import PromptContext, TextOf
     from tunacode_lsp.agent.ports import AgentSink
-    from tunacode_lsp.agent.runner import RequestRun
+    from tunacode_lsp.agent.runner import AgentRequest
+    from tunacode_lsp.agent.settings_files import EffectiveSettings
     from tunacode_lsp.tools import LineRefLedger
     from tunacode_lsp.tools.background import BackgroundProcesses
     from tunacode_lsp.tools.diagnostics import DiagnosticsSource
@@ -90,8 +93,8 @@ class SessionState:
 
     allowed_tools: set[str] = field(default_factory=set)  # "Allow for this session"
     line_refs: LineRefLedger = field(default_factory=lambda: _new_ledger())  # line numberings the model saw
-    running: PendingRun | None = None  # the busy reservation
-    waiting: deque[PendingRun] = field(default_factory=deque)  # queued requests, next first
+    running: RequestSlot | None = None  # the busy reservation
+    waiting: deque[RequestSlot] = field(default_factory=deque)  # queued requests, next first
     notices: set[str] = field(default_factory=set)  # once-per-session notices already given
 
 
@@ -101,7 +104,7 @@ def _new_ledger() -> LineRefLedger:
     return LineRefLedger()
 
 
-class PendingRun:
+class RequestSlot:
     """One request, from its handler's first line to its answer.
 
     `run` exists once the agent run is built; an abort before that is remembered and given
@@ -112,7 +115,7 @@ class PendingRun:
         self.session_id = session_id
         self.tag = tag  # the front end's handle: the JSON-RPC message id under LSP
         self.started_at = time.time()
-        self.run: RequestRun | None = None
+        self.run: AgentRequest | None = None
         self.abort_reason: str | None = None
         self.sink: ClosableSink | None = None
         self.steers: list[str] = []  # steers that came before the run was built
@@ -132,7 +135,7 @@ class PendingRun:
         return True
 
     def steer(self, text: str) -> bool:
-        """A user message for the running request's next turn boundary (RequestRun.steer)."""
+        """A user message for the running request's next turn boundary (AgentRequest.steer)."""
 
         if self.abort_reason is not None or self.queued or not self.request_id:
             return False
@@ -149,7 +152,24 @@ class PendingRun:
         )
 
 
-class RunService:
+@dataclass
+class PreparedRequest:
+    """What `RequestService.prepare` resolved for one request (no lease held yet)."""
+
+    params: RequestParams
+    options: ServerOptions
+    settings: EffectiveSettings
+    root: Path
+    command: ExpandedPrompt | None
+    session_id: str
+    model: ResolvedModel
+    facts: ModelFacts
+    context: PromptContext | None
+    state: SessionState
+    notices: list[str]
+
+
+class RequestService:
     """Every request of this process, by request id; the per-session states."""
 
     def __init__(
@@ -161,7 +181,7 @@ class RunService:
         self._sessions = sessions
         self._options = options
         self._workspace_root = workspace_root
-        self._pending: dict[str, PendingRun] = {}
+        self._pending: dict[str, RequestSlot] = {}
         self._states: dict[str, SessionState] = {}
         self._idle: asyncio.Event | None = None  # set when no request is pending
         self.checkpoints = Checkpoints(sessions)  # the workspace before and after each request
@@ -173,7 +193,7 @@ class RunService:
     def active(self) -> list[ActiveRequest]:
         return [p.info() for p in self._pending.values() if p.session_id is not None]
 
-    def pending(self) -> list[PendingRun]:
+    def pending(self) -> list[RequestSlot]:
         return list(self._pending.values())
 
     def is_busy(self, session_id: str) -> bool:
@@ -235,7 +255,7 @@ class RunService:
         state = self._states.get(session_id)
         return state is not None and state.running is not None and state.running.steer(text)
 
-    def find(self, predicate: Callable[[PendingRun], bool]) -> PendingRun | None:
+    def find(self, predicate: Callable[[RequestSlot], bool]) -> RequestSlot | None:
         return next((p for p in self._pending.values() if predicate(p)), None)
 
     # ------------------------------------------------------------ models
@@ -311,14 +331,14 @@ class RunService:
 
     # ------------------------------------------------------------ a request
 
-    def begin(self, params: RequestParams, *, tag: Any = None) -> PendingRun:
+    def begin(self, params: RequestParams, *, tag: Any = None) -> RequestSlot:
         """Register a request and reserve its session, synchronously (no await before it).
 
         With `params.queue` a busy session queues the request instead (`wait_turn`)."""
 
         from tunacode_lsp.agent.runner import new_request_id
 
-        pending = PendingRun(new_request_id(), params.session_id, tag)
+        pending = RequestSlot(new_request_id(), params.session_id, tag)
         if params.session_id is not None:
             state = self.session_state(params.session_id)
             if params.queue and state.running is not None:
@@ -332,7 +352,7 @@ class RunService:
         self._pending[pending.request_id] = pending
         return pending
 
-    def queue_position(self, pending: PendingRun) -> int:
+    def queue_position(self, pending: RequestSlot) -> int:
         """1 for the next request to start; 0 when it is not queued."""
 
         state = self._states.get(pending.session_id or "")
@@ -340,7 +360,7 @@ class RunService:
             return 0
         return list(state.waiting).index(pending) + 1
 
-    async def wait_turn(self, pending: PendingRun) -> bool:
+    async def wait_turn(self, pending: RequestSlot) -> bool:
         """Until the session is this request's (True at once when it was not queued); False
         when it was dropped while it waited (its own cancel or abort, a shutdown)."""
 
@@ -360,7 +380,7 @@ class RunService:
             if nxt.turn is not None and not nxt.turn.done():
                 nxt.turn.set_result(True)
 
-    def _reserve(self, session_id: str, pending: PendingRun) -> None:
+    def _reserve(self, session_id: str, pending: RequestSlot) -> None:
         state = self.session_state(session_id)
         if state.running is not None and state.running is not pending:
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
@@ -372,7 +392,7 @@ class RunService:
         """Reserve an idle session for a command that rewrites it (a rewind): a request on it is
         refused meanwhile (-32002), and the command is refused while one runs."""
 
-        marker = PendingRun("", session_id, None)
+        marker = RequestSlot("", session_id, None)
         self._reserve(session_id, marker)
         try:
             yield
@@ -396,7 +416,7 @@ class RunService:
         # stopped requests' last snapshots: recorded before the process goes
         return await self.checkpoints.settled(None, max(0.0, deadline - loop.time()))
 
-    def end(self, pending: PendingRun) -> None:
+    def end(self, pending: RequestSlot) -> None:
         """Forget a request (every path: answered, failed, refused)."""
 
         self._pending.pop(pending.request_id, None)
@@ -414,7 +434,7 @@ class RunService:
 
     async def run(
         self,
-        pending: PendingRun,
+        pending: RequestSlot,
         params: RequestParams,
         make_sink: SinkFactory,
         *,
@@ -425,19 +445,33 @@ class RunService:
         workspace_root: Path | None = None,
         approval: str | None = None,
     ) -> RequestResult:
-        """Resolve the model and session, hold the lease, run the agent, release everything.
+        """Prepare the request (`prepare`), then run it under the session's lease (`run_prepared`).
 
         `workspace_root` overrides the service's root for this request (ACP: each session has
         its own cwd). The caller calls `end(pending)` afterwards, whatever happened."""
 
+        prepared = await self.prepare(pending, params, text_of=text_of, workspace_root=workspace_root, approval=approval)
+        return await self.run_prepared(
+            pending, prepared, make_sink, diagnostics=diagnostics, extra_tools=extra_tools, documents=documents
+        )
+
+    async def prepare(
+        self,
+        pending: RequestSlot,
+        params: RequestParams,
+        *,
+        text_of: TextOf | None = None,
+        workspace_root: Path | None = None,
+        approval: str | None = None,
+    ) -> PreparedRequest:
+        """Everything a request needs before its lease: the settings, a `/command` expanded,
+        the session found (or created and reserved), the model and its facts resolved, the
+        editor context checked and rendered, the session's once-only notices."""
+
         from tunacode_lsp.agent.catalog import model_facts
-        from tunacode_lsp.agent.commands import allowed_tool_names, expand_prompt
+        from tunacode_lsp.agent.commands import expand_prompt
         from tunacode_lsp.agent.context import resolve_context
-        from tunacode_lsp.agent.ports import RequestSpec
-        from tunacode_lsp.agent.runner import RequestRun
-        from tunacode_lsp.agent.settings_files import effective_settings, save_allow_rules
-        from tunacode_lsp.tools import ToolSettings
-        from tunacode_lsp.tools.kept_outputs import keeping_outputs, session_outputs_dir
+        from tunacode_lsp.agent.settings_files import effective_settings
 
         options = self._options()
         sessions = self._sessions()
@@ -492,6 +526,32 @@ class RunService:
                     f"Shell commands run without a sandbox: {sandbox.reason}. They can write outside the "
                     "workspace; set shellSandbox to \"required\" to refuse them instead (docs/tools.md)."
                 )
+        return PreparedRequest(params, options, settings, root, command, session_id, model, facts, context, state, notices)
+
+    async def run_prepared(
+        self,
+        pending: RequestSlot,
+        prepared: PreparedRequest,
+        make_sink: SinkFactory,
+        *,
+        diagnostics: DiagnosticsSource | None = None,
+        extra_tools: tuple[list[AgentTool], frozenset[str]] = ([], frozenset()),
+        documents: DocumentOverlay | None = None,
+    ) -> RequestResult:
+        """Hold the session's lease, take the checkpoint, load the history, build the
+        RequestSpec, run the agent, release everything."""
+
+        from tunacode_lsp.agent.commands import allowed_tool_names
+        from tunacode_lsp.agent.ports import RequestSpec
+        from tunacode_lsp.agent.runner import AgentRequest
+        from tunacode_lsp.agent.settings_files import save_allow_rules
+        from tunacode_lsp.tools import ToolSettings
+        from tunacode_lsp.tools.kept_outputs import keeping_outputs, session_outputs_dir
+
+        params, options, settings, root, command = prepared.params, prepared.options, prepared.settings, prepared.root, prepared.command
+        session_id, model, facts, context, state = prepared.session_id, prepared.model, prepared.facts, prepared.context, prepared.state
+        notices = list(prepared.notices)
+        sessions = self._sessions()
         owner = new_owner()  # one lease owner per request
         if not await sessions.acquire(session_id, owner):
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
@@ -548,7 +608,7 @@ class RunService:
             )
             sink = make_sink(session_id, pending.request_id, params.prompt)
             pending.sink = sink
-            run = RequestRun(spec, sink, StoreMessageLog(sessions, session_id, model.spec))
+            run = AgentRequest(spec, sink, StoreMessageLog(sessions, session_id, model.spec))
             pending.run = run
             if pending.abort_reason is not None:  # aborted while it was starting
                 run.abort(pending.abort_reason)

@@ -94,7 +94,7 @@ class SessionService:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tunacode-db")
         self._store: SessionStore | None = None
         self._histories: dict[str, CachedHistory] = {}  # most recently used last
-        self._compacting: dict[str, tuple[Any, asyncio.Event]] = {}  # session id -> (msg id, abort signal)
+        self._compacting: dict[str, asyncio.Event] = {}  # session id -> the running compaction's abort signal
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -152,23 +152,22 @@ class SessionService:
             await asyncio.get_running_loop().run_in_executor(self._pool, entry.build_view)
         return list(entry.build_view())
 
-    def start_compaction(self, session_id: str, msg_id: Any) -> asyncio.Event:
-        """The abort signal of a `tunacode.session.compact` running for `msg_id`."""
+    def start_compaction(self, session_id: str) -> asyncio.Event:
+        """The abort signal of a `tunacode.session.compact` running on the session."""
         signal = asyncio.Event()
-        self._compacting[session_id] = (msg_id, signal)
+        self._compacting[session_id] = signal
         return signal
 
     def end_compaction(self, session_id: str) -> None:
         self._compacting.pop(session_id, None)
 
-    def abort_compaction(self, *, msg_id: Any = None, session_id: str | None = None) -> int:
-        """Stop running compactions by JSON-RPC id or session; how many were stopped."""
-        count = 0
-        for sid, (mid, signal) in list(self._compacting.items()):
-            if (msg_id is not None and mid == msg_id) or (session_id is not None and sid == session_id):
-                signal.set()
-                count += 1
-        return count
+    def abort_compaction(self, *, session_id: str) -> int:
+        """Stop the session's running compaction; how many were stopped (0 or 1)."""
+        signal = self._compacting.get(session_id)
+        if signal is None:
+            return 0
+        signal.set()
+        return 1
 
     async def save_compaction(
         self, session_id: str, history: builtins.list[dict[str, Any]], cut: int, summary: str, usage: Usage | None

@@ -5,12 +5,16 @@ strict where a mistake would wedge the server:
 
 - header names are case-insensitive, whitespace around the value is ignored, and lines may
   end in CRLF or a bare LF (the LSP base protocol asks for CRLF; some clients send LF);
-- a header block that cannot be used (`Content-Length: abc`, no Content-Length, a length
-  over MAX_BODY) is skipped, and reading resynchronises on the next `Content-Length`
+- a header block that cannot be used (`Content-Length: abc`, no Content-Length) is skipped, and reading resynchronises on the next `Content-Length`
   header, wherever it starts (after a body sent a few bytes short, the rest of it is
   skipped the same way);
 - a header block longer than MAX_HEADER (a 70 MB line without a newline) is dropped as it
-  arrives: memory stays bounded.
+  arrives: memory stays bounded;
+- a body over MAX_BODY is read through without being kept (its first and last
+  EDGE_KEPT bytes aside) and comes out as an `OversizedMessage` naming its top-level `id`
+  when one can be found there, so the request is answered with an error instead of never;
+  a header found inside it (a length that lied: raw line breaks never occur inside compact
+  JSON) ends the skip and reading resynchronises there.
 
 `check_message` applies JSON-RPC 2.0 to a body: not JSON is -32700 (ParseError), not an
 object, no `"jsonrpc": "2.0"` or an `id` that is neither string, number nor null is -32600
@@ -30,6 +34,8 @@ log = logging.getLogger(__name__)
 MAX_HEADER = 8 * 1024  # bytes of one header block
 MAX_BODY = 64 * 1024 * 1024  # bytes of one message body
 READ_CHUNK = 256 * 1024
+EDGE_KEPT = 256 * 1024  # bytes kept of each end of an oversized body, to find its id
+HEADER_HOLD = 64  # bytes held back while skipping, so a header split across reads is still seen
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -37,6 +43,50 @@ INVALID_REQUEST = -32600
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _LENGTH_VALUE = re.compile(rb"(?im)^content-length[ \t]*:[ \t]*([0-9]{1,12})[ \t]*\r?$")
+_HEADER_LINE = re.compile(rb"(?i)content-length[ \t]*:[ \t]*[0-9]{1,12}[ \t]*\r?\n")
+_JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
+_ID_VALUE = rb'(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|' + _JSON_STRING + rb"|null)"
+_HEAD_TOKEN = re.compile(_JSON_STRING + rb'|"|[{}\[\]]', re.S)
+_AFTER_KEY = re.compile(rb"\s*:\s*" + _ID_VALUE)
+_SCALAR = _JSON_STRING + rb"|[-+.\w]+"
+_TAIL_ID = re.compile(
+    rb'"id"\s*:\s*' + _ID_VALUE + rb"\s*(?:,\s*" + _JSON_STRING + rb"\s*:\s*(?:" + _SCALAR + rb")\s*)*\}\s*$", re.S
+)
+
+
+class OversizedMessage:
+    """A message body over MAX_BODY, read through and dropped: its length and its `id`."""
+
+    def __init__(self, length: int, msg_id: Any, id_found: bool) -> None:
+        self.length = length
+        self.msg_id = msg_id
+        self.id_found = id_found
+
+    def error(self) -> dict[str, Any]:
+        return error_response(
+            self.msg_id, INVALID_REQUEST,
+            f"Invalid Request: the message is too large ({self.length} bytes; the limit is {MAX_BODY} bytes)",
+        )
+
+
+def _top_level_id(head: bytes, tail: bytes) -> tuple[bool, Any]:
+    """(found, id) of a JSON object cut in the middle: its top-level `id` member when it is in
+    the first bytes (read in order, depth kept) or among the scalar members that end it."""
+
+    depth = 0
+    for token in _HEAD_TOKEN.finditer(head):
+        text = token.group()
+        if text == b'"':
+            break  # a string that goes on past the kept bytes
+        if text in (b"{", b"["):
+            depth += 1
+        elif text in (b"}", b"]"):
+            depth -= 1
+        elif depth == 1 and text == b'"id"' and (value := _AFTER_KEY.match(head, token.end())):
+            return True, json.loads(value.group(1))
+    if (value := _TAIL_ID.search(tail)) is not None:
+        return True, json.loads(value.group(1))
+    return False, None
 
 
 class FrameReader:
@@ -63,8 +113,8 @@ class FrameReader:
             self.skipped += n
             del self._buf[:n]
 
-    async def next_body(self) -> bytes | None:
-        """The next message body, or None at the end of the stream."""
+    async def next_body(self) -> bytes | OversizedMessage | None:
+        """The next message body (or what is known of one too large), or None at the end."""
 
         while True:
             match = _CONTENT_LENGTH.search(self._buf)
@@ -99,18 +149,52 @@ class FrameReader:
                 continue
             value = _LENGTH_VALUE.search(header)
             length = int(value.group(1)) if value else -1
-            if length < 0 or length > MAX_BODY:
+            if length < 0:
                 log.warning("unusable header %r; resynchronising", header[:200])
                 self._skip(end.end())
                 continue
             self._skip(end.end())
             self.skipped -= end.end()  # a good header is not skipped bytes
+            if length > MAX_BODY:
+                return await self._pass_over(length)
             while len(self._buf) < length:
                 if not await self._fill():
                     return None
             body = bytes(self._buf[:length])
             del self._buf[:length]
             return body
+
+
+    async def _pass_over(self, length: int) -> OversizedMessage | None:
+        """Read an oversized body through, keeping only its ends; stop early at a header."""
+
+        log.warning("a message of %d bytes is over the %d byte limit; dropping it", length, MAX_BODY)
+        head = bytearray()
+        tail = bytearray()
+        left = length
+        while left > 0:
+            if not self._buf and not await self._fill():
+                return None
+            piece = bytes(self._buf[:left])
+            header = _HEADER_LINE.search(piece)
+            if header is not None:  # the length lied: the next message starts here
+                piece = piece[: header.start()]
+                left = len(piece)
+            elif len(piece) < left:  # more to come: keep a tail that may begin a header split across reads
+                if len(piece) <= HEADER_HOLD:
+                    if not await self._fill():
+                        return None
+                    continue
+                piece = piece[:-HEADER_HOLD]
+            del self._buf[: len(piece)]
+            left -= len(piece)
+            if len(head) < EDGE_KEPT:
+                head += piece[: EDGE_KEPT - len(head)]
+            tail = (tail + piece)[-EDGE_KEPT:]
+            if header is not None:
+                break
+        found, msg_id = _top_level_id(bytes(head), bytes(tail))
+        return OversizedMessage(length, msg_id, found)
 
 
 def error_response(msg_id: Any, code: int, message: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Requests under LSP: the agent's runs service plus the LSP routes to them.
 
-`tunacode.abort`, `$/cancelRequest` (by JSON-RPC message id) and
-`window/workDoneProgress/cancel` (by progress token) all reach the same `PendingRun`
+`tunacode.abort`, `$/cancelRequest` (by JSON-RPC message id, through lsp/cancels.py) and
+`window/workDoneProgress/cancel` (by progress token) all reach the same `RequestSlot`
 (agent/runs.py), from the moment the command's handler starts.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +16,7 @@ from pygls import uris
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 
 from tunacode_lsp.agent.detached import DetachedError
-from tunacode_lsp.agent.runs import PendingRun, RunService, SessionUnreadable
+from tunacode_lsp.agent.runs import RequestService, RequestSlot, SessionUnreadable
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     EVENT_NOTIFICATION,
@@ -32,6 +31,7 @@ from tunacode_lsp.contract.protocol import (
     to_wire,
 )
 from tunacode_lsp.lsp.editor import diagnostics_source
+from tunacode_lsp.lsp.plain_answers import announce_answer
 from tunacode_lsp.lsp.pygls_compat import workspace_ready
 
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from tunacode_lsp.lsp.server import TunaLanguageServer
 
 log = logging.getLogger(__name__)
-
-EARLY_CANCELS_KEPT = 64  # ids of cancels that overtook their request's handler
 
 # What a request needs and start-up does not: imported with the first request, or earlier
 # on a worker thread by `warm_up` once the client is initialized.
@@ -57,42 +55,35 @@ def warm_up() -> None:
         log.exception("warming up the agent modules failed")
 
 
-class LspRuns(RunService):
+class LspRequests(RequestService):
     """The runs service with the LSP cancel routes."""
 
     def __init__(self, ls: TunaLanguageServer) -> None:
         super().__init__(lambda: ls.sessions, lambda: ls.options, lambda: ls.workspace_root)
         self._ls = ls
         self._cancelled_by_rpc: set[str] = set()
-        self._early_cancels: deque[Any] = deque(maxlen=EARLY_CANCELS_KEPT)
 
-    def cancel_before_start(self, msg_id: Any) -> None:
-        """A `$/cancelRequest` for an id no request has registered (yet)."""
-
-        self._early_cancels.append(msg_id)
-
-    def begin_lsp(self, params: RequestParams, msg_id: Any) -> PendingRun:
-        """`begin`, then apply a `$/cancelRequest` that overtook the handler's start."""
+    def begin_lsp(self, params: RequestParams, msg_id: Any) -> RequestSlot:
+        """`begin`, with its `$/cancelRequest` route in the server's registry (lsp/cancels.py):
+        a cancel that overtook the handler's start applies at once."""
 
         pending = self.begin(params, tag=msg_id)
-        if msg_id in self._early_cancels:
-            self._early_cancels.remove(msg_id)
-            self._cancelled_by_rpc.add(pending.request_id)
-            pending.abort("cancelled")
+        self._ls.cancels.register(msg_id, lambda: self._cancel_by_rpc(pending))
         return pending
 
-    def cancel_by_msg_id(self, msg_id: Any) -> bool:
+    def _cancel_by_rpc(self, pending: RequestSlot) -> None:
         """`$/cancelRequest` for a pending tunacode.request: abort it and answer RequestCancelled."""
 
-        pending = self.find(lambda p: p.tag == msg_id)
-        if pending is None:
-            return False
         self._cancelled_by_rpc.add(pending.request_id)
         pending.abort("cancelled")
-        return True
+
+    def end(self, pending: RequestSlot) -> None:
+        if pending.tag is not None:
+            self._ls.cancels.unregister(pending.tag)
+        super().end(pending)
 
     def cancel_by_progress_token(self, token: Any) -> bool:
-        def has_token(p: PendingRun) -> bool:
+        def has_token(p: RequestSlot) -> bool:
             progress = getattr(p.sink, "progress", None)
             return progress is not None and progress.token == token
 
@@ -101,6 +92,14 @@ class LspRuns(RunService):
             return False
         pending.abort("cancelled")
         return True
+
+    def end_progress_now(self, message: str) -> None:
+        """Every open `$/progress` of every request gets its `end` now (before `exit`)."""
+
+        for pending in self.pending():
+            progress = getattr(pending.sink, "progress", None)
+            if progress is not None:
+                progress.end_now(message)
 
     def open_documents(self) -> TextOf:
         """The editor's text of the documents open now (a snapshot taken on the event loop)."""
@@ -112,7 +111,7 @@ class LspRuns(RunService):
                     texts[os.path.realpath(uris.to_fs_path(uri) or "")] = document.source
         return lambda path: texts.get(str(path))
 
-    def _notify(self, pending: PendingRun, sent: int, event: Event) -> int:
+    def _notify(self, pending: RequestSlot, sent: int, event: Event) -> int:
         """One event of a request that has no sink yet (queued); the count of events sent."""
 
         payload = {"sessionId": pending.session_id or "", "requestId": pending.request_id, "seq": sent + 1}
@@ -120,7 +119,7 @@ class LspRuns(RunService):
         self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
         return sent + 1
 
-    async def serve_detached(self, pending: PendingRun, params: RequestParams) -> None:
+    async def serve_detached(self, pending: RequestSlot, params: RequestParams) -> None:
         """A detached request to its end: the outcome is kept for tunacode.request.result, and
         a request that failed before its first event still ends with `request_end`."""
 
@@ -138,7 +137,7 @@ class LspRuns(RunService):
             self._notify(pending, 1 if pending.turn is not None else 0, RequestEnd("error", Usage(), ErrorInfo(outcome.message)))
         self.detached.ended(pending.request_id, outcome)
 
-    async def serve(self, pending: PendingRun, params: RequestParams, *, work_done_token: Any) -> RequestResult:
+    async def serve(self, pending: RequestSlot, params: RequestParams, *, work_done_token: Any) -> RequestResult:
         """Run a registered request to its answer (the caller registered it with `begin`)."""
 
         from tunacode_lsp.lsp.documents import LspDocuments  # the tools load with the first request
@@ -175,4 +174,5 @@ class LspRuns(RunService):
             self._cancelled_by_rpc.discard(pending.request_id)
         if cancelled:
             raise JsonRpcRequestCancelled(message=f"request {pending.request_id} was cancelled")
+        announce_answer(self._ls, self._ls.client_name, result)  # a plain client sees the answer too
         return result

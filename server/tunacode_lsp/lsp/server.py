@@ -1,10 +1,8 @@
 """The language server: thin handlers over the request service and the session service.
 
 Each command handler parses its params into a typed object (a bad field is InvalidParams
-naming it), calls one service function and returns a wire dict. Two pygls 2 behaviours are
-adjusted in `TunaProtocol`: command handlers receive the whole ExecuteCommandParams (the
-workDoneToken lives there), and `$/cancelRequest` for a running `tunacode.request` aborts
-the run instead of only cancelling pygls's outer future.
+naming it), calls one service function and returns a wire dict. What adjusts pygls itself
+(the lifecycle, framing, dispatch, exit, `$/cancelRequest`) is in lsp/protocol_plumbing.py.
 """
 
 from __future__ import annotations
@@ -14,19 +12,12 @@ import contextlib
 import logging
 import os
 import signal
-import stat
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from pygls.io_ import StdoutWriter
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 from tunacode_lsp import __version__
 from tunacode_lsp.agent.config import ServerOptions, parse_options
@@ -53,10 +44,7 @@ from tunacode_lsp.contract.protocol import (
     COMMAND_SETTINGS_CONSENT,
     COMMAND_STATUS,
     COMMAND_STEER,
-    COMPACTION_FAILED,
-    MODEL_NOT_USABLE,
     PROTOCOL_VERSION,
-    REQUEST_CANCELLED,
     REQUEST_RUNNING,
     SESSION_BUSY,
     UNKNOWN_SESSION,
@@ -94,15 +82,15 @@ from tunacode_lsp.contract.protocol import (
     parse_params,
     to_wire,
 )
-from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.lsp import document_sync, mcp
+from tunacode_lsp.lsp.cancels import CancelRegistry
 from tunacode_lsp.lsp.client_requests import ask_client
 from tunacode_lsp.lsp.client_support import require_approval_channel
 from tunacode_lsp.lsp.code_actions import code_actions
-from tunacode_lsp.lsp.framing import FrameReader, check_message, error_response
 from tunacode_lsp.lsp.logging_setup import enable_log_file, set_stderr_level
-from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload, workspace_ready
-from tunacode_lsp.lsp.runs import LspRuns, warm_up
+from tunacode_lsp.lsp.protocol_plumbing import IGNORED, StdioLanguageServer, TunaProtocol, kill_leftover_commands
+from tunacode_lsp.lsp.pygls_compat import workspace_ready
+from tunacode_lsp.lsp.runs import LspRequests, warm_up
 from tunacode_lsp.lsp.snapshot_progress import first_snapshot_progress
 from tunacode_lsp.store.errors import DocumentError, SessionNotFound
 from tunacode_lsp.store.locations import store_path
@@ -114,134 +102,21 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LIST_LIMIT = 50
 SETTINGS_WAIT_SECONDS = 5.0
-IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with an error
 
 
-SERVER_NOT_INITIALIZED = -32002
-INVALID_REQUEST = -32600
 RESULT_WAIT_SECONDS = 8.0  # tunacode.request.result right after request_end (the last checkpoint, the lease): under eglot's 10 s
 SHUTDOWN_SETTLE_SECONDS = 3.0  # running requests answer (cancelled) before shutdown does
 STOP_SETTLE_SECONDS = 1.5  # a signal or a closed connection: the whole stop fits in 2 s
-UNREDACTED_METHODS = frozenset({types.WORKSPACE_APPLY_EDIT})  # the text of the user's own file
 
 
-class TunaProtocol(LanguageServerProtocol):
-    _server: TunaLanguageServer
-    _initialize_seen = False
-
-    def handle_message(self, message: Any) -> None:
-        """The lifecycle rules of the LSP base protocol: before `initialize` a request is
-        -32002 and a notification is dropped (`exit` aside); `initialize` comes once; after
-        `shutdown` a request is -32600 (pygls would drop it silently)."""
-
-        method = getattr(message, "method", None)
-        msg_id = getattr(message, "id", None)
-        is_request = method is not None and msg_id is not None and hasattr(message, "params")
-        if method == types.EXIT:
-            return super().handle_message(message)
-        if self._shutdown:
-            if is_request:
-                self._refuse(msg_id, INVALID_REQUEST, f"the server is shutting down; {method} is not served")
-            return None
-        if method == types.INITIALIZE:
-            if self._initialize_seen:
-                self._refuse(msg_id, INVALID_REQUEST, "initialize was already sent")
-                return None
-            self._initialize_seen = True
-        elif method is not None and not self._initialize_seen:
-            if is_request:
-                self._refuse(msg_id, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet")
-            return None
-        return super().handle_message(message)
-
-    def _send_data(self, data: Any) -> None:
-        """Every message to the client goes out redacted (core/redact.py), but the edits of a
-        file it is asked to apply: the one choke point of this channel."""
-
-        super()._send_data(redact_message(data, default=self._serialize_message, keep=UNREDACTED_METHODS))
-
-    def _refuse(self, msg_id: Any, code: int, message: str) -> None:
-        self._send_response(msg_id, error=JsonRpcException(code=code, message=message).to_response_error())
-
-    @lsp_method(types.EXIT)
-    def lsp_exit(self, *args: Any):
-        """Exit at once: 0 after `shutdown`, else 1 (LSP). No garbage collection of the whole
-        heap at interpreter exit (about 250 ms): what must end is ended here."""
-
-        code = 0 if self._shutdown else 1
-        for pending in self._server.runs.pending():  # queued requests are answered before the process goes
-            if pending.queued and pending.tag is not None:
-                self._refuse(pending.tag, REQUEST_CANCELLED, f"request {pending.request_id} was dropped: the server exited")
-        self._server.runs.abort_all()
-        _kill_leftover_commands()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        logging.shutdown()
-        os._exit(code)
-        yield  # a generator, as pygls expects of lsp methods
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):
-        result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"tunacode": {"protocolVersion": PROTOCOL_VERSION}}
-        return result
-
-    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams):
-        handler = self.fm.commands.get(params.command)
-        if handler is None:
-            raise JsonRpcInvalidParams(message=f"unknown command {params.command!r}")
-        result = yield handler, (params,), None
-        return result
-
-    @lsp_method(types.SHUTDOWN)
-    def lsp_shutdown(self, *args: Any):
-        # pygls 2.1 cancels pending requests while iterating the dict that the cancellation
-        # callbacks remove them from (RuntimeError); iterate a copy instead.
-        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
-            yield user_handler, args, None
-        current_id = self.msg_id
-        for msg_id, future in list(self._request_futures.items()):
-            if msg_id != current_id and not future.done():
-                future.cancel()
-        self._shutdown = True
-        return None
-
-    def structure_message(self, data: dict[str, Any]):
-        """pygls drops a request whose params it cannot structure (`arguments: 5`), and the
-        client waits forever; answer it with InvalidParams instead."""
-
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if not ("jsonrpc" in data and "id" in data and "method" in data):
-                raise
-            cause = exc.__cause__
-            detail = "; ".join(cattrs.transform_error(cause, path="params")) if isinstance(cause, cattrs.BaseValidationError) else str(exc)
-            self._send_response(data["id"], error=JsonRpcInvalidParams(message=f"{data['method']}: {detail}").to_response_error())
-            return JsonRPCNotification(method=IGNORED, jsonrpc=self.VERSION, params=None)
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        if self._server.runs.cancel_by_msg_id(msg_id):
-            return
-        if self._server.sessions.abort_compaction(msg_id=msg_id):
-            return  # the compact command answers -32800 itself
-        # The handler may not have started yet (its task is scheduled, not run): remember
-        # the id, so the request is aborted the moment it registers.
-        self._server.runs.cancel_before_start(msg_id)
-        super()._handle_cancel_notification(msg_id)
-
-
-class TunaLanguageServer(LanguageServer):
+class TunaLanguageServer(StdioLanguageServer):
     def __init__(self) -> None:
         super().__init__("tunacode-lsp", __version__, protocol_cls=TunaProtocol)
         self.options = ServerOptions()
         self.init_options: ServerOptions | None = None
         self.pending_warnings: list[str] = []
-        self.runs = LspRuns(self)
+        self.cancels = CancelRegistry()  # $/cancelRequest: message id -> cancel (lsp/cancels.py)
+        self.requests = LspRequests(self)
         self._sessions: SessionService | None = None
         # set once the client's workspace/configuration has been read (or cannot be)
         self.settings_ready = asyncio.Event()
@@ -262,67 +137,6 @@ class TunaLanguageServer(LanguageServer):
 
         task.add_done_callback(done)
 
-    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
-        """Serve stdio with stdin read by the event loop itself, not a thread.
-
-        pygls reads each header line and body on its thread pool, so every message makes
-        several thread-to-loop hops; while requests stream those hops queue behind the
-        streams (a `tunacode.status` took 100+ ms). A pipe is read natively instead; anything
-        else (a file, a terminal) falls back to pygls's reader."""
-
-        stdin = stdin or sys.stdin.buffer
-        try:
-            is_pipe = stat.S_ISFIFO(os.fstat(stdin.fileno()).st_mode) or stat.S_ISSOCK(os.fstat(stdin.fileno()).st_mode)
-        except (AttributeError, OSError, ValueError):
-            is_pipe = False
-        if not is_pipe:
-            return super()._start_io_async(stdin, stdout)
-
-        self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-
-        async def serve() -> None:
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGHUP):  # like shutdown, then exit
-                loop.add_signal_handler(signum, self._on_signal, signum)
-            reader = asyncio.StreamReader()
-            await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-            frames = FrameReader(reader.read)  # resynchronises after a malformed header; bounded
-            while (body := await frames.next_body()) is not None:
-                data, error = check_message(body)  # -32700 / -32600 per JSON-RPC 2.0
-                if error is not None:
-                    send_payload(self.protocol, error)
-                if data is not None:
-                    self._dispatch(data)
-            # stdin closed (the client is gone): settle every request before leaving
-            await self.stop_now("the client closed the connection")
-
-        try:
-            asyncio.run(serve())
-        except BrokenPipeError:
-            log.error("Connection to the client is lost; shutting down")
-        except (KeyboardInterrupt, SystemExit):
-            pass
-        finally:
-            self.shutdown()
-
-    def _dispatch(self, data: dict[str, Any]) -> None:
-        """One checked message to pygls; a failure answers the request, never with a traceback.
-        An answer pygls cannot structure (a bare "Allow" to showMessageRequest) is handed to the
-        waiting request as it came, and read there (a denial)."""
-
-        try:
-            self.protocol.handle_message(self.protocol.structure_message(data))
-        except Exception as exc:  # noqa: BLE001
-            if "method" not in data and "id" in data:
-                resolve_raw_answer(self.protocol, data.get("id"), data.get("result"))
-                return
-            log.error("could not handle %s: %s", data.get("method"), exc)
-            if "id" in data and "method" in data:
-                code = getattr(exc, "code", None) or INVALID_REQUEST
-                message = getattr(exc, "message", None) or "cannot handle this message"
-                send_payload(self.protocol, error_response(data["id"], code, f"{data['method']}: {message}"))
-
     def _on_signal(self, signum: signal.Signals) -> None:
         self.track(self.stop_now(f"signal {signum.name}"))
 
@@ -332,12 +146,13 @@ class TunaLanguageServer(LanguageServer):
         commands, and exit, all within about 2 s."""
 
         log.info("stopping: %s", why)
-        self.runs.abort_all()
-        await self.runs.settled(STOP_SETTLE_SECONDS)
+        self.requests.abort_all()
+        await self.requests.settled(STOP_SETTLE_SECONDS)
+        self.requests.end_progress_now("stopped")  # what did not settle in time
         if self.mcp is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.mcp.stop_all(), STOP_SETTLE_SECONDS / 2)
-        _kill_leftover_commands()
+        kill_leftover_commands()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
@@ -366,14 +181,6 @@ class TunaLanguageServer(LanguageServer):
         for warning in warnings:
             log.warning("%s", warning)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
-
-
-def _kill_leftover_commands() -> None:
-    """Shell commands' leftovers, if the shell tool was ever loaded (tools/bash.py)."""
-
-    bash = sys.modules.get("tunacode_lsp.tools.bash")
-    if bash is not None:
-        bash.kill_leftovers()
 
 
 def apply_logging(options: ServerOptions) -> None:
@@ -441,7 +248,7 @@ async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParam
     ls.pending_warnings = []
     asyncio.get_running_loop().run_in_executor(None, warm_up)  # the first request need not wait for imports
     # nor for the first snapshot (progress shown when it takes over a second)
-    ls.track(first_snapshot_progress(ls, ls.runs.checkpoints.warm(ls.workspace_root)))
+    ls.track(first_snapshot_progress(ls, ls.requests.checkpoints.warm(ls.workspace_root)))
     try:
         await read_configuration(ls)
     finally:
@@ -492,7 +299,7 @@ def on_document_changed(ls: TunaLanguageServer, _params: types.DidChangeTextDocu
 
 @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
 def on_progress_cancel(ls: TunaLanguageServer, params: types.WorkDoneProgressCancelParams) -> None:
-    ls.runs.cancel_by_progress_token(params.token)
+    ls.requests.cancel_by_progress_token(params.token)
 
 
 @server.feature(IGNORED)
@@ -502,8 +309,8 @@ def on_ignored(_ls: TunaLanguageServer, *_: Any) -> None:
 
 @server.feature(types.SHUTDOWN)
 async def on_shutdown(ls: TunaLanguageServer, *_: Any) -> None:
-    ls.runs.abort_all()  # the same path as tunacode.abort: each request answers, cancelled
-    await ls.runs.settled(SHUTDOWN_SETTLE_SECONDS)
+    ls.requests.abort_all()  # the same path as tunacode.abort: each request answers, cancelled
+    await ls.requests.settled(SHUTDOWN_SETTLE_SECONDS)
     if ls.mcp is not None:
         await ls.mcp.stop_all()  # bounded: each server is stopped within a few seconds
 
@@ -516,14 +323,14 @@ async def request(ls: TunaLanguageServer, params: types.ExecuteCommandParams) ->
     p = parse_params(RequestParams, params.arguments)
     if p.detach:
         return to_wire(await request_detached(ls, p))
-    pending = ls.runs.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
+    pending = ls.requests.begin_lsp(p, ls.protocol.msg_id)  # registered and reserved before any await
     try:
         await wait_for_settings(ls)
         require_approval_channel(ls, ls.options.approval)  # a client that cannot be asked: an error now
     except BaseException:
-        ls.runs.end(pending)
+        ls.requests.end(pending)
         raise
-    return to_wire(await ls.runs.serve(pending, p, work_done_token=params.work_done_token))
+    return to_wire(await ls.requests.serve(pending, p, work_done_token=params.work_done_token))
 
 
 async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> DetachedRequest:
@@ -532,29 +339,29 @@ async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> Detached
 
     import attrs
 
-    pending = ls.runs.begin(p) if p.session_id is not None else None  # a named session is reserved before any await
+    pending = ls.requests.begin(p) if p.session_id is not None else None  # a named session is reserved before any await
     try:
         await wait_for_settings(ls)
-        options = await ls.runs.effective_options()  # the settings files too, as the request will see them
+        options = await ls.requests.effective_options()  # the settings files too, as the request will see them
         if p.session_id is None:  # the answer names the session: create it now
-            model = ls.runs.model_spec(p.model, options)
-            ls.runs.check_model(model, options)
+            model = ls.requests.model_spec(p.model, options)
+            ls.requests.check_model(model, options)
             record = await ls.sessions.create(cwd=str(ls.workspace_root), model=model)
             p = attrs.evolve(p, session_id=record.session_id)
-            pending = ls.runs.begin(p)
+            pending = ls.requests.begin(p)
         else:
             found = await ls.sessions.get(p.session_id)
             if found is None:
                 raise SessionNotFound(p.session_id)
             record = found
-            ls.runs.check_model(p.model or options.model or record.model or None, options)
+            ls.requests.check_model(p.model or options.model or record.model or None, options)
     except BaseException:
         if pending is not None:
-            ls.runs.end(pending)
+            ls.requests.end(pending)
         raise
     assert pending is not None
-    ls.runs.detached.started(pending.request_id, record.session_id)  # before the answer: result is -32005 from now
-    ls.track(ls.runs.serve_detached(pending, p))
+    ls.requests.detached.started(pending.request_id, record.session_id)  # before the answer: result is -32005 from now
+    ls.track(ls.requests.serve_detached(pending, p))
     return DetachedRequest(pending.request_id, record.session_id)
 
 
@@ -564,12 +371,12 @@ async def request_result(ls: TunaLanguageServer, params: types.ExecuteCommandPar
     from tunacode_lsp.agent.detached import DetachedError
 
     p = parse_params(RequestIdParams, params.arguments)
-    pending = ls.runs.find(lambda x: x.request_id == p.request_id)
+    pending = ls.requests.find(lambda x: x.request_id == p.request_id)
     if pending is not None and getattr(pending.run, "end_sent", False):  # request_end is out: the answer follows
-        await ls.runs.detached.wait_ended(p.request_id, RESULT_WAIT_SECONDS)
-    if ls.runs.detached.is_running(p.request_id):
+        await ls.requests.detached.wait_ended(p.request_id, RESULT_WAIT_SECONDS)
+    if ls.requests.detached.is_running(p.request_id):
         raise CommandError(REQUEST_RUNNING, f"request {p.request_id} is still running; its end comes as request_end")
-    outcome = ls.runs.detached.take(p.request_id)
+    outcome = ls.requests.detached.take(p.request_id)
     if outcome is None:
         raise ParamsError(f"params.requestId: no result is kept for {p.request_id[:80]!r} (not a detached request, already read, or dropped)")
     if isinstance(outcome, DetachedError):
@@ -580,7 +387,7 @@ async def request_result(ls: TunaLanguageServer, params: types.ExecuteCommandPar
 @command(COMMAND_ABORT)
 async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(AbortParams, params.arguments)
-    aborted = ls.runs.abort(session_id=p.session_id, request_id=p.request_id)
+    aborted = ls.requests.abort(session_id=p.session_id, request_id=p.request_id)
     if p.session_id is not None:
         aborted += ls.sessions.abort_compaction(session_id=p.session_id)
     return to_wire(AbortResult(aborted))
@@ -590,7 +397,7 @@ async def abort(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> d
 async def steer(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/runner.py puts the text in tinyagent's steering queue of the running request."""
     p = parse_params(SteerParams, params.arguments)
-    return to_wire(SteerResult(ls.runs.steer(p.session_id, p.text)))
+    return to_wire(SteerResult(ls.requests.steer(p.session_id, p.text)))
 
 
 @command(COMMAND_SESSION_ALLOWS)
@@ -610,10 +417,10 @@ async def status(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> 
     servers = [McpServerInfo(s.name, s.state, s.tools, s.error) for s in mcp.status(ls)]
     shell = await asyncio.to_thread(sandbox_state, ls.options.shell_sandbox)  # probed once per process
     sandbox = SandboxInfo(shell.mode, shell.active, shell.reason)
-    processes = [BackgroundProcessInfo(**p) for p in ls.runs.background_processes.listing()]
-    settings = await ls.runs.settings_info()  # the settings files under the editor's, with sources
+    processes = [BackgroundProcessInfo(**p) for p in ls.requests.background_processes.listing()]
+    settings = await ls.requests.settings_info()  # the settings files under the editor's, with sources
     return to_wire(StatusResult(
-        __version__, PROTOCOL_VERSION, ls.runs.active(), str(ls.store_path), servers, sandbox, processes, settings=settings
+        __version__, PROTOCOL_VERSION, ls.requests.active(), str(ls.store_path), servers, sandbox, processes, settings=settings
     ))
 
 
@@ -630,7 +437,7 @@ async def commands_list(ls: TunaLanguageServer, params: types.ExecuteCommandPara
 async def settings_consent(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: consent to the project settings file as it is now (agent/runs.py)."""
     p = parse_params(SettingsConsentParams, params.arguments)
-    path = await ls.runs.consent_project_settings(p.fingerprint, p.persist)
+    path = await ls.requests.consent_project_settings(p.fingerprint, p.persist)
     return to_wire(SettingsConsentResult(True, path))
 
 
@@ -644,7 +451,7 @@ async def models_list(ls: TunaLanguageServer, params: types.ExecuteCommandParams
 @command(COMMAND_SESSION_NEW)
 async def session_new(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionNewParams, params.arguments)
-    model = ls.runs.model_spec(p.model)
+    model = ls.requests.model_spec(p.model)
     record = await ls.sessions.create(cwd=p.cwd or str(ls.workspace_root), model=model, title=p.title or "")
     return to_wire(session_info(record))
 
@@ -672,10 +479,10 @@ async def session_get(ls: TunaLanguageServer, params: types.ExecuteCommandParams
 @command(COMMAND_SESSION_DELETE)
 async def session_delete(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     p = parse_params(SessionIdParams, params.arguments)
-    if ls.runs.is_busy(p.session_id):
+    if ls.requests.is_busy(p.session_id):
         raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request; stop it first")
     deleted = await ls.sessions.delete(p.session_id)
-    ls.runs.forget_session(p.session_id)
+    ls.requests.forget_session(p.session_id)
     return to_wire(DeleteResult(deleted))
 
 
@@ -704,45 +511,23 @@ async def session_fork(ls: TunaLanguageServer, params: types.ExecuteCommandParam
 @command(COMMAND_SESSION_COMPACT)
 async def session_compact(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/compaction.py does the work; $/cancelRequest aborts it (nothing stored)."""
-    from tunacode_lsp.agent.catalog import model_facts
-    from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact_session
-    from tunacode_lsp.agent.models import ModelNotUsable, provider_settings, resolve_model
+    from tunacode_lsp.agent.compaction import compact_now
 
     p = parse_params(SessionIdParams, params.arguments)
-    record = await ls.sessions.get(p.session_id)
-    if record is None:
-        raise SessionNotFound(p.session_id)
-    if ls.runs.is_busy(p.session_id):
-        raise CommandError(SESSION_BUSY, f"session {p.session_id} is busy with a request")
-    options = ls.options
+    msg_id = ls.protocol.msg_id
+    ls.cancels.register(msg_id, lambda: ls.sessions.abort_compaction(session_id=p.session_id))
     try:
-        model = resolve_model(record.model or options.model, base_url=options.base_url, read_timeout=options.stream_read_timeout, **provider_settings(options))
-    except ModelNotUsable as exc:
-        raise CommandError(MODEL_NOT_USABLE, str(exc)) from None
-    facts = await asyncio.to_thread(
-        model_facts, model.provider, model.model_id, context_window=options.context_window, model_cost=options.model_cost
-    )  # the catalog is read on first use: off the event loop
-    signal = ls.sessions.start_compaction(p.session_id, ls.protocol.msg_id)
-    try:
-        before, after = await compact_session(
-            ls.sessions, p.session_id, model, context_window=facts.context_window, max_retries=options.max_retries,
-            signal=signal, cost=facts.cost,
-        )
-    except CompactionAborted:
-        raise CommandError(REQUEST_CANCELLED, "compaction cancelled; the session is unchanged") from None
-    except CompactionFailed as exc:
-        raise CommandError(COMPACTION_FAILED, f"compaction failed, the session is unchanged: {exc}") from None
+        record, before, after = await compact_now(ls.sessions, p.session_id, ls.options, is_busy=ls.requests.is_busy)
     finally:
-        ls.sessions.end_compaction(p.session_id)
-    updated = await ls.sessions.get(p.session_id)
-    return {"session": to_wire(session_info(updated or record)), "before": before, "after": after}
+        ls.cancels.unregister(msg_id)
+    return {"session": to_wire(session_info(record)), "before": before, "after": after}
 
 
 @command(COMMAND_CHANGES)
 async def changes(ls: TunaLanguageServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
     """Thin: agent/checkpoints.py reads the request's (or session's) checkpoints."""
     p = parse_params(ChangesParams, params.arguments)
-    return to_wire(await ls.runs.checkpoints.changes_command(ls.runs, p, ls.workspace_root))
+    return to_wire(await ls.requests.checkpoints.changes_command(ls.requests, p, ls.workspace_root))
 
 
 @command(COMMAND_SESSION_REWIND)
@@ -752,6 +537,6 @@ async def session_rewind(ls: TunaLanguageServer, params: types.ExecuteCommandPar
     p = parse_params(RewindParams, params.arguments)
     from tunacode_lsp.lsp.documents import LspDocuments
 
-    open_text = ls.runs.open_documents()  # taken on the event loop
+    open_text = ls.requests.open_documents()  # taken on the event loop
     documents = LspDocuments(ls, Path(os.path.realpath(ls.workspace_root)))  # edits that live only in buffers go back there
-    return to_wire(await ls.runs.checkpoints.rewind_command(ls.runs, p, ls.workspace_root, open_text=open_text, documents=documents))
+    return to_wire(await ls.requests.checkpoints.rewind_command(ls.requests, p, ls.workspace_root, open_text=open_text, documents=documents))

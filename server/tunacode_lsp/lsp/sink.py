@@ -160,6 +160,12 @@ class ProgressReporter:
                 if token is not None:
                     progress.tokens.pop(token, None)
 
+    def end_now(self, message: str) -> None:
+        """End every progress begun and not ended, at once (the process is about to go)."""
+
+        for token in list(self._open):
+            self._end(token, message)
+
     def _end(self, token: Any, message: str) -> None:
         if token in self._open:
             self._open.discard(token)

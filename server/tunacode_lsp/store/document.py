@@ -2,7 +2,7 @@
 
 Keys, exactly: version, session_id, project_id, created_at, last_modified,
 working_directory, current_model, total_tokens, session_total_usage, thoughts, messages.
-Optional keys (version 1 still): `plan` and `compaction` (store/session_state.py), checked
+Optional keys (version 1 still): `plan`, `compaction` and `request_ends` (store/session_state.py), checked
 by the store on import. `parse_document` checks a document completely (before anything is
 written) and names the first bad field, e.g. "messages[3].role: unknown role 'system' ...":
 times between 1970 and a day from now, token counts of at most 2**53 - 1 (the largest
@@ -39,7 +39,7 @@ DOCUMENT_KEYS: tuple[str, ...] = (
     "messages",
 )
 
-OPTIONAL_DOCUMENT_KEYS: tuple[str, ...] = ("plan", "compaction")  # exported always, optional on import
+OPTIONAL_DOCUMENT_KEYS: tuple[str, ...] = ("plan", "compaction", "request_ends")  # exported always, optional on import
 
 
 @dataclass(frozen=True)

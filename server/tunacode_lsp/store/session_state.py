@@ -7,6 +7,9 @@ the SessionDocument as optional keys `plan` and `compaction`.
 - compaction: `{summary, firstKept}` or None. The model is sent a user message carrying
   `summary` (marked, see `summary_message`) followed by the stored messages from index
   `firstKept` on; the stored messages themselves are all kept.
+
+The `request_ends` rows (each request's events after its last stored message, for the
+replay) travel as the optional key `request_ends`: `[{request_id, at_seq, events}]`.
 """
 
 from __future__ import annotations
@@ -81,3 +84,27 @@ def compacted_view(messages: list[dict[str, Any]], compaction: dict[str, Any] | 
         return messages
     first = min(compaction["firstKept"], len(messages))
     return [summary_message(compaction["summary"]), *messages[first:]]
+
+
+MAX_REQUEST_ENDS = 100_000  # rows of an imported document's request_ends
+MAX_REQUEST_ID = 200  # characters of a request id
+
+
+def check_request_ends(value: object, message_count: int, *, where: str = "request_ends") -> list[tuple[str, int, list[dict[str, Any]]]]:
+    """[{request_id, at_seq, events}] of a SessionDocument as rows; each event an object
+    (its shape is checked when it is projected: agent/projection.py keeps contract events only)."""
+    if not isinstance(value, list) or len(value) > MAX_REQUEST_ENDS:
+        raise DocumentError(f"{where}: expected a list of at most {MAX_REQUEST_ENDS} items")
+    rows = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise DocumentError(f"{where}[{index}]: expected an object")
+        request_id, at_seq, events = item.get("request_id"), item.get("at_seq"), item.get("events")
+        if not isinstance(request_id, str) or not request_id or len(request_id) > MAX_REQUEST_ID:
+            raise DocumentError(f"{where}[{index}].request_id: expected a non-empty string of at most {MAX_REQUEST_ID} characters")
+        if not isinstance(at_seq, int) or isinstance(at_seq, bool) or not 0 <= at_seq <= message_count:
+            raise DocumentError(f"{where}[{index}].at_seq: expected an integer from 0 to {message_count} (the message count)")
+        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+            raise DocumentError(f"{where}[{index}].events: expected a list of objects")
+        rows.append((request_id, at_seq, events))
+    return rows

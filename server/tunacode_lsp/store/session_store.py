@@ -38,7 +38,6 @@ from tunacode_lsp.store.locations import project_id_for
 from tunacode_lsp.store.records import (
     ADD_USAGE_SQL,
     TOKEN_KEYS,
-    RequestCheckpointRecord,
     check_usage,
     iso_from_us,
     now_us,
@@ -46,10 +45,12 @@ from tunacode_lsp.store.records import (
     zero_usage,
 )
 from tunacode_lsp.store.redacting import RedactingConnection
+from tunacode_lsp.store.request_checkpoints import RequestCheckpointTable
 from tunacode_lsp.store.schema import migrate
 from tunacode_lsp.store.session_state import (
     check_compaction,
     check_plan,
+    check_request_ends,
     decode_compaction,
     decode_plan,
     encode_state,
@@ -68,7 +69,7 @@ _SELECT_SESSIONS = (
 )
 
 
-class SessionStore:
+class SessionStore(RequestCheckpointTable):
     """The session database at `path` (created with its parent folders, migrated on open)."""
 
     def __init__(self, path: Path | str) -> None:
@@ -362,9 +363,14 @@ class SessionStore:
                 "SELECT thoughts, plan, compaction FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
             messages = _load_messages(conn, session_id, None)
+            ends = conn.execute(
+                "SELECT request_id, events, at_seq FROM request_ends WHERE session_id = ? ORDER BY at_seq, request_id",
+                (session_id,),
+            ).fetchall()
         document = build_document(record, thoughts=thoughts, messages=messages)
         document["plan"] = decode_plan(plan)
         document["compaction"] = decode_compaction(compaction)
+        document["request_ends"] = _request_end_items(ends)  # the replay's trailers (agent/projection.py)
         return redact_value(document)  # and none in an export, whatever an older version stored
 
     def import_document(self, document: object) -> SessionInfo:
@@ -377,9 +383,10 @@ class SessionStore:
         extras = document if isinstance(document, dict) else {}
         plan = check_plan(extras.get("plan", []))  # optional; when given, a list
         compaction = check_compaction(extras.get("compaction"))
+        request_ends = check_request_ends(extras.get("request_ends", []), len(parsed.messages))
         messages = clean_history(parsed.messages)
-        if compaction is not None and messages != parsed.messages:
-            compaction = None  # cleaning moved the messages: the cut point would be wrong
+        if messages != parsed.messages:  # cleaning moved the messages: the cut points would be wrong
+            compaction, request_ends = None, []
         with self._write() as conn:
             session_id = parsed.session_id
             if not session_id or _exists(conn, session_id):
@@ -406,6 +413,10 @@ class SessionStore:
             )
             try:
                 _insert_messages(conn, session_id, messages)
+                conn.executemany(
+                    "INSERT OR REPLACE INTO request_ends (session_id, request_id, events, at_seq) VALUES (?, ?, ?, ?)",
+                    [(session_id, request_id, encode({"events": events}), at_seq) for request_id, at_seq, events in request_ends],
+                )
             except MessageFormatError as exc:  # e.g. an integer past 64 bits deep in a result's details
                 raise DocumentError(f"messages: {exc}") from None
         return self._require(session_id)
@@ -469,40 +480,7 @@ class SessionStore:
                 ends[str(request_id)] = (int(at_seq), [e for e in events if isinstance(e, dict)])
         return ends
 
-    # ------------------------------------------------------------ request checkpoints
-
-    def record_request(self, session_id: str, request_id: str, *, workspace: str, before_tree: str = "") -> int:
-        """Note that a request starts now: its messages start at the session's message_count
-        (returned), which is where a rewind to before it cuts the history."""
-        with self._write() as conn:
-            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise SessionNotFound(session_id)
-            conn.execute(
-                "INSERT INTO request_checkpoints (session_id, request_id, first_seq, workspace, before_tree, "
-                "started_us) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, request_id, int(row[0]), workspace, before_tree, now_us()),
-            )
-        return int(row[0])
-
-    def set_request_trees(
-        self, session_id: str, request_id: str, *, before_tree: str | None = None, after_tree: str | None = None
-    ) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE request_checkpoints SET before_tree = COALESCE(?, before_tree), "
-                "after_tree = COALESCE(?, after_tree) WHERE session_id = ? AND request_id = ?",
-                (before_tree, after_tree, session_id, request_id),
-            )
-
-    def request_checkpoints(self, session_id: str) -> list[RequestCheckpointRecord]:
-        """The session's requests that have checkpoint rows, oldest first."""
-        rows = self._conn().execute(
-            "SELECT session_id, request_id, first_seq, workspace, before_tree, after_tree, started_us "
-            "FROM request_checkpoints WHERE session_id = ? ORDER BY first_seq, started_us",
-            (session_id,),
-        ).fetchall()
-        return [RequestCheckpointRecord(*row) for row in rows]
+    # ------------------------------------------------------------ rewind (request checkpoints: store/request_checkpoints.py)
 
     def rewind_session(self, session_id: str, request_id: str) -> SessionInfo:
         """Cut the history back to before `request_id`'s first message and forget the
@@ -587,6 +565,18 @@ def _enable_wal(conn: sqlite3.Connection) -> str:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
+
+
+def _request_end_items(rows: list[Any]) -> list[dict[str, Any]]:
+    items = []
+    for request_id, raw, at_seq in rows:
+        try:
+            events = decode(raw).get("events")
+        except (MessageFormatError, AttributeError):
+            continue  # a row that cannot be read is left out, as request_ends does
+        if isinstance(events, list):
+            items.append({"request_id": str(request_id), "at_seq": int(at_seq), "events": [e for e in events if isinstance(e, dict)]})
+    return items
 
 
 def _exists(conn: sqlite3.Connection, session_id: str) -> bool:

@@ -1,0 +1,58 @@
+"""Request checkpoints: where each request's messages start in its session, and the
+workspace trees before and after it (agent/checkpoints.py). Not session data: a row of
+`request_checkpoints` per request, read by `tunacode.changes`, rewind and the replay's marks.
+
+`RequestCheckpointTable` is a part of `SessionStore` (store/session_store.py), which gives
+it its connections; `rewind_session` (which cuts the history itself) stays there.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import AbstractContextManager
+
+from tunacode_lsp.store.errors import SessionNotFound
+from tunacode_lsp.store.records import RequestCheckpointRecord, now_us
+
+
+class RequestCheckpointTable:
+    """The `request_checkpoints` table of a SessionStore."""
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _conn(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def record_request(self, session_id: str, request_id: str, *, workspace: str, before_tree: str = "") -> int:
+        """Note that a request starts now: its messages start at the session's message_count
+        (returned), which is where a rewind to before it cuts the history."""
+        with self._write() as conn:
+            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            conn.execute(
+                "INSERT INTO request_checkpoints (session_id, request_id, first_seq, workspace, before_tree, "
+                "started_us) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, request_id, int(row[0]), workspace, before_tree, now_us()),
+            )
+        return int(row[0])
+
+    def set_request_trees(
+        self, session_id: str, request_id: str, *, before_tree: str | None = None, after_tree: str | None = None
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE request_checkpoints SET before_tree = COALESCE(?, before_tree), "
+                "after_tree = COALESCE(?, after_tree) WHERE session_id = ? AND request_id = ?",
+                (before_tree, after_tree, session_id, request_id),
+            )
+
+    def request_checkpoints(self, session_id: str) -> list[RequestCheckpointRecord]:
+        """The session's requests that have checkpoint rows, oldest first."""
+        rows = self._conn().execute(
+            "SELECT session_id, request_id, first_seq, workspace, before_tree, after_tree, started_us "
+            "FROM request_checkpoints WHERE session_id = ? ORDER BY first_seq, started_us",
+            (session_id,),
+        ).fetchall()
+        return [RequestCheckpointRecord(*row) for row in rows]
