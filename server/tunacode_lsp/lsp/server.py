@@ -406,7 +406,7 @@ async def session_allows(ls: TunaLanguageServer, params: types.ExecuteCommandPar
     p = parse_params(SessionAllowsParams, params.arguments)
     if await ls.sessions.get(p.session_id) is None:
         raise SessionNotFound(p.session_id)
-    return to_wire(SessionAllowsResult(ls.runs.session_allows(p.session_id, p.revoke, p.revoke_all)))
+    return to_wire(SessionAllowsResult(ls.requests.session_allows(p.session_id, p.revoke, p.revoke_all)))
 
 
 @command(COMMAND_STATUS)
