@@ -277,6 +277,10 @@ class SessionService:
     async def request_checkpoints(self, session_id: str) -> builtins.list[RequestCheckpointRecord]:
         return await self._call("request_checkpoints", session_id)
 
+    async def workspace_checkpoints(self, workspace: str) -> builtins.list[tuple[RequestCheckpointRecord, int, str | None]]:
+        """Every session's request checkpoints in a workspace (SessionStore.workspace_checkpoints)."""
+        return await self._call("workspace_checkpoints", workspace)
+
     async def set_request_end(self, session_id: str, request_id: str, events: builtins.list[dict[str, Any]]) -> None:
         await self._call("set_request_end", session_id, request_id, events)
 

@@ -33,6 +33,14 @@ would skip (assume-unchanged, skip-worktree, unmerged); what the full path leave
 files, files over the size limit, submodules) is taken out of the index first. The borrowed
 objects are then copied into the shadow repository (`absorb`, after the snapshot) and the
 alternates dropped, so the workspace's own `git gc` never takes a checkpoint's bytes.
+
+The repository is bounded (`bound`, run by agent/checkpoints.py off the request path): over
+the bound, the history is rewritten to hold only the trees still named (the current one,
+the kept sessions' checkpoints, and every snapshot since a running request started), then
+repacked and pruned, under the lock. Trees of deleted sessions and snapshots no request
+names go first; then the least recently changed sessions', a quarter of them per round,
+until the repository fits (a running session's never). A pruned session is noted
+(`tunacode-pruned.json`) so that its rewind says why its checkpoint is gone.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ import stat
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,6 +62,7 @@ from pathlib import Path
 
 from tunacode_lsp.tools.confined_read import read_confined
 
+MEGABYTE = 1024 * 1024
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are not recorded
 MAX_FILES = 100_000  # more changed files than this at once: the workspace is not recorded
 MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024  # more new bytes than this at once: likewise
@@ -74,6 +84,7 @@ CONFIG = (
     ("core.fsmonitor", "false"),
     ("index.version", "4"),
     ("gc.auto", "0"),
+    ("core.logAllRefUpdates", "false"),  # no reflog: it would keep every snapshot reachable
     ("pack.threads", "1"),
     ("maintenance.auto", "false"),
     ("advice.addEmbeddedRepo", "false"),
@@ -116,6 +127,22 @@ class PartialRestore(CheckpointError):
         self.reason = reason
         self.restored = restored
         self.failed = failed
+
+
+@dataclass(frozen=True)
+class SessionTrees:
+    """One session's checkpoints in this repository, for `bound`."""
+
+    session_id: str
+    trees: frozenset[str]
+    busy: bool  # a request of it runs (here or in another process): never pruned
+    since: float  # when its latest request started (seconds since the epoch)
+    here: bool = True  # busy in this process (its snapshots are in ShadowRepo.recent)
+
+
+MAX_PRUNED_NOTES = 10_000  # sessions remembered as pruned (oldest forgotten first)
+RECENT_SNAPSHOTS = 4096  # snapshots of this process remembered for `bound` (a running request's)
+BOUND_ROUNDS = 12  # repacks at most per `bound`; the last drops every session it may
 
 
 @dataclass(frozen=True)
@@ -181,6 +208,9 @@ class ShadowRepo:
         self._env = _git_env(self.git_dir, self.root)
         self._local = threading.local()
         self.seed_from_workspace = True  # the first snapshot starts from the workspace's git index
+        self.measured: int | None = None  # the objects' size when last measured (None: not yet)
+        self.added = 0  # bytes of files snapshots added since (an upper bound of what they stored)
+        self.recent: deque[tuple[float, str]] = deque(maxlen=RECENT_SNAPSHOTS)  # (when, tree) of this process
 
     # ------------------------------------------------------------ plumbing
 
@@ -359,7 +389,9 @@ class ShadowRepo:
         """The workspace now, as a tree id (recorded in the repository)."""
 
         try:
-            return self._snapshot()
+            tree = self._snapshot()
+            self.recent.append((time.time(), tree))
+            return tree
         except GitTimeout as exc:
             # a FIFO named .gitignore or .gitattributes blocks git for good (it waits for a
             # writer): say so, and do not make every later snapshot wait as long
@@ -423,6 +455,7 @@ class ShadowRepo:
                     continue
                 add.append(raw)
                 size += info.st_size
+            self.added += size
             if size > MAX_SNAPSHOT_BYTES:
                 raise TooManyFiles(
                     f"{size:,} bytes changed at once (the limit is {MAX_SNAPSHOT_BYTES:,}): this workspace is not recorded"
@@ -445,6 +478,119 @@ class ShadowRepo:
                 commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
                 self._git("update-ref", "HEAD", commit)
             return tree
+
+    # ------------------------------------------------------------ the size bound
+
+    def size(self) -> int:
+        """The bytes of the repository's objects (loose and packed) now."""
+
+        total = 0
+        for folder, _, files in os.walk(self.git_dir / "objects"):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_size
+                except OSError:
+                    pass
+        self.measured, self.added = total, 0
+        return total
+
+    def may_exceed(self, max_bytes: int) -> bool:
+        """Whether the objects may be over `max_bytes`, without measuring while the estimate
+        (the last measure plus what snapshots added since) is under it."""
+
+        return self.measured is None or self.measured + self.added > max_bytes
+
+    def bound(self, max_bytes: int, sessions: list[SessionTrees]) -> list[str]:
+        """Shrink the repository under `max_bytes` (see the module's docstring); `sessions`
+        least recently changed first. Returns the sessions whose checkpoints were pruned."""
+
+        with self.locked():
+            self._ensure()
+            if self.size() <= max_bytes:
+                return []
+            if self.borrowing():
+                self.absorb()
+            head = self.head_tree()
+            if head is None:
+                return []
+            # a running request's snapshots may not be stored yet: keep every one since it started
+            here = [s.since for s in sessions if s.busy and s.here]
+            recent = {tree for when, tree in self.recent if here and when >= min(here)}
+            elsewhere = [s.since for s in sessions if s.busy and not s.here]
+            if elsewhere:  # another process's: by the commits' times (whole seconds)
+                cutoff = int(min(elsewhere))
+                for line in self._git("log", "--format=%T %ct", "HEAD").decode().splitlines():
+                    tree, _, when = line.partition(" ")
+                    if int(when or 0) >= cutoff:
+                        recent.add(tree)
+            kept = list(sessions)
+            droppable = [s for s in sessions if not s.busy]
+            dropped: list[SessionTrees] = []
+            for round_ in range(BOUND_ROUNDS + 1):
+                keep = {head, *recent}.union(*(s.trees for s in kept))
+                self._keep_only(head, keep)
+                if self.size() <= max_bytes or not droppable:
+                    break
+                count = len(droppable) if round_ == BOUND_ROUNDS - 1 else max(1, len(droppable) // 4)
+                batch, droppable = droppable[:count], droppable[count:]
+                dropped += batch
+                names = {s.session_id for s in batch}
+                kept = [s for s in kept if s.session_id not in names]
+            self._note_pruned([s.session_id for s in dropped], max_bytes)
+            return [s.session_id for s in dropped]
+
+    def _keep_only(self, head: str, keep: set[str]) -> None:
+        """Make `keep` the only trees reachable (HEAD: `head` alone), then drop every other object."""
+
+        wanted = sorted(t for t in keep if t and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", t))
+        found = self._git("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                          stdin="".join(f"{t}\n" for t in wanted).encode()).decode().splitlines()
+        trees = [line.split(" ")[0] for line in found if line.endswith(" tree")]
+        listing = "".join(f"040000 tree {t}\t{t}\n" for t in trees).encode()
+        holder = self._git("mktree", stdin=listing).decode().strip()
+        kept = self._git("commit-tree", holder, "-m", "the checkpoints kept").decode().strip()
+        self._git("update-ref", "refs/tunacode/kept", kept)
+        current = self._git("commit-tree", head, "-m", "checkpoint").decode().strip()
+        self._git("update-ref", "HEAD", current)
+        # every object reachable from the refs and the index, in one pack; the rest is gone (a
+        # repository made before core.logAllRefUpdates was off has reflogs naming every snapshot)
+        self._git("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+        self._git("repack", "-a", "-d", "-q")
+        self._git("prune", "--expire=now")
+
+    def _pruned_file(self) -> Path:
+        return self.git_dir / "tunacode-pruned.json"
+
+    def _load_pruned(self) -> dict[str, list[float]]:
+        try:
+            data = json.loads(self._pruned_file().read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): v for k, v in data.items() if isinstance(v, list) and len(v) == 2} if isinstance(data, dict) else {}
+
+    def _note_pruned(self, session_ids: list[str], max_bytes: int) -> None:
+        if not session_ids:
+            return
+        notes = self._load_pruned()
+        now = time.time()
+        for session_id in session_ids:
+            notes.pop(session_id, None)
+            notes[session_id] = [now, max_bytes]
+        kept = dict(list(notes.items())[-MAX_PRUNED_NOTES:])  # oldest notes first in the file
+        temporary = self._pruned_file().with_suffix(".tmp")
+        temporary.write_text(json.dumps(kept))
+        os.replace(temporary, self._pruned_file())
+
+    def pruned_note(self, session_id: str) -> str | None:
+        """Why the checkpoints of a session are gone, when `bound` pruned them; else None."""
+
+        note = self._load_pruned().get(session_id)
+        if note is None:
+            return None
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(note[0])))
+        return (f"the checkpoints of session {session_id} were pruned at {when} to keep the checkpoint "
+                f"repository under checkpointMaxMegabytes ({int(note[1]) / MEGABYTE:g} MB; the least recently "
+                "used sessions' go first)")
 
     # ------------------------------------------------------------ seeding from the workspace's git
 

@@ -504,6 +504,19 @@ class SessionStore:
         ).fetchall()
         return [RequestCheckpointRecord(*row) for row in rows]
 
+    def workspace_checkpoints(self, workspace: str) -> list[tuple[RequestCheckpointRecord, int, str | None]]:
+        """Every session's request checkpoints in `workspace`, with the session's last change
+        (modified_us) and the live owner of its lease (None: not busy): least recently changed
+        sessions first (agent/checkpoints.py prunes in that order)."""
+        rows = self._conn().execute(
+            "SELECT r.session_id, r.request_id, r.first_seq, r.workspace, r.before_tree, r.after_tree, "
+            "r.started_us, s.modified_us, l.owner FROM request_checkpoints r "
+            "JOIN sessions s ON s.session_id = r.session_id LEFT JOIN leases l ON l.session_id = r.session_id "
+            "WHERE r.workspace = ? ORDER BY s.modified_us, r.session_id, r.first_seq, r.started_us",
+            (workspace,),
+        ).fetchall()
+        return [(RequestCheckpointRecord(*row[:7]), int(row[7]), row[8] if row[8] and owner_is_alive(row[8]) else None) for row in rows]
+
     def rewind_session(self, session_id: str, request_id: str) -> SessionInfo:
         """Cut the history back to before `request_id`'s first message and forget the
         checkpoints of that request and every later one, in one transaction. Usage totals
