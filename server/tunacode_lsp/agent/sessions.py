@@ -11,7 +11,6 @@ import asyncio
 import builtins
 import logging
 import os
-import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -242,8 +241,10 @@ class SessionService:
                     model=model,
                 )
                 break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
+            except Exception as exc:
+                import sqlite3  # loaded with the store already (not at start-up)
+
+                if not isinstance(exc, sqlite3.OperationalError) or ("locked" not in str(exc) and "busy" not in str(exc)):
                     raise
                 if loop.time() + delay > deadline:
                     raise
