@@ -211,6 +211,8 @@ class ShadowRepo:
         self.measured: int | None = None  # the objects' size when last measured (None: not yet)
         self.added = 0  # bytes of files snapshots added since (an upper bound of what they stored)
         self.recent: deque[tuple[float, str]] = deque(maxlen=RECENT_SNAPSHOTS)  # (when, tree) of this process
+        self._excludes_checked: tuple[object, ...] | None = None  # the config file's state when it named the excludes
+        self._head: tuple[str, str] = ("", "")  # (commit, its tree): a commit's tree never changes
 
     # ------------------------------------------------------------ plumbing
 
@@ -347,9 +349,22 @@ class ShadowRepo:
             if not same:  # rewritten only when it changed (git's untracked cache keys on it)
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 copy.write_bytes(found.data)
+        config = self.git_dir / "config"
+        try:
+            seen = config.stat()
+            key: tuple[object, ...] | None = (wanted, seen.st_ino, seen.st_mtime_ns, seen.st_size)
+        except OSError:
+            key = None
+        if key is not None and key == self._excludes_checked:
+            return  # the configuration file is as it was when it last named `wanted` (a process saved per snapshot)
         current = self._git("config", "--get", "core.excludesFile", ok=(0, 1)).decode().strip()
         if current != wanted:
             self._git("config", "core.excludesFile", wanted)
+        try:
+            seen = config.stat()
+            self._excludes_checked = (wanted, seen.st_ino, seen.st_mtime_ns, seen.st_size)
+        except OSError:
+            self._excludes_checked = None
 
     # ------------------------------------------------------------ exclusions
 
@@ -381,9 +396,30 @@ class ShadowRepo:
 
     # ------------------------------------------------------------ snapshots
 
+    def _head_commit(self) -> str | None:
+        """HEAD's commit id read from its ref file (None: not a loose ref, or unreadable)."""
+
+        try:
+            head = (self.git_dir / "HEAD").read_text(encoding="ascii").strip()
+            if not head.startswith("ref: refs/"):
+                return None
+            commit = (self.git_dir / head[5:]).read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            return None
+        return commit if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None
+
     def head_tree(self) -> str | None:
-        out = self._git("rev-parse", "-q", "--verify", "HEAD^{tree}", ok=(0, 1)).strip()
-        return out.decode() if out else None
+        commit = self._head_commit()
+        if commit is not None and commit == self._head[0]:
+            return self._head[1]  # the same commit as last time: no git process (one per snapshot)
+        if commit is None:
+            out = self._git("rev-parse", "-q", "--verify", "HEAD^{tree}", ok=(0, 1)).strip()
+            return out.decode() if out else None
+        out = self._git("rev-parse", "-q", "--verify", f"{commit}^{{tree}}", ok=(0, 1)).strip()
+        if not out:
+            return None
+        self._head = (commit, out.decode())
+        return self._head[1]
 
     def snapshot(self) -> str:
         """The workspace now, as a tree id (recorded in the repository)."""
@@ -477,6 +513,7 @@ class ShadowRepo:
                 parents = ["-p", "HEAD"] if head is not None else []
                 commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
                 self._git("update-ref", "HEAD", commit)
+                self._head = (commit, tree)
             return tree
 
     # ------------------------------------------------------------ the size bound
