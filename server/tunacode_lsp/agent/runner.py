@@ -19,6 +19,7 @@ from typing import Any
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent, ToolLoopControl
 
+from tunacode_lsp.agent import history_models
 from tunacode_lsp.agent.approvals import approval_view, edits_code_outside
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
@@ -328,10 +329,12 @@ class RequestRun:
         message again. Runs on a thread, before the agent exists."""
 
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
-            long = len(self.spec.history) >= PROMOTE_HISTORY_MIN
+            previous = history_models.take(self.spec.session_id)  # the last request's models, by dump
+            fresh = sum(1 for dump in self.spec.history if history_models.reusable(previous, dump) is None)
+            long = fresh >= PROMOTE_HISTORY_MIN
             if long:
                 gc.collect(1)  # the young garbage first (earlier requests' leftovers), not promoted below
-            models = self._load_history_now()
+            models = self._load_history_now(previous)
             if long:
                 # The models live for the whole request: move them (and whatever else is young)
                 # straight to the oldest generation, or the next young passes scan all of them
@@ -341,14 +344,20 @@ class RequestRun:
                 gc.unfreeze()
         return models
 
-    def _load_history_now(self) -> list[Any]:
+    def _load_history_now(self, previous: dict[int, history_models.Entry] | None = None) -> list[Any]:
         models: list[Any] = []
+        kept: dict[int, history_models.Entry] = {}
         for dump in self.spec.history:
-            model = load_message(dump)
-            replacement = pruned_replacement(dump)
-            pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
-            self._token_estimates[id(model)] = (model, estimate_tokens([dump]), pruned)
-            models.append(model)
+            entry = history_models.reusable(previous or {}, dump)
+            if entry is None:
+                model = load_message(dump)
+                replacement = pruned_replacement(dump)
+                pruned = None if replacement is None else (load_message(replacement), estimate_tokens([replacement]))
+                entry = (dump, model, estimate_tokens([dump]), pruned)
+            kept[id(dump)] = entry
+            self._token_estimates[id(entry[1])] = (entry[1], entry[2], entry[3])
+            models.append(entry[1])
+        history_models.keep(self.spec.session_id, kept)  # the next request validates only what is new
         return models
 
     def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:
