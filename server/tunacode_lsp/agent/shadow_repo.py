@@ -710,6 +710,8 @@ class ShadowRepo:
             listing = self._git("ls-tree", "-r", "-d", "-t", "-z", "--full-tree", commit)
             trees = [self._git("rev-parse", "-q", "--verify", f"{commit}^{{tree}}").decode().strip()]
             trees += [entry.split(b"\t", 1)[0].split(b" ")[2].decode() for entry in listing.split(b"\0") if entry]
+            if len(trees) > MAX_FILES:  # a hostile history's tree of folders: not worth copying
+                return
             pack = self._git("pack-objects", "--stdout", "-q", "--window=0", stdin="".join(f"{t}\n" for t in trees).encode())
             self._git("index-pack", "--stdin", stdin=pack)
         except (CheckpointError, IndexError, UnicodeDecodeError) as exc:
