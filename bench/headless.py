@@ -51,6 +51,6 @@ async def run(config: BenchConfig) -> list[Row]:
             help_.add(ms(_timed([py, "-m", "tunacode_lsp", "run", "--help"], env, workspace)))
     return [
         Row("tunacode-lsp run hi (spawn -> exit)", run_hi, floor, "one process importing pygls + tinyagent",
-            Goal("ratio", 1.3)),
+            Goal("ratio", 1.2)),
         Row("tunacode-lsp run --help", help_, bare, "bare interpreter (python -c pass)", Goal("p50", 150)),
     ]

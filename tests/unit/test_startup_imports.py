@@ -6,12 +6,20 @@ every editor start (docs/performance.md, spawn -> initialize)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import select
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 HEAVY = ("tinyagent", "pydantic", "httpx", "jsonschema", "mcp", "anthropic", "openai", "httpx2", "boto3", "google")
+# the provider SDKs, and the agent's, MCP's and ACP's modules: loaded on first use only
+FIRST_USE = (*HEAVY, "google.genai", "acp", "tunacode_lsp.acp", "tunacode_lsp.agent.runner",
+             "tunacode_lsp.agent.provider.stream", "tunacode_lsp.agent.provider.sdk_stream", "tunacode_lsp.agent.mcp.manager", "tunacode_lsp.lsp.sink")
 
 
 @pytest.mark.parametrize("module", ["tunacode_lsp.lsp.server", "tunacode_lsp.cli.run"])
@@ -30,3 +38,51 @@ def test_the_runner_loads_no_provider_sdk_before_a_call():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_an_idle_server_after_initialize_and_status_has_loaded_no_agent_or_provider_module(tmp_path: Path):
+    """The real server over stdio, `-X importtime` listing every module it imported: through
+    `initialize`, `initialized` (settings, the start-up checkpoint) and a `tunacode.status`,
+    then shut down. An idle server holds none of the agent's heavy modules (issue 35: idle
+    RSS <= 1.2x a process with pygls + lsprotocol; they were imported on a worker thread
+    once the client was initialized, ~15 MB)."""
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "main.py").write_text("print('hi')\n")
+    uri = workspace.as_uri()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNACODE_")}
+    env["TUNACODE_HOME"] = str(tmp_path / "home")
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": uri, "capabilities": {}, "workspaceFolders": [{"uri": uri, "name": "ws"}]}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+         "params": {"command": "tunacode.status", "arguments": []}},
+    ]
+    process = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "tunacode_lsp"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=workspace)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b"".join(_frame(m) for m in messages))
+    process.stdin.flush()
+    seen = b""
+    deadline = time.monotonic() + 60
+    while not re.search(rb'"id":\s*2\b', seen):  # the status answer
+        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            process.kill()
+            raise AssertionError(f"no answer to tunacode.status within 60 s: {seen[-500:]!r}")
+        chunk = os.read(process.stdout.fileno(), 65536)
+        assert chunk, "the server closed its output before answering tunacode.status"
+        seen += chunk
+    process.stdin.write(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}) + _frame({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.flush()
+    _, err = process.communicate(timeout=60)
+    loaded = {line.split("|")[-1].strip() for line in err.decode("utf-8", "replace").splitlines() if line.startswith("import time:")}
+    assert "tunacode_lsp.lsp.server" in loaded  # the listing works
+    assert sorted(m for m in loaded if m in FIRST_USE or m.split(".")[0] in HEAVY) == []

@@ -24,6 +24,13 @@ it (it starts after they asked, so it sees what they need).
 A failed snapshot never fails a request: the request runs without checkpoints and says so
 (a notice); its changes and a rewind of its files are then a clear error.
 
+The shadow repository of a workspace is bounded (`checkpointMaxMegabytes`): when a request
+starts and the repository may be over the bound, a job queued on the snapshots' worker after
+that request's 'before' snapshot prunes it (ShadowRepo.bound): deleted sessions' checkpoints
+first, then the least recently changed sessions', never those of a session whose request runs
+(its lease is held, here or in another process, or its last snapshot is still being taken).
+A rewind or `changes` of a pruned checkpoint is a clear error saying it was pruned.
+
 Anything that changes the workspace while a request runs (the user, another session's
 request) counts as that request's change: the snapshots see files, not authors.
 """
@@ -42,7 +49,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tunacode_lsp.agent.sessions import SessionService, session_info
-from tunacode_lsp.agent.shadow_repo import CheckpointError, CheckpointsOff, PartialRestore, ShadowRepo
+from tunacode_lsp.agent.shadow_repo import (
+    MEGABYTE,
+    CheckpointError,
+    CheckpointsOff,
+    PartialRestore,
+    SessionTrees,
+    ShadowRepo,
+)
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import (
     CHANGED_SINCE,
@@ -71,6 +85,8 @@ MAX_DIFF_CHARS = 50_000  # one file's diff
 MAX_CHANGES_CHARS = 400_000  # all diffs of one answer
 MAX_CHANGED_FILES = 1_000  # files listed in one answer
 MAX_CONFLICTS_NAMED = 20
+DEFAULT_MAX_MEGABYTES = 2048  # checkpointMaxMegabytes: one workspace's shadow repository at most
+SESSIONS_READ_SECONDS = 30.0  # the bound's read of the store, at most
 FINISH_WAIT_SECONDS = 30.0  # changes/rewind wait this long at most for a stopped request's last snapshot
 
 OpenText = Callable[[Path], "str | None"]  # the editor's text of an open document, else None
@@ -113,6 +129,11 @@ class SnapshotQueue:
         if repo.borrowing():  # seeded from the workspace's git: make its objects ours, after this
             self._pool.submit(self._absorb, repo)
         return tree
+
+    def submit_job(self, job: Callable[[], object]) -> concurrent.futures.Future[object]:
+        """Run `job` on the worker, after the snapshots queued so far."""
+
+        return self._pool.submit(job)
 
     @staticmethod
     def _absorb(repo: ShadowRepo) -> None:
@@ -277,6 +298,7 @@ class Checkpoints:
         self._said: set[str] = set()  # notices given once per process
         self._finishing: dict[str, set[asyncio.Future[Any]]] = {}  # session -> stopped requests' last snapshots
         self.queue = SnapshotQueue()
+        self._bounding: dict[str, bool] = {}  # workspace -> its pruning is queued or running
 
     def repo(self, root: Path) -> ShadowRepo:
         real = os.path.realpath(root)
@@ -302,8 +324,9 @@ class Checkpoints:
 
     # ------------------------------------------------------------ a request
 
-    async def begin(self, session_id: str, request_id: str, root: Path) -> RequestCheckpoints:
-        """Note the request (where its messages start) and start its 'before' snapshot."""
+    async def begin(self, session_id: str, request_id: str, root: Path, *, max_megabytes: int | None = None) -> RequestCheckpoints:
+        """Note the request (where its messages start) and start its 'before' snapshot (then,
+        when the repository may be over `max_megabytes`, its pruning: see the module's docstring)."""
 
         sessions = self._sessions()
         real = os.path.realpath(root)
@@ -324,7 +347,55 @@ class Checkpoints:
         # changes files waits for it (RequestCheckpoints.step)
         checkpoint.taking = asyncio.ensure_future(self.queue.snapshot(repo))
         checkpoint.taking.add_done_callback(lambda f: f.cancelled() or f.exception())  # a request that fails never asks
+        self.keep_bound(repo, (max_megabytes or DEFAULT_MAX_MEGABYTES) * MEGABYTE)
         return checkpoint
+
+    def keep_bound(self, repo: ShadowRepo, max_bytes: int) -> concurrent.futures.Future[object] | None:
+        """Queue the pruning of `repo` down to `max_bytes` when it may be over (see the module's
+        docstring); None when it surely is not (nothing queued)."""
+
+        if not repo.may_exceed(max_bytes) or self._bounding.get(str(repo.root)):
+            return None
+        loop = asyncio.get_running_loop()
+        self._bounding[str(repo.root)] = True
+
+        def job() -> object:
+            try:
+                if not repo.may_exceed(max_bytes) or repo.size() <= max_bytes:
+                    return []
+                read = asyncio.run_coroutine_threadsafe(self._session_trees(repo), loop)
+                with repo.locked():  # the sessions read under the lock: no snapshot meanwhile
+                    sessions = read.result(SESSIONS_READ_SECONDS)
+                    pruned = repo.bound(max_bytes, sessions)
+                if pruned:
+                    log.info("checkpoints of %d sessions pruned in %s (over %d MB)", len(pruned), repo.root, max_bytes // MEGABYTE)
+                return pruned
+            except (CheckpointError, concurrent.futures.TimeoutError, RuntimeError, OSError) as exc:
+                log.warning("bounding the checkpoints of %s failed: %s", repo.root, exc)
+                return []
+            finally:
+                self._bounding[str(repo.root)] = False
+
+        return self.queue.submit_job(job)
+
+    async def _session_trees(self, repo: ShadowRepo) -> list[SessionTrees]:
+        """The sessions with checkpoints in `repo`'s workspace, least recently changed first."""
+
+        rows = await self._sessions().workspace_checkpoints(str(repo.root))
+        found: dict[str, SessionTrees] = {}
+        mine = f":{os.getpid()}:"
+        for row, _, owner in rows:
+            finishing = row.session_id in self._finishing
+            busy = owner is not None or finishing
+            here = finishing or (owner is not None and mine in owner)
+            had = found.get(row.session_id)
+            trees = {row.before_tree, row.after_tree} - {""}
+            if had is None:
+                found[row.session_id] = SessionTrees(row.session_id, frozenset(trees), busy, row.started_us / 1e6, here)
+            else:
+                found[row.session_id] = SessionTrees(row.session_id, had.trees | trees, busy,
+                                                     max(had.since, row.started_us / 1e6), here)
+        return list(found.values())  # the rows come least recently changed session first
 
     def remember_buffer_edits(
         self, session_id: str, request_id: str, edits: list[BufferEdit], root: Path | None
@@ -489,7 +560,7 @@ class Checkpoints:
                     if row.request_id in running or not after:
                         now = now or repo.snapshot()
                         after = now
-                    repo.require(row.before_tree, after)
+                    _require(repo, row.session_id, row.before_tree, after)
                     for change in repo.changes(row.before_tree, after):
                         first_before.setdefault(change.path, row.before_tree)
                         last_after[change.path] = after
@@ -552,7 +623,7 @@ class Checkpoints:
             with repo.locked():
                 now = repo.snapshot()
                 afters = [row.after_tree or now for row in rows]  # a request without an 'after' died: now stands in
-                repo.require(*(row.before_tree for row in rows), *afters)
+                _require(repo, rows[0].session_id, *(row.before_tree for row in rows), *afters)
                 touched: set[str] = set()
                 for row, after in zip(rows, afters):
                     touched.update(c.path for c in repo.changes(row.before_tree, after))
@@ -601,6 +672,18 @@ class Checkpoints:
             ) from None
         except CheckpointError as exc:
             raise CommandError(CHECKPOINTS_UNAVAILABLE, f"the files cannot be restored: {exc}") from None
+
+
+def _require(repo: ShadowRepo, session_id: str, *trees: str) -> None:
+    """ShadowRepo.require, naming the bound when the session's checkpoints were pruned."""
+
+    try:
+        repo.require(*trees)
+    except CheckpointError:
+        note = repo.pruned_note(session_id)
+        if note is None:
+            raise
+        raise CheckpointError(f"{note}; rewind with files: false to cut the history only") from None
 
 
 def _unsaved(path: Path, open_text: OpenText) -> bool:

@@ -55,6 +55,7 @@ class ServerOptions:
     reasoning_effort: str | None = None  # OpenAI reasoning models: minimal | low | medium | high
     headers: Any = None  # extra HTTP headers on every model call: {name: value}
     model_cost: Any = None  # {input, output, cacheRead?, cacheWrite?} USD per 1M tokens (agent/catalog.py)
+    checkpoint_max_megabytes: int = 2048  # one workspace's shadow repository at most (agent/checkpoints.py)
 
 
 # wire name -> (field name, checker returning an error text or None)
@@ -167,6 +168,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "reasoningEffort": ("reasoning_effort", _one_of("minimal", "low", "medium", "high")),
     "headers": ("headers", _is_headers),
     "modelCost": ("model_cost", _is_model_cost),
+    "checkpointMaxMegabytes": ("checkpoint_max_megabytes", _is_int(1, 1_048_576)),
 }
 
 _ENV = {"TUNACODE_MODEL": "model", "TUNACODE_BASE_URL": "baseUrl"}

@@ -36,6 +36,11 @@ class ModelInput:
         self._facts[id(model)] = (model, estimate_tokens([dump]), pruned)
         return model
 
+    def adopt(self, model: Any, estimate: int, pruned: tuple[Any, int] | None) -> None:
+        """A model loaded by an earlier request of the session (agent/history_models.py), with its facts."""
+
+        self._facts[id(model)] = (model, estimate, pruned)
+
     def build(self, messages: list[Any], token_budget: int) -> tuple[list[Any], int]:
         """What the model is sent (pruned, `plan_pruning`) and its estimated tokens."""
 

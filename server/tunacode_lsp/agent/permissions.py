@@ -26,12 +26,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pathspec
-
-from tunacode_lsp.tools.patch_format import PatchError, parse_patch
-from tunacode_lsp.tools.shell_parse import WRAPPERS, ShellParse, SimpleCommand, parse_command, quote_word
+if TYPE_CHECKING:  # pathspec, the patch parser and tree-sitter load with the first rule they match
+    from tunacode_lsp.tools.shell_parse import ShellParse, SimpleCommand
 
 EFFECTS = ("deny", "ask", "allow")
 PATCH_TOOL = "apply_patch"
@@ -102,7 +100,7 @@ class PermissionRules:
             return False
         spec = self._globs.get(rule.pattern)
         if spec is None:
-            spec = self._globs[rule.pattern] = pathspec.GitIgnoreSpec.from_lines([rule.pattern])
+            spec = self._globs[rule.pattern] = _gitignore_spec(rule.pattern)
         return bool(spec.match_file(relative))
 
     def _path_matches(self, rule: Rule, relative: str) -> bool:
@@ -110,10 +108,12 @@ class PermissionRules:
             return True
         spec = self._globs.get(rule.pattern)
         if spec is None:
-            spec = self._globs[rule.pattern] = pathspec.GitIgnoreSpec.from_lines([rule.pattern])
+            spec = self._globs[rule.pattern] = _gitignore_spec(rule.pattern)
         return bool(spec.match_file(relative))
 
     def _decide_patch(self, patch: Any, root: Path) -> RuleDecision | None:
+        from tunacode_lsp.tools.patch_format import PatchError, parse_patch
+
         try:
             ops = parse_patch(patch) if isinstance(patch, str) else []
         except PatchError:
@@ -142,6 +142,8 @@ class PermissionRules:
         rules = {e: [r for r in getattr(self, e) if r.tool == "bash"] for e in EFFECTS}
         if not any(rules.values()):
             return None
+        from tunacode_lsp.tools.shell_parse import parse_command
+
         parse = parse_command(command)
         candidates = _deny_candidates(parse, command)
         for effect in ("deny", "ask"):
@@ -221,6 +223,8 @@ def _deny_candidates(parse: ShellParse, command: str) -> list[str]:
 
 
 def _command_texts(simple: SimpleCommand) -> list[str]:
+    from tunacode_lsp.tools.shell_parse import WRAPPERS, quote_word
+
     if not simple.literal:
         return [simple.text]
     words = list(simple.words)
@@ -257,7 +261,7 @@ def parse_rule(text: Any, effect: str, source: str) -> tuple[Rule | None, str | 
             return None, f"{text!r}: an empty pattern (write `{tool}` for every call)"
         if tool in FILE_TOOLS or tool == PATCH_TOOL:
             try:
-                pathspec.GitIgnoreSpec.from_lines([pattern])
+                _gitignore_spec(pattern)
             except Exception as exc:  # pathspec raises several kinds for a bad glob
                 return None, f"{text!r}: not a gitignore-style glob ({exc})"
         elif tool != "bash":
@@ -305,6 +309,8 @@ def suggested_rules(tool: str, args: Mapping[str, Any], root: Path) -> tuple[str
     parse cannot see through)."""
 
     if tool == "bash":
+        from tunacode_lsp.tools.shell_parse import parse_command
+
         parse = parse_command(str(args.get("command", "")))
         if not parse.literal or not parse.commands:
             return ()
@@ -320,3 +326,11 @@ def suggested_rules(tool: str, args: Mapping[str, Any], root: Path) -> tuple[str
         escaped = _GLOB_SPECIAL.sub(lambda m: "\\" + m.group(1), relative)
         return (f"{tool}(/{escaped})",)
     return (tool,)
+
+
+def _gitignore_spec(pattern: str) -> Any:
+    """A gitignore-style glob (pathspec, imported with the first rule that needs one)."""
+
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines([pattern])

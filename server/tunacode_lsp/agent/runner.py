@@ -19,6 +19,7 @@ from typing import Any
 from tinyagent import Agent, AgentOptions, AgentTool, AgentToolResult, Message, TextContent, UserMessage
 from tinyagent.agent_types import AssistantMessage, ImageContent, ToolCallContent
 
+from tunacode_lsp.agent import history_models
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.edit_format import uses_apply_patch
@@ -332,10 +333,12 @@ class AgentRequest:
         message again. Runs on a thread, before the agent exists."""
 
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
-            long = len(self.spec.history) >= PROMOTE_HISTORY_MIN
+            previous = history_models.take(self.spec.session_id)  # the last request's models, by dump
+            fresh = sum(1 for dump in self.spec.history if history_models.reusable(previous, dump) is None)
+            long = fresh >= PROMOTE_HISTORY_MIN
             if long:
                 gc.collect(1)  # the young garbage first (earlier requests' leftovers), not promoted below
-            models = self._load_history_now()
+            models = self._load_history_now(previous)
             if long:
                 # The models live for the whole request: move them (and whatever else is young)
                 # straight to the oldest generation, or the next young passes scan all of them
@@ -345,8 +348,20 @@ class AgentRequest:
                 gc.unfreeze()
         return models
 
-    def _load_history_now(self) -> list[Any]:
-        return [self._model_input.load(dump) for dump in self.spec.history]
+    def _load_history_now(self, previous: dict[int, history_models.Entry] | None = None) -> list[Any]:
+        models: list[Any] = []
+        kept: dict[int, history_models.Entry] = {}
+        for dump in self.spec.history:
+            entry = history_models.reusable(previous or {}, dump)
+            if entry is None:
+                model = self._model_input.load(dump)
+                entry = (dump, *self._model_input.facts_of(model))
+            else:
+                self._model_input.adopt(entry[1], entry[2], entry[3])
+            kept[id(dump)] = entry
+            models.append(entry[1])
+        history_models.keep(self.spec.session_id, kept)  # the next request validates only what is new
+        return models
 
     def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:
         spec = self.spec

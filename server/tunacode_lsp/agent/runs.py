@@ -556,7 +556,8 @@ class RequestService:
         if not await sessions.acquire(session_id, owner):
             raise CommandError(SESSION_BUSY, f"session {session_id} is busy with another request")
         try:
-            checkpoint = await self.checkpoints.begin(session_id, pending.request_id, root)  # before the prompt is stored
+            checkpoint = await self.checkpoints.begin(session_id, pending.request_id, root,  # before the prompt is stored
+                                                      max_megabytes=options.checkpoint_max_megabytes)
             notices += checkpoint.notices
             try:
                 history = await sessions.history(session_id)

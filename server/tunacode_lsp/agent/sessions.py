@@ -11,7 +11,6 @@ import asyncio
 import builtins
 import logging
 import os
-import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -241,8 +240,10 @@ class SessionService:
                     model=model,
                 )
                 break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
+            except Exception as exc:
+                import sqlite3  # loaded with the store already (not at start-up)
+
+                if not isinstance(exc, sqlite3.OperationalError) or ("locked" not in str(exc) and "busy" not in str(exc)):
                     raise
                 if loop.time() + delay > deadline:
                     raise
@@ -275,6 +276,10 @@ class SessionService:
 
     async def request_checkpoints(self, session_id: str) -> builtins.list[RequestCheckpointRecord]:
         return await self._call("request_checkpoints", session_id)
+
+    async def workspace_checkpoints(self, workspace: str) -> builtins.list[tuple[RequestCheckpointRecord, int, str | None]]:
+        """Every session's request checkpoints in a workspace (SessionStore.workspace_checkpoints)."""
+        return await self._call("workspace_checkpoints", workspace)
 
     async def set_request_end(self, session_id: str, request_id: str, events: builtins.list[dict[str, Any]]) -> None:
         await self._call("set_request_end", session_id, request_id, events)

@@ -17,7 +17,6 @@ import hashlib
 import threading
 from pathlib import Path
 
-from tunacode_lsp.store.consent_store import ConsentStore, consent_store_path
 from tunacode_lsp.store.locations import project_id_for
 
 KIND = "project-settings"
@@ -34,6 +33,8 @@ def settings_fingerprint(shown_path: str, content: bytes) -> str:
 def is_consented(root: Path, fingerprint: str) -> bool:
     """Blocking (a small SQLite read): call from a thread."""
 
+    from tunacode_lsp.store.consent_store import ConsentStore, consent_store_path  # sqlite3: not at start-up
+
     project = project_id_for(root)
     if (project, fingerprint) in _this_process:
         return True
@@ -45,6 +46,8 @@ def is_consented(root: Path, fingerprint: str) -> bool:
 
 def record_consent(root: Path, fingerprint: str, *, persist: bool = True) -> None:
     """Blocking: call from a thread."""
+
+    from tunacode_lsp.store.consent_store import ConsentStore, consent_store_path
 
     project = project_id_for(root)
     with _lock:

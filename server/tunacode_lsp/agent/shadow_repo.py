@@ -26,13 +26,23 @@ bytes are copied (never written back; git never runs in the workspace's reposito
 configuration is never read) and its objects borrowed read-only (`GIT_ALTERNATE_OBJECT_DIRECTORIES`,
 given only to the commands that read objects: a command that writes objects would "freshen"
 the workspace's copies, touching their times), so git hashes only what differs from it, as
-`git status` would; `write-tree --missing-ok` while borrowing. Only when nothing in the
+`git status` would; `write-tree --missing-ok` while borrowing, after the trees of the
+workspace's HEAD are copied in as one pack (`pack-objects` reads them, `index-pack` writes
+here), so that it reuses the index's cached trees instead of writing each again. Only when nothing in the
 workspace's git could have changed bytes on their way into its index (no `.gitattributes`,
 no `autocrlf`, `eol`, `attributesFile`, `worktree` or include in its configuration files), and with no entry git
 would skip (assume-unchanged, skip-worktree, unmerged); what the full path leaves out (ignored
 files, files over the size limit, submodules) is taken out of the index first. The borrowed
 objects are then copied into the shadow repository (`absorb`, after the snapshot) and the
 alternates dropped, so the workspace's own `git gc` never takes a checkpoint's bytes.
+
+The repository is bounded (`bound`, run by agent/checkpoints.py off the request path): over
+the bound, the history is rewritten to hold only the trees still named (the current one,
+the kept sessions' checkpoints, and every snapshot since a running request started), then
+repacked and pruned, under the lock. Trees of deleted sessions and snapshots no request
+names go first; then the least recently changed sessions', a quarter of them per round,
+until the repository fits (a running session's never). A pruned session is noted
+(`tunacode-pruned.json`) so that its rewind says why its checkpoint is gone.
 """
 
 from __future__ import annotations
@@ -40,12 +50,14 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import logging
 import os
 import re
 import stat
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,6 +65,9 @@ from pathlib import Path
 
 from tunacode_lsp.tools.confined_read import read_confined
 
+log = logging.getLogger(__name__)
+
+MEGABYTE = 1024 * 1024
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are not recorded
 MAX_FILES = 100_000  # more changed files than this at once: the workspace is not recorded
 MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024  # more new bytes than this at once: likewise
@@ -74,6 +89,7 @@ CONFIG = (
     ("core.fsmonitor", "false"),
     ("index.version", "4"),
     ("gc.auto", "0"),
+    ("core.logAllRefUpdates", "false"),  # no reflog: it would keep every snapshot reachable
     ("pack.threads", "1"),
     ("maintenance.auto", "false"),
     ("advice.addEmbeddedRepo", "false"),
@@ -83,7 +99,7 @@ MAX_SEED_INDEX_BYTES = 256 * 1024 * 1024  # a workspace index larger than this i
 MAX_CONFIG_BYTES = 1024 * 1024
 # a git configuration that may have changed bytes on their way into the index (or hides where)
 # the commands that may read a borrowed object; never one that writes objects (see the docstring)
-READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse"})
+READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse", "pack-objects"})
 CONVERTING_CONFIG = re.compile(rb"autocrlf|eol|attributesfile|include|worktree", re.IGNORECASE)
 DEBUG_ENTRY = re.compile(rb"(?:\A|\n)([^\0]*)\0  ctime: [^\n]*\n  mtime: [^\n]*\n  dev: [^\n]*\n  uid: [^\n]*\n  size: (\d+)\t")
 
@@ -116,6 +132,22 @@ class PartialRestore(CheckpointError):
         self.reason = reason
         self.restored = restored
         self.failed = failed
+
+
+@dataclass(frozen=True)
+class SessionTrees:
+    """One session's checkpoints in this repository, for `bound`."""
+
+    session_id: str
+    trees: frozenset[str]
+    busy: bool  # a request of it runs (here or in another process): never pruned
+    since: float  # when its latest request started (seconds since the epoch)
+    here: bool = True  # busy in this process (its snapshots are in ShadowRepo.recent)
+
+
+MAX_PRUNED_NOTES = 10_000  # sessions remembered as pruned (oldest forgotten first)
+RECENT_SNAPSHOTS = 4096  # snapshots of this process remembered for `bound` (a running request's)
+BOUND_ROUNDS = 12  # repacks at most per `bound`; the last drops every session it may
 
 
 @dataclass(frozen=True)
@@ -181,6 +213,11 @@ class ShadowRepo:
         self._env = _git_env(self.git_dir, self.root)
         self._local = threading.local()
         self.seed_from_workspace = True  # the first snapshot starts from the workspace's git index
+        self.measured: int | None = None  # the objects' size when last measured (None: not yet)
+        self.added = 0  # bytes of files snapshots added since (an upper bound of what they stored)
+        self.recent: deque[tuple[float, str]] = deque(maxlen=RECENT_SNAPSHOTS)  # (when, tree) of this process
+        self._excludes_checked: tuple[object, ...] | None = None  # the config file's state when it named the excludes
+        self._head: tuple[str, str] = ("", "")  # (commit, its tree): a commit's tree never changes
 
     # ------------------------------------------------------------ plumbing
 
@@ -317,9 +354,22 @@ class ShadowRepo:
             if not same:  # rewritten only when it changed (git's untracked cache keys on it)
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 copy.write_bytes(found.data)
+        config = self.git_dir / "config"
+        try:
+            seen = config.stat()
+            key: tuple[object, ...] | None = (wanted, seen.st_ino, seen.st_mtime_ns, seen.st_size)
+        except OSError:
+            key = None
+        if key is not None and key == self._excludes_checked:
+            return  # the configuration file is as it was when it last named `wanted` (a process saved per snapshot)
         current = self._git("config", "--get", "core.excludesFile", ok=(0, 1)).decode().strip()
         if current != wanted:
             self._git("config", "core.excludesFile", wanted)
+        try:
+            seen = config.stat()
+            self._excludes_checked = (wanted, seen.st_ino, seen.st_mtime_ns, seen.st_size)
+        except OSError:
+            self._excludes_checked = None
 
     # ------------------------------------------------------------ exclusions
 
@@ -351,15 +401,38 @@ class ShadowRepo:
 
     # ------------------------------------------------------------ snapshots
 
+    def _head_commit(self) -> str | None:
+        """HEAD's commit id read from its ref file (None: not a loose ref, or unreadable)."""
+
+        try:
+            head = (self.git_dir / "HEAD").read_text(encoding="ascii").strip()
+            if not head.startswith("ref: refs/"):
+                return None
+            commit = (self.git_dir / head[5:]).read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            return None
+        return commit if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None
+
     def head_tree(self) -> str | None:
-        out = self._git("rev-parse", "-q", "--verify", "HEAD^{tree}", ok=(0, 1)).strip()
-        return out.decode() if out else None
+        commit = self._head_commit()
+        if commit is not None and commit == self._head[0]:
+            return self._head[1]  # the same commit as last time: no git process (one per snapshot)
+        if commit is None:
+            out = self._git("rev-parse", "-q", "--verify", "HEAD^{tree}", ok=(0, 1)).strip()
+            return out.decode() if out else None
+        out = self._git("rev-parse", "-q", "--verify", f"{commit}^{{tree}}", ok=(0, 1)).strip()
+        if not out:
+            return None
+        self._head = (commit, out.decode())
+        return self._head[1]
 
     def snapshot(self) -> str:
         """The workspace now, as a tree id (recorded in the repository)."""
 
         try:
-            return self._snapshot()
+            tree = self._snapshot()
+            self.recent.append((time.time(), tree))
+            return tree
         except GitTimeout as exc:
             # a FIFO named .gitignore or .gitattributes blocks git for good (it waits for a
             # writer): say so, and do not make every later snapshot wait as long
@@ -423,6 +496,7 @@ class ShadowRepo:
                     continue
                 add.append(raw)
                 size += info.st_size
+            self.added += size
             if size > MAX_SNAPSHOT_BYTES:
                 raise TooManyFiles(
                     f"{size:,} bytes changed at once (the limit is {MAX_SNAPSHOT_BYTES:,}): this workspace is not recorded"
@@ -444,7 +518,121 @@ class ShadowRepo:
                 parents = ["-p", "HEAD"] if head is not None else []
                 commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
                 self._git("update-ref", "HEAD", commit)
+                self._head = (commit, tree)
             return tree
+
+    # ------------------------------------------------------------ the size bound
+
+    def size(self) -> int:
+        """The bytes of the repository's objects (loose and packed) now."""
+
+        total = 0
+        for folder, _, files in os.walk(self.git_dir / "objects"):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_size
+                except OSError:
+                    pass
+        self.measured, self.added = total, 0
+        return total
+
+    def may_exceed(self, max_bytes: int) -> bool:
+        """Whether the objects may be over `max_bytes`, without measuring while the estimate
+        (the last measure plus what snapshots added since) is under it."""
+
+        return self.measured is None or self.measured + self.added > max_bytes
+
+    def bound(self, max_bytes: int, sessions: list[SessionTrees]) -> list[str]:
+        """Shrink the repository under `max_bytes` (see the module's docstring); `sessions`
+        least recently changed first. Returns the sessions whose checkpoints were pruned."""
+
+        with self.locked():
+            self._ensure()
+            if self.size() <= max_bytes:
+                return []
+            if self.borrowing():
+                self.absorb()
+            head = self.head_tree()
+            if head is None:
+                return []
+            # a running request's snapshots may not be stored yet: keep every one since it started
+            here = [s.since for s in sessions if s.busy and s.here]
+            recent = {tree for when, tree in self.recent if here and when >= min(here)}
+            elsewhere = [s.since for s in sessions if s.busy and not s.here]
+            if elsewhere:  # another process's: by the commits' times (whole seconds)
+                cutoff = int(min(elsewhere))
+                for line in self._git("log", "--format=%T %ct", "HEAD").decode().splitlines():
+                    tree, _, when = line.partition(" ")
+                    if int(when or 0) >= cutoff:
+                        recent.add(tree)
+            kept = list(sessions)
+            droppable = [s for s in sessions if not s.busy]
+            dropped: list[SessionTrees] = []
+            for round_ in range(BOUND_ROUNDS + 1):
+                keep = {head, *recent}.union(*(s.trees for s in kept))
+                self._keep_only(head, keep)
+                if self.size() <= max_bytes or not droppable:
+                    break
+                count = len(droppable) if round_ == BOUND_ROUNDS - 1 else max(1, len(droppable) // 4)
+                batch, droppable = droppable[:count], droppable[count:]
+                dropped += batch
+                names = {s.session_id for s in batch}
+                kept = [s for s in kept if s.session_id not in names]
+            self._note_pruned([s.session_id for s in dropped], max_bytes)
+            return [s.session_id for s in dropped]
+
+    def _keep_only(self, head: str, keep: set[str]) -> None:
+        """Make `keep` the only trees reachable (HEAD: `head` alone), then drop every other object."""
+
+        wanted = sorted(t for t in keep if t and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", t))
+        found = self._git("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                          stdin="".join(f"{t}\n" for t in wanted).encode()).decode().splitlines()
+        trees = [line.split(" ")[0] for line in found if line.endswith(" tree")]
+        listing = "".join(f"040000 tree {t}\t{t}\n" for t in trees).encode()
+        holder = self._git("mktree", stdin=listing).decode().strip()
+        kept = self._git("commit-tree", holder, "-m", "the checkpoints kept").decode().strip()
+        self._git("update-ref", "refs/tunacode/kept", kept)
+        current = self._git("commit-tree", head, "-m", "checkpoint").decode().strip()
+        self._git("update-ref", "HEAD", current)
+        # every object reachable from the refs and the index, in one pack; the rest is gone (a
+        # repository made before core.logAllRefUpdates was off has reflogs naming every snapshot)
+        self._git("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+        self._git("repack", "-a", "-d", "-q")
+        self._git("prune", "--expire=now")
+
+    def _pruned_file(self) -> Path:
+        return self.git_dir / "tunacode-pruned.json"
+
+    def _load_pruned(self) -> dict[str, list[float]]:
+        try:
+            data = json.loads(self._pruned_file().read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): v for k, v in data.items() if isinstance(v, list) and len(v) == 2} if isinstance(data, dict) else {}
+
+    def _note_pruned(self, session_ids: list[str], max_bytes: int) -> None:
+        if not session_ids:
+            return
+        notes = self._load_pruned()
+        now = time.time()
+        for session_id in session_ids:
+            notes.pop(session_id, None)
+            notes[session_id] = [now, max_bytes]
+        kept = dict(list(notes.items())[-MAX_PRUNED_NOTES:])  # oldest notes first in the file
+        temporary = self._pruned_file().with_suffix(".tmp")
+        temporary.write_text(json.dumps(kept))
+        os.replace(temporary, self._pruned_file())
+
+    def pruned_note(self, session_id: str) -> str | None:
+        """Why the checkpoints of a session are gone, when `bound` pruned them; else None."""
+
+        note = self._load_pruned().get(session_id)
+        if note is None:
+            return None
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(note[0])))
+        return (f"the checkpoints of session {session_id} were pruned at {when} to keep the checkpoint "
+                f"repository under checkpointMaxMegabytes ({int(note[1]) / MEGABYTE:g} MB; the least recently "
+                "used sessions' go first)")
 
     # ------------------------------------------------------------ seeding from the workspace's git
 
@@ -496,6 +684,7 @@ class ShadowRepo:
                           "--pathspec-file-nul", stdin=b"\0".join(drop))
             # the seeded index as the first commit: the snapshot's status then lists only what
             # differs from it (its trees are written here, its blobs borrowed)
+            self._copy_head_trees()
             tree = self._git("write-tree", "--missing-ok").decode().strip()
             commit = self._git("commit-tree", tree, "-m", "seeded from the workspace's git index").decode().strip()
             self._git("update-ref", "HEAD", commit)
@@ -504,6 +693,29 @@ class ShadowRepo:
             index.unlink(missing_ok=True)
             self._borrowed_file().unlink(missing_ok=True)
             return False
+
+    def _copy_head_trees(self) -> None:
+        """Copy the tree objects of the workspace's HEAD commit in, as one pack: the index's
+        cached trees are mostly those, and `write-tree` then reuses every one that exists
+        here instead of writing each again as a loose object (~300 of them at 30,000 files
+        took most of a first snapshot's time beyond its status). `pack-objects` only reads
+        the borrowed objects (nothing in the workspace is written or touched) and
+        `index-pack` writes the pack here. Best effort: on any failure `write-tree` writes
+        the trees as before."""
+
+        commit = _workspace_head(self.root)
+        if commit is None:
+            return
+        try:
+            listing = self._git("ls-tree", "-r", "-d", "-t", "-z", "--full-tree", commit)
+            trees = [self._git("rev-parse", "-q", "--verify", f"{commit}^{{tree}}").decode().strip()]
+            trees += [entry.split(b"\t", 1)[0].split(b" ")[2].decode() for entry in listing.split(b"\0") if entry]
+            if len(trees) > MAX_FILES:  # a hostile history's tree of folders: not worth copying
+                return
+            pack = self._git("pack-objects", "--stdout", "-q", "--window=0", stdin="".join(f"{t}\n" for t in trees).encode())
+            self._git("index-pack", "--stdin", stdin=pack)
+        except (CheckpointError, IndexError, UnicodeDecodeError) as exc:
+            log.info("the workspace's HEAD trees were not copied in (write-tree writes them): %s", exc)
 
     def absorb(self) -> None:
         """Copy the objects borrowed from the workspace's repository into this one, then stop
@@ -725,6 +937,27 @@ def _read_regular(path: Path, limit: int) -> tuple[bytes, int] | None:
         return None
     finally:
         os.close(fd)
+
+
+def _workspace_head(root: Path) -> str | None:
+    """The workspace's HEAD commit id, read from its files (git never runs in its repository):
+    a branch ref (loose or packed) or a detached HEAD; None otherwise (an unborn branch)."""
+
+    dot = root / ".git"
+    head = _read_regular(dot / "HEAD", 4096)
+    if head is None:
+        return None
+    text = head[0].decode("ascii", "replace").strip()
+    if text.startswith("ref: refs/heads/") and ".." not in text:
+        name = text[5:]
+        ref = _read_regular(dot / name, 4096)
+        if ref is not None:
+            text = ref[0].decode("ascii", "replace").strip()
+        else:
+            packed = _read_regular(dot / "packed-refs", MAX_CONFIG_BYTES * 16)
+            lines = packed[0].decode("utf-8", "replace").splitlines() if packed is not None else []
+            text = next((line.split(" ", 1)[0] for line in lines if line.endswith(" " + name)), "")
+    return text if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text) else None
 
 
 def _workspace_index(root: Path) -> tuple[bytes, int, str] | None:

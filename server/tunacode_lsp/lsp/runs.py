@@ -40,9 +40,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# What a request needs and start-up does not: imported with the first request, or earlier
-# on a worker thread by `warm_up` once the client is initialized.
-AGENT_MODULES = ("tunacode_lsp.agent.runner", "tunacode_lsp.lsp.sink", "tunacode_lsp.store.session_store")
+# What a request needs and start-up does not is imported with the first request. `warm_up`
+# imported it on a worker thread once the client was initialized: the first request was
+# ~0.5 s faster, but an idle server held ~15 MB more (tinyagent, pydantic, httpx, the
+# providers' modules: issue 35, idle RSS goal <= 1.2x of pygls + lsprotocol). Now it imports
+# nothing; the modules load on first use.
+AGENT_MODULES: tuple[str, ...] = ()
 
 
 def warm_up() -> None:

@@ -12,6 +12,7 @@ import sqlite3
 from contextlib import AbstractContextManager
 
 from tunacode_lsp.store.errors import SessionNotFound
+from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.records import RequestCheckpointRecord, now_us
 
 
@@ -47,6 +48,19 @@ class RequestCheckpointTable:
                 "after_tree = COALESCE(?, after_tree) WHERE session_id = ? AND request_id = ?",
                 (before_tree, after_tree, session_id, request_id),
             )
+
+    def workspace_checkpoints(self, workspace: str) -> list[tuple[RequestCheckpointRecord, int, str | None]]:
+        """Every session's request checkpoints in `workspace`, with the session's last change
+        (modified_us) and the live owner of its lease (None: not busy): least recently changed
+        sessions first (agent/checkpoints.py prunes in that order)."""
+        rows = self._conn().execute(
+            "SELECT r.session_id, r.request_id, r.first_seq, r.workspace, r.before_tree, r.after_tree, "
+            "r.started_us, s.modified_us, l.owner FROM request_checkpoints r "
+            "JOIN sessions s ON s.session_id = r.session_id LEFT JOIN leases l ON l.session_id = r.session_id "
+            "WHERE r.workspace = ? ORDER BY s.modified_us, r.session_id, r.first_seq, r.started_us",
+            (workspace,),
+        ).fetchall()
+        return [(RequestCheckpointRecord(*row[:7]), int(row[7]), row[8] if row[8] and owner_is_alive(row[8]) else None) for row in rows]
 
     def request_checkpoints(self, session_id: str) -> list[RequestCheckpointRecord]:
         """The session's requests that have checkpoint rows, oldest first."""
