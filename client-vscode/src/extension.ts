@@ -19,6 +19,7 @@ import { needsRestart } from "./settings";
 import type { ApprovalDecision, ContextItem, LspRange, ModelsListResult, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import { parseCommands } from "./webview/slash";
+import { rankFiles } from "./webview/mentions";
 import type { Session } from "./protocol";
 import { Commands } from "./protocol";
 
@@ -78,9 +79,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           message.prompt,
           await withMentions(message.prompt, Array.isArray(message.context) ? message.context : []),
           message.mode === "plan" ? "plan" : undefined,
+          message.how === "queue" ? "queue" : "steer",
         );
+      case "unqueue":
+        return convo.unqueue(message.key);
       case "pick_files":
         return pickFiles();
+      case "complete_files":
+        return completeFiles(String(message.query ?? ""));
       case "attach_uris":
         return attachUris(Array.isArray(message.uris) ? message.uris : []);
       case "stop":
@@ -93,7 +99,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "resume":
         return convo.resume(message.sessionId);
       case "delete":
-        return convo.delete(message.sessionId);
+        return convo.delete(message.sessionId, message.title);
+      case "session_menu": {
+        const choice = await vscode.window.showQuickPick(["Resume", "Delete"], { title: `Session: ${message.title}` });
+        if (choice === "Resume") return convo.resume(message.sessionId);
+        if (choice === "Delete") return convo.delete(message.sessionId, message.title);
+        return;
+      }
       case "copy":
         await vscode.env.clipboard.writeText(message.text);
         return;
@@ -114,10 +126,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return insertAtCursor(message.text);
       case "pick_model":
         return pickModel();
+      case "mcp_details":
+        return showMcpServers();
       case "show_changes":
         return message.requestId ? changes.listRequest(message.requestId) : changes.pickSessionChange();
       case "rewind":
-        return changes.rewind(message.requestId, message.prompt);
+        return changes.rewind(message.requestId, message.prompt, message.edit === true);
       case "show_diff":
         return changes.showDiff(message.path, message.diff, message.status);
       case "undo_file":
@@ -153,6 +167,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }
     return mergeContext([...context, ...mentioned]);
+  }
+
+  /** The workspace's files for `@` completion: listed at most every 10 s, at most 5,000. */
+  let fileList: { at: number; paths: string[] } | undefined;
+  async function completeFiles(query: string): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) return panel.post({ type: "file_completions", query, paths: [] });
+    if (!fileList || Date.now() - fileList.at > 10_000) {
+      const found = await vscode.workspace.findFiles(new vscode.RelativePattern(folder, "**/*"), "{**/node_modules/**,**/.git/**}", 5000);
+      fileList = { at: Date.now(), paths: found.map((uri) => vscode.workspace.asRelativePath(uri, false)) };
+    }
+    panel.post({ type: "file_completions", query, paths: rankFiles(fileList.paths, query.slice(0, 200)) });
   }
 
   /** Files dropped on the panel (Shift+drag from the explorer or an editor tab). */
@@ -259,8 +285,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void vscode.window.showInformationMessage("TunaCode: the full output of this tool call is not stored (yet).");
         return;
       }
-      const doc = await vscode.workspace.openTextDocument({ content: output, language: name === "bash" ? "shellscript" : "plaintext" });
-      await vscode.window.showTextDocument(doc, { preview: true });
+      // Read-only (a content provider's document), never an Untitled one that asks to be saved.
+      await changes.showReadOnly(`${name} output ${toolCallId.slice(-8)}.txt`, output);
     } catch (err) {
       void vscode.window.showErrorMessage(`TunaCode: could not fetch the tool's output: ${errorMessage(err)}`);
     }
@@ -300,6 +326,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     } catch (err) {
       void vscode.window.showErrorMessage(`TunaCode: could not list models: ${errorMessage(err)}`);
     }
+  }
+
+  /** The footer's MCP line, clicked: each server with its state and reason; a failed one offers its fixes. */
+  async function showMcpServers(): Promise<void> {
+    let servers: StatusResult["mcpServers"] = [];
+    try {
+      servers = (await tuna.executeCommand<StatusResult>(Commands.status, {})).mcpServers ?? [];
+      panel.dispatch({ type: "mcp_servers", servers });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not read the MCP servers' state: ${errorMessage(err)}`);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      servers.map((s) => ({
+        label: s.name,
+        description: s.state === "ready" ? `ready · ${s.tools} tool${s.tools === 1 ? "" : "s"}` : s.state.replace("_", " "),
+        detail: s.error,
+        server: s,
+      })),
+      { title: "TunaCode: MCP servers", placeHolder: "Choose a server for what to do about it" },
+    );
+    if (!picked) return;
+    const actions = ["Show Logs", "Open Settings", "Restart Server"];
+    const action = await vscode.window.showQuickPick(actions, { title: `MCP server ${picked.label}: ${picked.description ?? ""}` });
+    if (action === "Show Logs") log.show();
+    if (action === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", "tunacode.mcpServers");
+    if (action === "Restart Server") await tuna.restart();
   }
 
   /** MCP servers from `tunacode.status`; polled briefly while one is still starting. */
@@ -416,6 +469,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0);
     }),
     convo.onSession((sessionId) => void context.workspaceState.update(LAST_SESSION, sessionId)),
+    // The server names an MCP server that failed or stopped in a window/showMessage: live status.
+    tuna.onShowMessage((message) => {
+      if (/\bMCP server\b/.test(message)) void refreshStatus();
+    }),
     tuna.onStatus((status) => {
       if (status.state !== "running") approvals.cancelAll();
     }),

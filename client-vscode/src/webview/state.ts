@@ -13,6 +13,8 @@ import type {
   ApproveParams,
   ChangedFile,
   ContextItem,
+  ErrorInfo,
+  ErrorKind,
   McpServerInfo,
   PlanItem,
   RequestMark,
@@ -81,7 +83,25 @@ export interface NoticeItem {
 
 /** The server's retry notice (agent/provider/stream.py). */
 export const RETRY_NOTICE = /retrying in [\d.]+ s \(retry \d+ of \d+\)/;
-export type Item = TextItem | ThinkingItem | ToolItem | NoticeItem;
+/** v3: a steer (`tunacode.steer`) as the model saw it (the server's `user_message` event). */
+export interface UserItem {
+  kind: "user";
+  key: string;
+  text: string;
+}
+export type Item = TextItem | ThinkingItem | ToolItem | NoticeItem | UserItem;
+
+/** v3: a prompt sent with `queue: true`, waiting for its turn (a pending row, not a turn yet). */
+export interface QueuedPrompt {
+  /** The host's key for it (known before the server names the request). */
+  key: string;
+  prompt: string;
+  /** The request's id, once its `request_queued` event came. */
+  requestId?: string;
+  /** `request_queued`'s position (1: the next to start). */
+  position?: number;
+  context?: string[];
+}
 
 /** `sending`: asked, no event yet; `failed`: the request never started (JSON-RPC error). */
 export type TurnStatus = "sending" | "running" | "stopping" | StopReason | "failed";
@@ -89,6 +109,55 @@ export type TurnStatus = "sending" | "running" | "stopping" | StopReason | "fail
 export interface TurnError {
   message: string;
   hint?: string;
+  /** v3: the server's classification of a failed model call. */
+  kind?: ErrorKind;
+}
+
+/** The failed turn's buttons: Retry resends its prompt; the rest as the banner's actions. */
+export type ErrorButton = "retry" | "chooseModel" | "openSettings" | "setApiKey" | "showLogs";
+
+/** Which ways out a failed turn offers, by the server's error kind (all of them when unknown). */
+export function errorButtons(kind: ErrorKind | undefined): ErrorButton[] {
+  switch (kind) {
+    case "auth":
+      return ["openSettings", "setApiKey", "chooseModel", "showLogs"];
+    case "bad_request":
+      return ["chooseModel", "openSettings", "showLogs"];
+    case "context_length":
+      return ["chooseModel", "retry", "showLogs"];
+    case "rate_limit":
+    case "overloaded":
+    case "network":
+    case "timeout":
+    case "server":
+      return ["retry", "chooseModel", "showLogs"];
+    default:
+      return ["retry", "chooseModel", "openSettings", "showLogs"];
+  }
+}
+
+/** What to do about a failed model call, by its kind. */
+function hintForKind(kind: ErrorKind | undefined): string | undefined {
+  switch (kind) {
+    case "auth":
+      return "The provider refused the API key: set the key (Set API Key, or the provider's variable in tunacode.server.env), or Open Settings.";
+    case "rate_limit":
+      return "The provider's rate limit: wait a moment and Retry, or choose another model.";
+    case "overloaded":
+      return "The provider is overloaded right now: Retry in a moment, or choose another model.";
+    case "context_length":
+      return "The conversation no longer fits the model's context window: start a new session, or choose a model with a larger window.";
+    case "network":
+      return "The model's endpoint could not be reached: check tunacode.baseUrl and the network, then Retry.";
+    case "timeout":
+      return "The model did not answer in time: Retry, or raise tunacode.streamReadTimeout.";
+    case "bad_request":
+      return "The provider refused the request: check the model name and settings (Show Logs has the details).";
+    case "server":
+      return "The provider had an internal error: Retry, or choose another model.";
+    default:
+      return undefined;
+  }
 }
 
 export interface Turn {
@@ -167,6 +236,10 @@ export interface ViewState {
   mcpServers?: McpServerInfo[];
   /** Context for the next prompt. */
   attachments: Attachment[];
+  /** v3: prompts queued behind the running request, in the order they start. */
+  queued: QueuedPrompt[];
+  /** v3: steers accepted by the server that the model has not seen yet. */
+  steers: string[];
 }
 
 export type Action =
@@ -192,7 +265,14 @@ export type Action =
   | { type: "changes"; requestId: string; files: ChangedFile[]; truncated: boolean }
   | { type: "changes_failed"; requestId: string; message: string }
   | { type: "file_undone"; requestId: string; path: string }
-  | { type: "mcp_servers"; servers: unknown };
+  | { type: "mcp_servers"; servers: unknown }
+  /** v3: a prompt sent with `queue: true` (the host's key); its request id once known. */
+  | { type: "prompt_queued"; key: string; prompt: string; context?: ContextItem[] }
+  | { type: "queue_assigned"; key: string; requestId: string }
+  /** The queued prompt is gone before it started (removed, refused); `message` when refused. */
+  | { type: "queue_removed"; key: string; message?: string }
+  /** v3: `tunacode.steer` answered `accepted: true`: pending until its `user_message`. */
+  | { type: "steer_sent"; text: string };
 
 /** Early events kept while waiting for a gap to fill; past this the gap counts as lost. */
 export const MAX_EARLY_EVENTS = 64;
@@ -215,6 +295,8 @@ export function initialState(): ViewState {
     server: "starting",
     nextKey: 1,
     attachments: [],
+    queued: [],
+    steers: [],
   };
 }
 
@@ -347,6 +429,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         banner: undefined,
         plan: undefined,
         context: undefined,
+        queued: [],
+        steers: [],
       };
     case "sessions":
       return { ...state, sessions: action.sessions, sessionsLoaded: true };
@@ -397,6 +481,20 @@ export function reduce(state: ViewState, action: Action): ViewState {
       );
     case "mcp_servers":
       return { ...state, mcpServers: mcpServersFrom(action.servers) };
+    case "prompt_queued": {
+      const items = (action.context ?? []).filter((i) => i && typeof i === "object" && typeof i.type === "string");
+      const entry: QueuedPrompt = { key: action.key, prompt: action.prompt, ...(items.length > 0 ? { context: items.map(contextLabel) } : {}) };
+      return { ...state, queued: [...state.queued, entry], attachments: [] };
+    }
+    case "queue_assigned":
+      return { ...state, queued: state.queued.map((q) => (q.key === action.key ? { ...q, requestId: action.requestId } : q)) };
+    case "queue_removed": {
+      const queued = state.queued.filter((q) => q.key !== action.key);
+      const banner: Banner | undefined = action.message ? { kind: "error", message: action.message } : state.banner;
+      return { ...state, queued, banner };
+    }
+    case "steer_sent":
+      return { ...state, steers: [...state.steers, action.text] };
   }
 }
 
@@ -442,7 +540,9 @@ export function mcpServersFrom(raw: unknown): McpServerInfo[] | undefined {
 }
 
 /** One line for the panel: `MCP: 2 ready · 1 failed`; undefined without servers. */
-export function mcpSummary(servers: McpServerInfo[] | undefined): { text: string; level: "ok" | "busy" | "error"; detail: string } | undefined {
+export function mcpSummary(
+  servers: McpServerInfo[] | undefined,
+): { text: string; level: "ok" | "busy" | "error"; detail: string; reason: string } | undefined {
   if (!servers || servers.length === 0) return undefined;
   const count = (state: McpServerInfo["state"]): number => servers.filter((s) => s.state === state).length;
   const parts: string[] = [];
@@ -460,7 +560,17 @@ export function mcpSummary(servers: McpServerInfo[] | undefined): { text: string
       return `${s.name}: ${what}${s.error ? ` (${s.error})` : ""}`;
     })
     .join("\n");
-  return { text: `MCP: ${parts.join(" · ")}`, level, detail };
+  // Why a server is not working, in the footer itself (not only the tooltip).
+  const reason = servers
+    .filter((s) => s.state === "failed" || s.state === "not_allowed")
+    .map((s) => `${s.name}: ${s.error ? clip(s.error, 120) : s.state.replace("_", " ")}`)
+    .join(" · ");
+  return { text: `MCP: ${parts.join(" · ")}`, level, detail, reason };
+}
+
+function clip(text: string, max: number): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 /** Feeds many actions; handy for tests and for replaying a log. */
@@ -513,6 +623,22 @@ function indexForRequest(state: ViewState, requestId: string): number {
 function onEvent(state: ViewState, event: TunaEvent): ViewState {
   if (state.sessionId !== undefined && event.sessionId !== state.sessionId) return state;
   let s = state;
+  // A queued request is a pending row until it starts; then it becomes a turn (v3).
+  const q = s.queued.findIndex((e) => e.requestId !== undefined && e.requestId === event.requestId);
+  if (event.type === "request_queued") {
+    if (q < 0) return s;
+    const queued = s.queued.slice();
+    queued[q] = { ...queued[q], position: num(event.position) };
+    return { ...s, queued };
+  }
+  if (q >= 0) {
+    const entry = s.queued[q];
+    s = { ...s, queued: s.queued.filter((_, i) => i !== q) };
+    if (event.type === "request_end") return s; // dropped before it started
+    s = pushTurn(s, entry.prompt, event.requestId);
+    const last = s.turns.length - 1;
+    s = replaceTurn(s, last, { ...s.turns[last], nextSeq: event.seq, ...(entry.context ? { context: entry.context } : {}) });
+  }
   let idx = indexForRequest(s, event.requestId);
   if (idx < 0) {
     // A request this view did not start (e.g. the Ask command before the panel opened).
@@ -536,7 +662,14 @@ function onEvent(state: ViewState, event: TunaEvent): ViewState {
   if (event.type === "request_start" && event.model) sessionModel = event.model;
   s = replaceTurn(s, idx, next);
   if (event.type === "plan" && Array.isArray(event.items)) s = { ...s, plan: event.items };
-  if (event.type === "turn_end" && num(event.contextWindow) > 0) {
+  if (event.type === "user_message" && s.steers.length > 0) {
+    const at = s.steers.indexOf(event.text);
+    s = { ...s, steers: s.steers.filter((_, i) => i !== (at >= 0 ? at : 0)) };
+  }
+  // The request ended: a steer it never showed the model is gone (a notice says so).
+  if (event.type === "request_end" && s.steers.length > 0 && !isRunning(s)) s = { ...s, steers: [] };
+  // A stopped turn reports no tokens: the meter keeps its last value (not 0%).
+  if (event.type === "turn_end" && num(event.contextWindow) > 0 && num(event.contextTokens) > 0) {
     s = { ...s, context: { tokens: num(event.contextTokens), window: num(event.contextWindow) } };
   }
   return sessionModel !== s.model ? { ...s, model: sessionModel } : s;
@@ -615,6 +748,10 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
     }
     case "plan":
       return running(turn);
+    case "user_message":
+      return typeof event.text === "string" && event.text
+        ? pushItem(running(turn), { kind: "user", key: `${turn.key}:${turn.items.length}`, text: event.text })
+        : turn;
     case "compaction":
       return pushItem(turn, {
         kind: "notice",
@@ -792,7 +929,7 @@ function endTurn(
   turn: Turn,
   stopReason: StopReason,
   usage: Partial<Usage> | undefined,
-  error: { message: string } | undefined,
+  error: ErrorInfo | undefined,
 ): Turn {
   const settleAs: ToolStatus = stopReason === "error" ? "failed" : "cancelled";
   const items = turn.items.map((item) =>
@@ -805,7 +942,9 @@ function endTurn(
     items,
     status: stopReason,
     usage: usage ? toUsage(usage) : turn.usage,
-    error: error ? { message: error.message, hint: hintForStopReason(stopReason) } : turn.error,
+    error: error
+      ? { message: error.message, hint: hintForKind(error.kind) ?? hintForStopReason(stopReason), ...(error.kind ? { kind: error.kind } : {}) }
+      : turn.error,
     ended: true,
     early: [],
   };
@@ -827,6 +966,10 @@ function hintForStopReason(stopReason: StopReason): string | undefined {
 function onRequestDone(state: ViewState, result: RequestResult): ViewState {
   let s = state;
   if (s.sessionId !== undefined && result.sessionId !== s.sessionId) return s;
+  // A queued request dropped before it started (removed by the person, or a shutdown).
+  if (s.queued.some((q) => q.requestId === result.requestId)) {
+    return { ...s, queued: s.queued.filter((q) => q.requestId !== result.requestId) };
+  }
   let idx = indexForRequest(s, result.requestId);
   if (idx < 0) {
     s = pushTurn(s, "", result.requestId);
