@@ -252,9 +252,9 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
   }
 
   /** A read-only editor tab with `text` (this scheme's documents cannot be edited or saved). */
-  async showReadOnly(name: string, text: string): Promise<void> {
+  async showReadOnly(name: string, text: string, preview = true): Promise<void> {
     const doc = await vscode.workspace.openTextDocument(this.virtual(name, text));
-    await vscode.window.showTextDocument(doc, { preview: true });
+    await vscode.window.showTextDocument(doc, { preview });
   }
 
   private virtual(file: string, text: string): vscode.Uri {

@@ -14,7 +14,6 @@ session); `@` file completion. The panel is 300 px wide; screenshots in both the
 from __future__ import annotations
 
 import pytest
-
 from tests.clients.test_vscode_e2e import REPO, _run_scenario
 
 pytestmark = pytest.mark.vscode
@@ -41,4 +40,4 @@ def test_steer_queue_edit_unsaved_buffer_and_errors_in_real_vscode() -> None:
     assert summary["steps"][6]["question"] == "Allow this command?", report
     assert "Delete the session" in summary["steps"][7]["deleteDialog"], report
     assert summary["steps"][8]["prompt"] == "compare @calc.py ", report
-    assert len(summary["screenshots"]) == 17, report
+    assert len(summary["screenshots"]) == 18, report

@@ -185,6 +185,7 @@ function send(how: "steer" | "queue" = "steer"): void {
   // The new turn is shown even when the person had scrolled up to read.
   scrollOnNewTurn = state.turns.length;
   renderSlash();
+  showMentions([]);
 }
 
 /** The number of turns when a prompt was sent: the next render with more scrolls to it. */
@@ -222,7 +223,10 @@ function stop(): void {
 
 promptBox.addEventListener("keydown", (e) => {
   if (mentionShown.length > 0 && !e.isComposing) {  // the `@` list is open: Tab/Enter take, Up/Down choose, Esc closes
-    if (e.key === "Tab" || (e.key === "Enter" && !e.shiftKey && !e.altKey)) {
+    // A path typed out in full is taken as it is: Enter then sends.
+    const typed = mentionAt(promptBox.value, promptBox.selectionStart)?.query;
+    if (e.key === "Enter" && typed === mentionShown[mentionIndex]) showMentions([]);
+    else if (e.key === "Tab" || (e.key === "Enter" && !e.shiftKey && !e.altKey)) {
       e.preventDefault();
       acceptMention(mentionIndex);
       return;

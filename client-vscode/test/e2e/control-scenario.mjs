@@ -36,7 +36,7 @@ const REMOVED_PROMPT = "This one is removed before it runs.";
 const QUEUED_ANSWER = "The queued prompt's answer.";
 const queueScript = {
   turns: [
-    { steps: [{ text: "slow ".repeat(40), chunks: 40, delay: 0.1 }, { finish: "stop" }] },
+    { steps: [{ text: "slow ".repeat(80), chunks: 80, delay: 0.1 }, { finish: "stop" }] },
     { steps: [{ text: QUEUED_ANSWER, chunks: 1 }, { finish: "stop" }] },
   ],
 };
@@ -189,9 +189,12 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     await removed.waitFor();
     // Both rows know their request (request_queued came) before the removal.
     await panel.locator("#queue .queue-row.queued[data-request-id]").nth(1).waitFor();
-    await bothThemes("41-queued-rows");
+    await shot("41-queued-rows");
     await removed.locator(".queue-remove").click();
     await removed.waitFor({ state: "detached" });
+    // The other one still waits for the running request (shown in both themes).
+    if ((await slow.getAttribute("data-status")) !== "running") throw new Error("the slow request ended before the removal was checked");
+    await bothThemes("41-queued-row-left");
     await slow.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
     const next = panel.locator("article.turn", { hasText: QUEUED_PROMPT });
     await next.locator(".answer", { hasText: QUEUED_ANSWER }).waitFor({ timeout: 30_000 });
