@@ -231,7 +231,7 @@ export interface Usage {
   cost: number;
 }
 
-export type StopReason = "end_turn" | "cancelled" | "max_turns" | "timeout" | "error";
+export type StopReason = "end_turn" | "cancelled" | "max_turns" | "max_cost" | "timeout" | "error";
 
 export type ToolStatus = "pending" | "awaiting_approval" | "in_progress" | "completed" | "failed" | "cancelled";
 

@@ -71,11 +71,11 @@ def test_max_cost_stops_before_the_call_that_would_pass_it(model, workspace, hom
     done = run_cli(_args(model, workspace, "read it", "--json", "--max-cost", "1.0"), home=home)
     assert done.code == 6, done.stderr
     result = done.lines[-1]
-    assert result["maxCostReached"] is True and result["stopReason"] == "cancelled"
+    assert result["maxCostReached"] is True and result["stopReason"] == "max_cost"
     assert "never" not in done.stdout
-    # the abort is sent after the first call (0.6 + a predicted 0.6 > 1.0); the second call may
-    # have started by the time it lands (then it is stopped mid-stream); the third never starts
-    assert len(model.requests) <= 2
+    # the server checks before each call: after the first (0.6 + a predicted 0.6 > 1.0) no other starts
+    assert len(model.requests) == 1
+    assert result["usage"]["cost"] == 0.6
 
 
 def test_max_cost_not_reached_is_exit_0(model, workspace, home):

@@ -125,3 +125,46 @@ async def test_two_empty_responses_stop_with_a_notice(lsp, model):
     await lsp.command("tunacode.request", {"prompt": "again", "sessionId": result["sessionId"]})
     roles = [m["role"] for m in model.requests[-1]["messages"][1:]]
     assert roles == ["user"]
+
+
+def _priced_list(cost: float) -> dict:
+    return {"steps": [{"tool_call": {"name": "list_files", "arguments": {}}}, {"usage": {"cost": cost}}]}
+
+
+async def test_max_cost_stops_before_the_call_that_would_pass_it(lsp, model):
+    """The server checks before each model call: spent + the last call's cost (the next resends
+    at least its context) over the cap ends the request `max_cost`; no further call starts."""
+
+    model.set_script([_priced_list(0.3), _priced_list(0.3), _priced_list(0.3), DONE])
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "explore", "maxCost": 1.0})
+    # after the 3rd call 0.9 is spent and a 4th (predicted 0.3) would pass 1.0; after the 2nd, 0.6 + 0.3 would not
+    assert result["stopReason"] == "max_cost" and len(model.requests) == 3
+    assert abs(result["usage"]["cost"] - 0.9) < 1e-9
+    notices = [e["message"] for e in lsp.events_of(result["requestId"]) if e["type"] == "notice"]
+    assert any("cost cap of $1 (maxCost)" in n for n in notices), notices
+    # the session goes on: every call of the stopped request is answered in the history
+    result = await lsp.command("tunacode.request", {"prompt": "go on", "sessionId": result["sessionId"], "maxCost": 5})
+    assert result["stopReason"] == "end_turn"
+
+
+async def test_max_cost_must_be_a_positive_amount(lsp, model):
+    await lsp.start(init_options=scripted_options(model))
+    for bad in (0, -1, "lots", 2_000_000, True):
+        try:
+            await lsp.command("tunacode.request", {"prompt": "x", "maxCost": bad})
+        except Exception as exc:
+            assert getattr(exc, "code", None) == -32602 and "params.maxCost" in str(exc), (bad, exc)
+        else:
+            raise AssertionError(bad)
+    assert model.requests == []
+
+
+async def test_a_negative_or_missing_cost_cannot_defeat_max_cost(lsp, model):
+    """A provider or gateway that reports -100 dollars for a call (hostile or broken) counts 0."""
+
+    model.set_script([_priced_list(-100), _priced_list(0.6), DONE])
+    await lsp.start(init_options=scripted_options(model))
+    result = await lsp.command("tunacode.request", {"prompt": "explore", "maxCost": 1.0})
+    assert result["stopReason"] == "max_cost" and len(model.requests) == 2
+    assert result["usage"]["cost"] == 0.6

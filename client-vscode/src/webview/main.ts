@@ -634,6 +634,7 @@ const STATUS_TEXT: Record<Turn["status"], string> = {
   end_turn: "",
   cancelled: "Stopped: cancelled",
   max_turns: "Stopped: turn limit reached",
+  max_cost: "Stopped: cost cap reached",
   timeout: "Stopped: timed out",
   error: "Failed",
   failed: "Could not start",

@@ -560,6 +560,8 @@ function hintForStopReason(stopReason: StopReason): string | undefined {
       return "Retry, Choose model, or Open Settings (tunacode.model, tunacode.baseUrl, API key); Show Logs has the details.";
     case "max_turns":
       return "The request used all its turns: raise tunacode.maxTurns or ask it to continue.";
+    case "max_cost":
+      return "Stopped at the request's cost cap before the next model call: ask it to continue with a higher cap.";
     case "timeout":
       return "Timed out (not stopped by you): the request ran longer than tunacode.requestTimeout. Retry, or raise the setting.";
     default:

@@ -5,7 +5,7 @@ an embedded text resource (`resource`) is put after the prompt's words in a `<co
 section with its URI; a resource link is named in that section (the model reads it with its
 tools). Other blocks (audio, binary resources) are refused with -32602.
 
-Stop reasons: end_turn, cancelled, max_turns -> max_turn_requests; an answer the model cut
+Stop reasons: end_turn, cancelled, max_turns and max_cost -> max_turn_requests; an answer the model cut
 at its output limit -> max_tokens; a response the provider stopped with content_filter ->
 refusal. A provider error or the request timeout is a JSON-RPC error (-32603) whose data
 carries `stopReason` ("error" | "timeout") and `requestId`; what streamed before it stays

@@ -58,6 +58,7 @@ STOP_REASONS: dict[str, schema.StopReason] = {
     "end_turn": "end_turn",
     "cancelled": "cancelled",
     "max_turns": "max_turn_requests",
+    "max_cost": "max_turn_requests",  # a limit on the request was reached; ACP has no cost reason
 }
 
 

@@ -71,6 +71,7 @@ class RequestSpec:
     workspace_root: Path
     history: list[dict[str, Any]]
     max_turns: int = 40
+    max_cost: float | None = None  # USD: no model call starts that would take the request past it
     timeout: float = 600.0  # seconds, 0 = none
     max_retries: int = 3
     approval: str = "ask"  # auto | ask | read-only

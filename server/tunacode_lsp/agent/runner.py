@@ -34,6 +34,7 @@ from tunacode_lsp.agent.provider.openai_chat import OVERSIZE_PREFIX
 from tunacode_lsp.agent.provider.stream import make_stream_fn
 from tunacode_lsp.agent.registry import ToolCallRegistry
 from tunacode_lsp.agent.system_prompt import build_system_prompt, load_system_prompt
+from tunacode_lsp.agent.usage import normalize_usage
 from tunacode_lsp.contract.protocol import (
     Compaction,
     ErrorInfo,
@@ -114,6 +115,7 @@ class RequestRun:
         self.table = EventTable(self.state, self.sink, log_, self.registry)
         self._model_calls = 0
         self._max_turns_hit = False
+        self._max_cost_hit = False
         self._nudged = False
         self._nudged_now = False  # the nudge was queued by this turn's decision
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
@@ -697,7 +699,24 @@ class RequestRun:
                 Notice(f"Stopped after {self.spec.max_turns} model turns (maxTurns); ask again to continue.")
             )
             return True
+        if tool_results and self._next_call_passes_cost_cap(message):
+            self._max_cost_hit = True
+            self.sink.emit(Notice(
+                f"Stopped before the next model call: ${self.state.usage.cost:.4f} spent, and the next call "
+                f"(predicted to cost at least the last one) would pass the cost cap of ${self.spec.max_cost:g} (maxCost)."
+            ))
+            return True
         return False
+
+    def _next_call_passes_cost_cap(self, message: Any) -> bool:
+        """The next call resends at least the last call's context, so it is predicted to cost at
+        least as much as the last one; checked before it starts, never after."""
+
+        cap = self.spec.max_cost
+        if cap is None:
+            return False
+        last = normalize_usage(getattr(message, "usage", None), self.state.cost).cost
+        return self.state.usage.cost + last > cap
 
     # ------------------------------------------------------------ the end
 
@@ -726,6 +745,8 @@ class RequestRun:
             stop_reason, error = "error", ErrorInfo(internal_error)
         elif self._max_turns_hit:
             stop_reason = "max_turns"
+        elif self._max_cost_hit:
+            stop_reason = "max_cost"
         elif state.last_stop_reason == "error":
             stop_reason, error = "error", ErrorInfo(state.last_error or "the model provider returned an error", error_kind(state.last_error))
         else:

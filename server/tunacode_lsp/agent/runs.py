@@ -491,6 +491,7 @@ class RunService:
                 workspace_root=root,  # never a stored cwd: an imported document must not widen confinement
                 history=history,
                 max_turns=params.max_turns or options.max_turns,
+                max_cost=params.max_cost,
                 timeout=options.request_timeout,
                 max_retries=options.max_retries,
                 approval=options.approval,

@@ -7,6 +7,7 @@ costs 0 (local models); docs/configuration.md says so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,8 +15,18 @@ from tunacode_lsp.agent.catalog import ModelCost
 from tunacode_lsp.contract.protocol import Usage
 
 
+def _amount(value: Any) -> float:
+    """A count or price as reported, when it is one: finite and not negative (a provider or a
+    gateway that reports -5 dollars or NaN must not defeat `maxCost`), else 0."""
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else 0.0
+
+
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    return int(_amount(value))
 
 
 def normalize_usage(raw: Mapping[str, Any] | None, cost: ModelCost | None = None) -> Usage:
@@ -31,7 +42,7 @@ def normalize_usage(raw: Mapping[str, Any] | None, cost: ModelCost | None = None
     total = _int(raw.get("total_tokens")) or input_tokens + output_tokens + cache_read + cache_write
     cost_raw = raw.get("cost")
     reported = cost_raw.get("total") if isinstance(cost_raw, Mapping) else cost_raw
-    amount = float(reported) if isinstance(reported, int | float) and not isinstance(reported, bool) else 0.0
+    amount = _amount(reported)
     if amount == 0.0 and cost is not None:
         amount = cost.of(input_tokens, output_tokens, cache_read, cache_write)
     return Usage(input_tokens, output_tokens, cache_read, cache_write, total, round(amount, 10))

@@ -31,7 +31,6 @@ from tunacode_lsp.cli.rpc import ConnectionLost, RpcError, RpcPeer
 from tunacode_lsp.cli.run import (
     EXIT_CANCELLED,
     EXIT_ERROR,
-    EXIT_MAX_COST,
     EXIT_SCHEMA,
     EXIT_TIMEOUT,
     EXIT_USAGE,
@@ -145,8 +144,6 @@ class HeadlessRun:
         self._shutdown: asyncio.Future[Any] | None = None  # sent as soon as the answer is in
         self._initialized = False  # a server that never answered `initialize` is not asked to shut down
         self._timed_out = False  # the whole run passed --timeout (+ grace)
-        self.spent = 0.0  # US dollars: the request's cost so far, from turn_end usage
-        self.cost_stopped = False  # --max-cost: the request was aborted before its next model call
 
     # ------------------------------------------------------------ messages from the server
 
@@ -193,29 +190,12 @@ class HeadlessRun:
         elif kind == "tool_call":
             summary = event.get("summary")
             self._summaries[str(event.get("toolCallId"))] = summary if isinstance(summary, str) else ""
-        elif kind == "turn_end":
-            self._count_cost(event.get("usage"))
         elif kind == "tool_call_update" and event.get("status") == "failed" and was_refused(event):
             call_id = str(event.get("toolCallId"))
             self.denied[call_id] = {
                 "toolCallId": call_id, "name": event.get("name"), "summary": self._summaries.get(call_id, ""),
             }
         self.output.event(event)
-
-    def _count_cost(self, usage: Any) -> None:
-        """--max-cost: after each model call, stop the request when the next call would pass the
-        cap. The next call resends at least this call's context, so it is predicted to cost at
-        least as much as this one. The abort races the server's next call: a call started before it
-        lands is stopped mid-stream (docs/ci.md: --max-cost)."""
-
-        cost = usage.get("cost") if isinstance(usage, dict) else None
-        if isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0:
-            cost = 0.0
-        self.spent += float(cost)
-        cap = self.opts.max_cost
-        if cap is not None and not self.cost_stopped and self.spent + float(cost) > cap:
-            self.cost_stopped = True
-            self._send_abort()
 
     # ------------------------------------------------------------ interrupts
 
@@ -564,11 +544,8 @@ class HeadlessRun:
             self._shutdown = self.peer.request("shutdown")
         outcome = await self._outcome(result)
         stop = str(result["stopReason"])
-        capped = self.cost_stopped and stop == "cancelled" and not self.interrupted
-        if capped:
+        if stop == "max_cost":  # the server's notice said how much was spent and the cap
             outcome["maxCostReached"] = True
-            self.output.note(f"stopped at the cost cap: ${self.spent:.4f} spent; the next model call would pass "
-                             f"--max-cost ${self.opts.max_cost:g}")
         schema_error = None
         if self.opts.output_schema is not None and stop == "end_turn":
             schema_error = schema_problem(str(result.get("text") or ""), self.opts.output_schema)
@@ -577,8 +554,6 @@ class HeadlessRun:
         self.output.result(result, outcome)
         if schema_error:
             self.output.note(f"error: {schema_error}")
-        if capped:
-            return EXIT_MAX_COST
         code = outcome_exit_code(self.opts, stop, denied=len(outcome["deniedToolCalls"]), changed=len(outcome["changedFiles"]))
         return EXIT_SCHEMA if schema_error and code == 0 else code
 

@@ -37,6 +37,7 @@ EXIT_BY_STOP_REASON: dict[str, int] = {
     "end_turn": EXIT_OK,
     "error": EXIT_ERROR,
     "max_turns": EXIT_MAX_TURNS,
+    "max_cost": EXIT_MAX_COST,
     "timeout": EXIT_TIMEOUT,
     "cancelled": EXIT_CANCELLED,
 }
@@ -365,6 +366,8 @@ def request_params(opts: RunOptions) -> dict[str, Any]:
         params["context"] = list(opts.context)
     if opts.mode:
         params["mode"] = opts.mode
+    if opts.max_cost is not None:  # kept by the server: checked before each model call
+        params["maxCost"] = opts.max_cost
     return params
 
 

@@ -49,7 +49,7 @@ COMMAND_REQUEST_RESULT = "tunacode.request.result"
 
 EVENT_NOTIFICATION = "tunacode/event"
 
-StopReason = Literal["end_turn", "cancelled", "max_turns", "timeout", "error"]
+StopReason = Literal["end_turn", "cancelled", "max_turns", "max_cost", "timeout", "error"]
 ToolStatus = Literal[
     "pending", "awaiting_approval", "in_progress", "completed", "failed", "cancelled"
 ]
@@ -60,7 +60,7 @@ FINAL_TOOL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 ToolEndReason = Literal["denied", "policy", "error", "timeout", "aborted"]
 TOOL_END_REASONS = ("denied", "policy", "error", "timeout", "aborted")
 TOOL_KINDS = ("read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other")
-STOP_REASONS = ("end_turn", "cancelled", "max_turns", "timeout", "error")
+STOP_REASONS = ("end_turn", "cancelled", "max_turns", "max_cost", "timeout", "error")
 
 
 def _camel(name: str) -> str:
@@ -172,6 +172,7 @@ def _positive(field: str, value: int | float | None, *, allow_zero: bool = False
 
 
 MAX_PROMPT_CHARS = 1_000_000
+MAX_COST_USD = 1_000_000
 
 
 # ---------------------------------------------------------------- command params
@@ -293,6 +294,7 @@ class RequestParams:
     mode: str | None = None  # v3: agent (default) | plan
     queue: bool = False  # on a busy session: wait for its turn instead of -32002
     detach: bool = False  # answer at once with {requestId, sessionId}; the result by tunacode.request.result
+    max_cost: float | None = None  # USD: no model call starts that would take the request's cost past it
 
     def validate(self) -> None:
         if self.mode is not None and self.mode not in REQUEST_MODES:
@@ -303,6 +305,9 @@ class RequestParams:
         _non_empty("session_id", self.session_id)
         _non_empty("model", self.model)
         _positive("max_turns", self.max_turns)
+        _positive("max_cost", self.max_cost)
+        if self.max_cost is not None and (isinstance(self.max_cost, bool) or not self.max_cost <= MAX_COST_USD):
+            raise ParamsError(f"params.maxCost must be a number of US dollars above 0 and at most {MAX_COST_USD:,}")
         parse_context(self.context)
 
 
