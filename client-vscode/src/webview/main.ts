@@ -976,7 +976,7 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
       project.title = `Save ${rules} to the project's .tunacode/settings.json and allow (P)`;
       buttons.append(user, project);
     }
-    if (item.approval.rule) approvalBox.append(el("div", "approval-note", `Asked by the ${item.approval.rule}`));
+    if (item.approval.rule) approvalBox.append(el("div", "approval-note", `Asked by the ${item.approval.rule.replace(/`/g, "")}`));
     approvalBox.append(buttons);
     approvalBox.onkeydown = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;

@@ -309,6 +309,8 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
       return cuts;
     });
     if (cut.length > 0) throw new Error(`the command wraps mid-word at ${JSON.stringify(cut)}`);
+    const note = (await bash.locator(".approval-note").first().innerText()).trim();
+    if (!note.startsWith("Asked by the ask rule bash(python3 -m pytest*)") || note.includes("`")) throw new Error(`the rule note says ${JSON.stringify(note)}`);
     const rowText = (await bash.locator(".tool-summary").innerText()).trim();
     if (/^bash\b/.test(rowText)) throw new Error(`the row shows the raw tool name: ${JSON.stringify(rowText)}`);
     if ((await turn.locator('.tool-card[data-tool="todo_write"]').count()) !== 0) throw new Error("a todo_write card repeats the plan");
