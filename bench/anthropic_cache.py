@@ -10,10 +10,14 @@ breakpoints or at a block boundary at most 20 blocks before one (the lookback). 
 run: the mean over calls 2..40 of (cached prefix length) / (this call's input length), lengths
 in characters of the blocks' canonical JSON (cache_control itself left out). The baseline is
 the no-pruning run; the goal (issue 28) is reuse >= 0.90 at the default history budget.
+"Before" is the same run's request bodies with the breakpoints the adapter placed until
+2026-11-27 (the last tool, the system prompt, the latest turn: `earlier_breakpoints`), so
+the two placements are compared on identical input.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from pathlib import Path
@@ -77,7 +81,27 @@ def cached_shares(bodies: list[dict[str, Any]]) -> list[float]:
     return shares
 
 
-async def one_run(workspace: Path, budget: int, turns: int) -> float:
+def earlier_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with the breakpoints of the adapter's first version: last tool, system, latest turn."""
+
+    body = copy.deepcopy(body)
+    blocks = [*(body.get("tools") or []), *(body.get("system") or [])]
+    blocks += [block for message in body.get("messages") or [] for block in message["content"]]
+    for block in blocks:
+        block.pop("cache_control", None)
+    marked = (body.get("tools") or [])[-1:] + (body.get("system") or [])[-1:]
+    if body.get("messages") and body["messages"][-1]["content"]:
+        marked.append(body["messages"][-1]["content"][-1])
+    for block in marked:
+        block["cache_control"] = {"type": "ephemeral"}
+    return body
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+async def one_run(workspace: Path, budget: int, turns: int) -> tuple[float, float]:
     with ScriptedModelServer(script(turns)) as model:
         env = {"ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": model.base_url.removesuffix("/v1")}
         spec = RequestSpec(
@@ -94,8 +118,8 @@ async def one_run(workspace: Path, budget: int, turns: int) -> float:
         result = await RequestRun(spec, NullSink(), MemoryLog()).run()
         if result.stop_reason != "end_turn":
             raise RuntimeError(f"anthropic cache: the request ended with {result.stop_reason}: {result.error}")
-        shares = cached_shares(model.requests)
-    return sum(shares) / len(shares)
+        bodies = model.requests
+    return mean(cached_shares(bodies)), mean(cached_shares([earlier_breakpoints(b) for b in bodies]))
 
 
 async def run(config: BenchConfig) -> list[Row]:
@@ -103,15 +127,19 @@ async def run(config: BenchConfig) -> list[Row]:
     turns = config.reps(TURNS, 12)
     make_files(workspace, turns)
     results = {name: await one_run(workspace, budget, turns) for name, budget in BUDGETS.items()}
-    base = results["no pruning (baseline)"]
+    base, _ = results["no pruning (baseline)"]
     rows = []
-    for name, reuse in results.items():
+    for name, (reuse, before) in results.items():
         if name == "no pruning (baseline)":
             continue
         rows.append(Row(
             f"Anthropic: input not read from the prompt cache, {turns} turns x 20 KB, {name}",
             Samples([1 - reuse], unit="share"), Samples([1 - base], unit="share"),
             f"no pruning: {1 - base:.3f} not cached", Goal("p50", 0.10),
-            note=f"cached share {reuse:.3f} (no pruning {base:.3f}); breakpoints: tools, system, latest turn",
+            note=(
+                f"cached share {reuse:.3f} (no pruning {base:.3f}; the same bodies with the earlier "
+                f"breakpoints, tools, system, latest turn: {before:.3f}); breakpoints once pruned: "
+                "system, head end, last pruned output, latest turn"
+            ),
         ))
     return rows

@@ -4,8 +4,10 @@ API the server speaks (issue 28: "the same abort latency on every adapter").
 One server per provider, the scripted model on 127.0.0.1 speaking that provider's wire format:
 chat completions (our own streamer, `openai-compatible:`), Anthropic Messages (the `anthropic`
 SDK) and OpenAI Responses (the `openai` SDK), each pointed at the scripted model through the
-provider's base-URL variable. The figure is bench/abort.py's mid-stream figure; the baseline
-is the chat-completions streamer measured in the same run.
+provider's base-URL variable; and Claude on Bedrock and on Vertex (the `anthropic` SDK's own
+clients) and Gemini (our streamGenerateContent adapter) against a loopback server that stalls
+after the first delta (provider_abort_replay.py). The figure is bench/abort.py's mid-stream
+figure; the baseline is the chat-completions streamer measured in the same run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from .abort import abort_mid_stream
 from .client import BenchServer
 from .config import BenchConfig
 from .model import ScriptedModelProcess
+from .provider_abort_replay import stalled_provider
 from .stats import Goal, Row, Samples, ms
 
 
@@ -50,6 +53,11 @@ async def run(config: BenchConfig) -> list[Row]:
     results: dict[str, Samples] = {}
     with ScriptedModelProcess(scripts.repeat(scripts.SLOW_TEXT)) as model:
         for index, (name, (options, env)) in enumerate(providers(model).items()):
+            results[name] = await measure(
+                config, options, env, config.folder(f"provider-abort/ws{index}"), config.folder(f"provider-abort/home{index}"))
+    for index, wire in enumerate(("bedrock", "vertex", "gemini"), start=len(results)):
+        folder = config.folder(f"provider-abort/{wire}")
+        with stalled_provider(wire, config.reps(40) + 1, folder) as (name, options, env):
             results[name] = await measure(
                 config, options, env, config.folder(f"provider-abort/ws{index}"), config.folder(f"provider-abort/home{index}"))
     base_name, baseline = next(iter(results.items()))

@@ -1,6 +1,8 @@
 -- TunaCode commands: :[range]TunaAsk [prompt], :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
--- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus, :TunaMode [agent|plan].
--- :TunaAsk /<Tab> completes the prompt commands.
+-- :TunaRewind[!] [N], :TunaEdit [N], :TunaSteer {text}, :TunaStatus, :TunaMode [agent|plan],
+-- :TunaApprove [allow|session|deny], :TunaAllows [revoke [tool]].
+-- :TunaChat (a multi-line input). :TunaAsk /<Tab> completes the prompt commands, @<Tab> files;
+-- #buffer, #selection and @file in a prompt send them as context.
 -- The server starts on first use; require('tunacode').setup({...}) configures it.
 if vim.g.loaded_tunacode then
   return
@@ -29,6 +31,10 @@ end, {
     return require('tunacode').complete_ask(arglead, cmdline)
   end,
 })
+
+vim.api.nvim_create_user_command('TunaChat', function()
+  require('tunacode.chat').open()
+end, { desc = 'Open the TunaCode answer buffer with an input below it (<CR> in normal mode or <C-s> sends)' })
 
 vim.api.nvim_create_user_command('TunaMode', function(opts)
   require('tunacode').set_mode(opts.args)
@@ -92,7 +98,7 @@ vim.api.nvim_create_user_command('TunaApprove', function(cmd)
       vim.notify('TunaCode: no approval is pending')
     end
   elseif not approve.reshow() then
-    local allows = #approve.session_allows > 0 and table.concat(approve.session_allows, '; ') or 'none'
+    local allows = #approve.session_allows > 0 and table.concat(approve.session_allows, ', ') or 'none'
     vim.notify('TunaCode: no approval is pending; allowed for this session: ' .. allows)
   end
 end, {
@@ -101,6 +107,19 @@ end, {
     return { 'allow', 'session', 'deny' }
   end,
   desc = 'Answer the pending TunaCode approval (allow|session|deny), or show it again',
+})
+
+vim.api.nvim_create_user_command('TunaAllows', function(cmd)
+  require('tunacode').allows(cmd.args)
+end, {
+  nargs = '*',
+  complete = function(arglead, cmdline)
+    if cmdline:match('revoke%s') then
+      return require('tunacode.approve').session_allows
+    end
+    return { 'revoke' }
+  end,
+  desc = 'List the tools allowed for the whole TunaCode session; revoke [tool] ends the allows',
 })
 
 vim.api.nvim_create_user_command('TunaStatus', function()

@@ -10,11 +10,9 @@ local env = vim.env
 local results = { errors = {}, shown = {}, calls = 0 }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 
 local function hit_enter_prompt()
   vim.wait(300, function()
@@ -34,10 +32,7 @@ vim.lsp.handlers['window/showMessage'] = function(err, params, ctx)
 end
 
 local function scenario()
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'sometimes' },
-  })
+  H.setup({ approval = 'sometimes' })
   tunacode.with_client(function()
     results.calls = results.calls + 1
   end)
@@ -63,21 +58,22 @@ local function scenario()
     table.insert(echoed, chunks[1] and chunks[1][1] or '')
     return echo(chunks, ...)
   end
-  tunacode.on_progress({ data = { client_id = client.id, params = { token = 't',
-    value = { kind = 'report', title = 'TunaCode', message = 'running' } } } })
+  local function progress()
+    tunacode.on_progress({ data = { client_id = client.id, params = { token = 't',
+      value = { kind = 'report', title = 'TunaCode', message = 'running' } } } })
+  end
+  progress()
+  results.echoed = vim.deepcopy(echoed)
+  vim.api.nvim_feedkeys(vim.keycode('<C-l>'), 'xt', false) -- the user types: the echo may go on
+  vim.wait(50, function()
+    return not tunacode.echo_held
+  end, 10)
+  progress()
   vim.api.nvim_echo = echo
-  results.echoed = echoed
+  results.echoed_after_key = echoed
+  results.answer = require('tunacode.view').lines()
   results.messages = vim.fn.execute('messages')
   results.errmsg = vim.v.errmsg
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    local ok, err = pcall(scenario)
-    if not ok then
-      table.insert(results.errors, tostring(err))
-    end
-    finish(0)
-  end,
-})
+H.run(scenario, { immediate = true })

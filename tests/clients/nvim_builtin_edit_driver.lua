@@ -14,7 +14,7 @@ local env = vim.env
 local results = { errors = {}, shell_events = {}, events = {}, notices = {} }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
 vim.notify = function(message)
   table.insert(results.notices, message)
@@ -141,15 +141,4 @@ local function scenario()
   results.code_action_end = ended[#ended]
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

@@ -11,9 +11,7 @@ local results = { errors = {}, notices = {}, prompts = {}, shell_events = {} }
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
 local finish = H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 
 vim.notify = function(message)
   table.insert(results.notices, message)
@@ -86,10 +84,7 @@ end
 
 local function scenario()
   local path = vim.fn.fnamemodify('calc.py', ':p')
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'auto' },
-  })
+  H.setup({ approval = 'auto' })
   vim.cmd('edit ' .. vim.fn.fnameescape(path))
   local buf = vim.api.nvim_get_current_buf()
   local editor_win = vim.api.nvim_get_current_win()
@@ -145,6 +140,7 @@ local function scenario()
   vim.api.nvim_set_current_win(editor_win)
   vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '# mine, unsaved' })
   results.unsaved_forced_notice = rewind({ 1, 1 }, 'the rewind over unsaved edits')
+  results.unsaved_forced_answer = require('tunacode.view').lines()
   results.unsaved_forced = state(buf, path)
   vim.api.nvim_buf_call(buf, function()
     vim.cmd('silent normal! u')
@@ -202,10 +198,7 @@ end
 local function unsaved_scenario()
   local path = vim.fn.fnamemodify('calc.py', ':p')
   local other_path = vim.fn.fnamemodify('other.py', ':p')
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'ask' },
-  })
+  H.setup({ approval = 'ask' })
   vim.cmd('edit ' .. vim.fn.fnameescape(path))
   local buf = vim.api.nvim_get_current_buf()
   local editor_win = vim.api.nvim_get_current_win()
@@ -256,10 +249,7 @@ end
 --- (Neovim refuses the applyEdit).
 local function hostile_scenario()
   local path = vim.fn.fnamemodify('calc.py', ':p')
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'auto' },
-  })
+  H.setup({ approval = 'auto' })
   vim.cmd('edit ' .. vim.fn.fnameescape(env.TUNA_OUTSIDE))
   local outside = vim.api.nvim_get_current_buf()
   vim.api.nvim_buf_set_lines(outside, -1, -1, false, { 'unsaved secret' })

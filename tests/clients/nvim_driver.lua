@@ -6,17 +6,12 @@ local env = vim.env
 local results = { errors = {}, approvals = {}, progress = {}, events = {}, model_url = env.TUNA_MODEL_URL }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 local view = require('tunacode.view')
 local function setup()
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'ask' },
-  })
+  H.setup({ approval = 'ask' })
 end
 
 -- The built-in window/showMessageRequest handler asks through vim.ui.select; so does :TunaSessions.
@@ -199,13 +194,4 @@ local function scenario()
   results.health_stopped = checkhealth()
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    local ok, err = pcall(scenario)
-    if not ok then
-      table.insert(results.errors, tostring(err))
-    end
-    finish(0)
-  end,
-})
+H.run(scenario, { immediate = true })

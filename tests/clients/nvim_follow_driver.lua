@@ -6,7 +6,7 @@
 local env = vim.env
 local results = { errors = {} }
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
 vim.opt.runtimepath:prepend(env.TUNA_RTP)
 local view = require('tunacode.view')
@@ -38,15 +38,4 @@ local function scenario()
   results.edit_unsaved = approve.lines({ tool = 'edit_file', detail = 'diff' })
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

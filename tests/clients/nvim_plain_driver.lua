@@ -10,7 +10,7 @@ local env = vim.env
 local results = { errors = {}, notices = {} }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
 vim.notify = function(message)
   table.insert(results.notices, message)
@@ -53,13 +53,4 @@ local function scenario()
   results.printed = printed
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    local ok, err = pcall(scenario)
-    if not ok then
-      table.insert(results.errors, tostring(err))
-    end
-    finish(0)
-  end,
-})
+H.run(scenario, { immediate = true })

@@ -8,11 +8,9 @@ local env = vim.env
 local results = { errors = {}, notices = {}, prompts = {} }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 
 vim.notify = function(message)
   table.insert(results.notices, message)
@@ -57,10 +55,7 @@ local function exists(name)
 end
 
 local function scenario()
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'auto' },
-  })
+  H.setup({ approval = 'auto' })
   results.answers = { ask('write one'), ask('write two'), ask('write three') }
   results.before = { exists('one.txt'), exists('two.txt'), exists('three.txt') }
   results.picked_notice = rewind('TunaRewind!', { 2, 1 }, 'the picked rewind')
@@ -77,15 +72,4 @@ local function scenario()
   results.after_first = { exists('one.txt'), exists('two.txt'), exists('three.txt') }
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

@@ -13,9 +13,7 @@ local results = { errors = {} }
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
 local finish = H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 local approve = require('tunacode.approve')
 
 local wait = H.wait
@@ -315,10 +313,7 @@ local function scenario()
   vim.notify = function(message)
     table.insert(notices, message)
   end
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL },
-  })
+  H.setup()
   vim.cmd('TunaChanges')
   wait(20000, function()
     return #notices > 0

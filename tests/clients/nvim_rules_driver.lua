@@ -5,21 +5,16 @@ local env = vim.env
 local results = { errors = {}, notices = {} }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 
 vim.notify = function(message, level)
   table.insert(results.notices, { message = message, level = level })
 end
 
 local function scenario()
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'auto' },
-  })
+  H.setup({ approval = 'auto' })
   local ready = false
   tunacode.with_client(function()
     ready = true
@@ -41,15 +36,4 @@ local function scenario()
   results.stop_reason = tunacode.state.last_result.stopReason
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

@@ -8,11 +8,9 @@ local env = vim.env
 local results = { errors = {}, notices = {} }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 
 vim.notify = function(message, level)
   table.insert(results.notices, { message = message, level = level })
@@ -83,15 +81,4 @@ local function scenario()
   results.clients = #vim.lsp.get_clients({ name = 'tunacode' })
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

@@ -7,11 +7,9 @@ local env = vim.env
 local results = { errors = {}, notices = {}, events = {} }
 
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
-local finish = H.start(results)
+H.start(results)
 
-vim.opt.runtimepath:prepend(env.TUNA_RTP)
-vim.cmd.runtime('plugin/tunacode.lua')
-local tunacode = require('tunacode')
+local tunacode = H.plugin()
 
 vim.notify = function(message)
   table.insert(results.notices, message)
@@ -35,10 +33,7 @@ local function seen(type_, status)
 end
 
 local function scenario()
-  tunacode.setup({
-    cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' },
-    settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'auto', shellSandbox = 'off' },
-  })
+  H.setup({ approval = 'auto', shellSandbox = 'off' })
   vim.cmd('TunaAsk fix sum')
   wait(60000, function()
     return seen('tool_call_update', 'in_progress')
@@ -65,15 +60,4 @@ local function scenario()
   results.second = tunacode.state.last_result
 end
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  once = true,
-  callback = function()
-    vim.schedule(function()
-      local ok, err = pcall(scenario)
-      if not ok then
-        table.insert(results.errors, tostring(err))
-      end
-      finish(0)
-    end)
-  end,
-})
+H.run(scenario)

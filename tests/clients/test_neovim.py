@@ -101,9 +101,12 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert idle["lines"][-2] == "-- error: cannot start the server (/nonexistent/tunacode-lsp)"
     # a server that exits at once: the cause from its stderr (the LSP log), not only "see :checkhealth"
     missing = seen["missing"]
-    assert missing["notice"] == f"TunaCode: the server ({sys.executable} -m tunacode_lsp_missing) exited: " \
-        f"{sys.executable}: No module named tunacode_lsp_missing", missing
-    assert missing["lines"][-2] == "-- error: " + missing["notice"].removeprefix("TunaCode: ")
+    whole = f"the server ({sys.executable} -m tunacode_lsp_missing) exited: " \
+        f"{sys.executable}: No module named tunacode_lsp_missing"
+    # too long for the command line: one line that points to the answer buffer, which has it whole
+    assert missing["notice"].endswith("… (see tunacode://answer)") and len(missing["notice"]) <= 80 - 12, missing
+    assert whole.startswith(missing["notice"].removeprefix("TunaCode: ").removesuffix("… (see tunacode://answer)"))
+    assert missing["lines"][-3:-1] == ["[note] " + whole, "-- error: " + whole], missing
 
     # 1. the answer streamed into the scratch buffer; the write was approved through vim.ui.select
     first = seen["first"]
@@ -229,10 +232,14 @@ def test_the_plain_lsp_snippets_of_the_docs_work_without_the_plugin(nvim, tmp_pa
 def test_a_bad_setting_warns_once_and_the_start_wait_raises_no_error(nvim, tmp_path, workspace, home):
     with ScriptedModelServer({"turns": []}) as model:
         seen = run_nvim(nvim, BADSETTING_DRIVER, tmp_path=tmp_path, workspace=workspace, home=home, model=model)
-    warnings = [m for m in seen["shown"] if "sometimes" in m]
+    warnings = [m for m in seen["shown"] if m.startswith("TunaCode: tunacode.approval")]
     assert len(warnings) == 1, seen["shown"]  # sent after initialize and again for workspace/configuration
+    assert warnings[0].endswith("… (see tunacode://answer)") and "\n" not in warnings[0]  # one line
+    [note] = [line for line in seen["answer"] if "tunacode.approval" in line]
+    assert note.startswith("[note] tunacode.approval: expected one of") and "(got 'sometimes')" in note, note
     assert seen["calls"] == 1  # the request would go out once
     assert seen["echoed"] == [], seen["echoed"]  # the progress echo left the warning on screen
+    assert seen["echoed_after_key"] == ["TunaCode: running"]  # until the user typed something
     for where in ("messages", "errmsg", "stderr"):
         assert "already closing" not in seen[where], seen[where][-2000:]
         assert "Error executing" not in seen[where], seen[where][-2000:]
@@ -283,8 +290,8 @@ def test_approval_float_and_save_documents_handlers(nvim, tmp_path, workspace, h
     assert diff["lines"] == ["--- a/calc.py", "+++ b/calc.py", "@@ -1,2 +1,2 @@", " def add(a, b):",
                              "-    return a - b", "+    return a + b"]
     assert seen["first"] == {"decision": "allow_session"}
-    assert seen["session_allows"] == ["edit_file: calc.py"]
-    assert seen["allows_notice"] == ["TunaCode: no approval is pending; allowed for this session: edit_file: calc.py"]
+    assert seen["session_allows"] == ["edit_file"]  # the server allows the whole tool
+    assert seen["allows_notice"] == ["TunaCode: no approval is pending; allowed for this session: edit_file"]
     assert seen["after_first"] == {"floats": 0, "back": True}
 
     queued = seen["queued"]
@@ -332,14 +339,16 @@ def test_plan_compaction_statusline_changes_and_rewind(nvim, tmp_path, workspace
     # the plugin snippets of docs/neovim.md ran: setup, both statuslines, the User event
     assert seen["setup_settings"] == {"model": "openai:gpt-4.1", "approval": "ask", "maxTurns": 40}
     assert seen["lsp_statusline"].startswith("[No Name]")
-    assert seen["evaluated_statusline"].endswith(" TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30% ")
+    # section 1 allowed edit_file for the session: the statusline says so
+    assert seen["evaluated_statusline"].endswith(" TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30% | allowed: edit_file ")
     # the user-event snippet: the request_end of section 3 (cancelled) and of section 5
     assert seen["early_notices"] == ["TunaCode: cancelled", "TunaCode: end_turn"]
 
-    assert seen["statusline_before"] == ""
-    assert seen["statusline_tool"] == "TunaCode: bash"
-    assert seen["statusline_turn"] == "TunaCode: running | 1.2k tok | $0.0100 | ctx 45%"
-    assert seen["statusline_end"] == "TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30%"  # compacted: 30k of 100k
+    assert seen["statusline_before"] == "TunaCode | allowed: edit_file"
+    assert seen["statusline_tool"] == "TunaCode: bash | allowed: edit_file"
+    assert seen["statusline_turn"] == "TunaCode: running | 1.2k tok | $0.0100 | ctx 45% | allowed: edit_file"
+    # compacted: 30k of 100k
+    assert seen["statusline_end"] == "TunaCode: end_turn | 2.5k tok | $0.0200 | ctx 30% | allowed: edit_file"
 
     lines = seen["rich_lines"]
     start = lines.index("> Fix the add function")

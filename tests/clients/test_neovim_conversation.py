@@ -56,7 +56,7 @@ def test_steer_reaches_the_running_request_and_later_is_asked_next(nvim, tmp_pat
         seen = run_nvim(nvim, HERE / "nvim_steer_driver.lua", tmp_path=tmp_path, workspace=workspace, home=home, model=model)
         requests = model.requests
     assert seen["errors"] == [], seen["errors"]
-    assert seen["steer_notice"] == "TunaCode: sent to the running request; the model sees it at its next turn"
+    assert seen["steer_notice"] == "TunaCode: sent; the model sees it at its next turn"
     assert seen["first"]["text"] == "Fixed, with the empty-list test." and seen["user_message"] is True
     assert requests[1]["messages"][-1]["role"] == "user" and "also test the empty list" in str(requests[1]["messages"][-1])
     assert seen["second"]["text"] == "Docs too." and seen["second"]["sessionId"] == seen["first"]["sessionId"]

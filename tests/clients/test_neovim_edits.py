@@ -101,8 +101,12 @@ def test_plugin_edit_changes_rewind_and_conflict(nvim, tmp_path, workspace, home
     assert seen["third"]["changedFiles"] == ["calc.py"]
     assert [p["items"][0] for p in seen["prompts"][5:]] == ["Rewind", "Rewind anyway (overwrite them)"]
     assert "calc.py" in seen["prompts"][6]["prompt"]
-    assert seen["unsaved_forced_notice"] == "TunaCode: rewound the last request; 1 file restored; your unsaved " \
-        "edits in calc.py were replaced (u in the buffer brings them back)"
+    whole = "rewound the last request; 1 file restored; your unsaved edits in calc.py were replaced " \
+        "(u in the buffer brings them back)"
+    # longer than the command line: one line, and whole in the answer buffer
+    notice = seen["unsaved_forced_notice"]
+    assert notice.endswith("… (see tunacode://answer)") and whole.startswith(notice[len("TunaCode: "):-25]), notice
+    assert "[note] " + whole in seen["unsaved_forced_answer"], seen["unsaved_forced_answer"]
     unsaved = seen["unsaved_forced"]
     assert unsaved["before_checktime"] == unsaved["disk"] == unsaved["buffer"] == ORIGINAL, unsaved
     assert unsaved["modified"] is False and unsaved["warning"] == "" and unsaved["shell_events"] == 0

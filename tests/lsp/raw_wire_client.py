@@ -33,7 +33,8 @@ class RawClient:
     @classmethod
     async def start(cls, home: Path, workspace: Path, env: dict[str, str] | None = None) -> RawClient:
         server_env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")}
-        server_env.update({"TUNACODE_HOME": str(home), "PYTHONUNBUFFERED": "1"}, **(env or {}))
+        server_env.update({"TUNACODE_HOME": str(home), "PYTHONUNBUFFERED": "1",
+                           "XDG_CONFIG_HOME": str(home / "config")}, **(env or {}))  # never the developer's own settings files
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tunacode_lsp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=server_env, cwd=str(workspace),

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import scripted_options
 from tests.lsp.raw_wire_client import NO_ANSWER, RawClient
 
@@ -95,3 +97,26 @@ def test_kept_results_are_bounded_oldest_dropped():
         kept.ended(f"r{n}", RequestResult("s", f"r{n}", "end_turn", "", Usage(), 1, []))
     assert kept.take("r0") is None and kept.take("r1") is None
     assert kept.take("r4") is not None and kept.take("r4") is None
+
+
+async def test_a_detached_request_uses_the_model_of_the_user_settings_file(home, workspace, model):
+    """A plain client that sets nothing (eglot, ALE): the model comes from
+    ~/.config/tunacode/settings.json, for the detached check as for the request itself."""
+
+    settings = home / "config/tunacode/settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"model": "openai-compatible:scripted", "baseUrl": model.chat_url}))
+    model.set_script([{"text": "From the settings file."}])
+    client = await RawClient.start(home, workspace)
+    try:
+        await client.initialize(workspace, {"approval": "auto"})
+        answer = await client.command("tunacode.request", {"prompt": "hi", "detach": True})
+        assert "result" in answer, answer
+        request_id = answer["result"]["requestId"]
+        await client.wait_for(_event(request_id, "request_end"))
+        result = (await client.command("tunacode.request.result", {"requestId": request_id}))["result"]
+        assert result["text"] == "From the settings file." and result["stopReason"] == "end_turn"
+        session = (await client.command("tunacode.session.get", {"sessionId": answer["result"]["sessionId"]}))["result"]
+        assert session["session"]["model"] == "openai-compatible:scripted"
+    finally:
+        await client.close()

@@ -9,7 +9,8 @@
 --- g1 = Allow, g2 = Allow for session, g3 = Deny (`:TunaApprove allow|session|deny` too).
 --- In the float (if the user enters it) q / <Esc> only close it: closing never answers;
 --- `:TunaApprove` shows it again. Session-wide allows given here are listed by
---- `A.session_allows` (shown by :TunaStatus). One float at a time; later requests wait in a
+--- `A.session_allows` (the tool names: the server allows the whole tool for the session; shown
+--- by the statusline component and :TunaAllows); `A.on_allow` is called after each new one. One float at a time; later requests wait in a
 --- queue. The handler runs in the coroutine Neovim gives server requests and yields until the
 --- user answers. When the server gives up on the question ($/cancelRequest, or the tool call
 --- or request ends) the float closes and the late answer is ignored.
@@ -17,7 +18,21 @@
 local A = {}
 
 local KEYS = { g1 = 'allow', g2 = 'allow_session', g3 = 'deny' }
-local FOOTER = ' g1 Allow  g2 Allow for session  g3 Deny '
+-- the footer names the keys; on a narrow screen a shorter one that fits whole (never cut)
+local FOOTERS = { ' g1 Allow  g2 Allow for session  g3 Deny ', ' g1 allow g2 session g3 deny ', ' g1/g2/g3 ' }
+local FOOTER = FOOTERS[1]
+
+--- The longest footer that fits a float `width` columns wide.
+---@param width integer
+---@return string
+function A.footer(width)
+  for _, footer in ipairs(FOOTERS) do
+    if vim.fn.strdisplaywidth(footer) <= width then
+      return footer
+    end
+  end
+  return FOOTERS[#FOOTERS]
+end
 A.DECISIONS = { allow = 'allow', session = 'allow_session', deny = 'deny' }
 local FILETYPES = { diff = 'diff', command = 'sh', arguments = 'json' }
 
@@ -32,8 +47,10 @@ local FILETYPES = { diff = 'diff', command = 'sh', arguments = 'json' }
 A.queue = {}
 ---@type tunacode.Approval?
 A.current = nil
----@type string[] the tools allowed for the session through this float ("tool: summary")
+---@type string[] the tools allowed for the session through this float (tool names, in order)
 A.session_allows = {}
+---@type fun(tool: string)? called when a tool is newly allowed for the session
+A.on_allow = nil
 
 local function set_keys(on)
   for key, decision in pairs(KEYS) do
@@ -99,10 +116,12 @@ local function finish(approval, decision)
   if #A.queue == 0 then
     set_keys(false)
   end
-  if decision == 'allow_session' then
-    table.insert(A.session_allows, table.concat(vim.tbl_filter(function(part)
-      return type(part) == 'string' and part ~= ''
-    end, { approval.params.tool, approval.params.summary }), ': '))
+  local tool = approval.params.tool
+  if decision == 'allow_session' and type(tool) == 'string' and not vim.tbl_contains(A.session_allows, tool) then
+    table.insert(A.session_allows, tool)
+    if A.on_allow then
+      A.on_allow(tool)
+    end
   end
   approval.resolve(decision)
   vim.schedule(show_next)
@@ -135,7 +154,7 @@ local function show(approval)
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))
   end
-  width = math.min(width, math.max(20, vim.o.columns - 4))
+  width = math.min(width, math.max(12, vim.o.columns - 4))
   local title = ' TunaCode approval: ' .. table.concat(vim.tbl_filter(function(part)
     return type(part) == 'string' and part ~= ''
   end, { params.tool, params.summary }), ' ') .. ' '
@@ -155,7 +174,7 @@ local function show(approval)
     focusable = true,
     title = title,
     title_pos = 'center',
-    footer = FOOTER,
+    footer = A.footer(width),
     footer_pos = 'center',
     zindex = 60,
   })

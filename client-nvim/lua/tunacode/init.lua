@@ -1,8 +1,8 @@
 --- TunaCode for Neovim 0.11+: ask the agent from the editor over plain LSP.
 ---
 --- require('tunacode').setup({ settings = { model = 'openai:gpt-4.1' } })
---- then :TunaAsk {prompt}, :TunaStop, :TunaSessions, :TunaNew, :TunaChanges, :TunaRewind,
---- :TunaStatus (plugin/tunacode.lua).
+--- then :TunaAsk {prompt}, :TunaChat, :TunaStop, :TunaSessions, :TunaNew, :TunaChanges,
+--- :TunaRewind, :TunaAllows, :TunaStatus (plugin/tunacode.lua).
 ---
 --- Everything goes through `workspace/executeCommand` (tunacode.request, tunacode.abort,
 --- tunacode.session.*); the `tunacode/event` notifications stream the answer into a
@@ -20,6 +20,7 @@ local approve = require('tunacode.approve')
 local save = require('tunacode.save')
 local status = require('tunacode.status')
 local diagnostics = require('tunacode.diagnostics')
+local filechanged = require('tunacode.filechanged')
 
 local M = {}
 
@@ -59,10 +60,40 @@ local function object(tbl)
   return tbl
 end
 
-local WARNING_HOLD_MS = 5000 -- the progress echo leaves a server warning on screen this long
+--- The one line a notification shows: `text` whole when it fits the command line, else its
+--- first line cut to fit, ending `… (see tunacode://answer)` (`…` on a narrow screen); nil
+--- when it fits.
+---@param text string
+---@return string?
+function M.one_line(text)
+  local first = text:match('^[^\n]*')
+  local width = math.max(vim.o.columns - 12, 20) -- room for the ruler and showcmd
+  if first == text and vim.fn.strdisplaywidth(text) <= width then
+    return nil
+  end
+  local more = '… (see tunacode://answer)'
+  if width - vim.fn.strdisplaywidth(more) < 40 then -- a narrow screen: the message first
+    more = '…'
+  end
+  local room = width - vim.fn.strdisplaywidth(more)
+  if vim.fn.strdisplaywidth(first) > room then
+    first = vim.fn.strcharpart(first, 0, math.max(room, 1))
+  end
+  return vim.trim(first) .. more
+end
 
+--- A notification in one line (no hit-enter prompt): a message that is longer, or of more
+--- lines, goes whole into the answer buffer as a note and the notification points to it.
 local function notify(message, level)
-  vim.notify('TunaCode: ' .. message, level or vim.log.levels.INFO)
+  local text = 'TunaCode: ' .. message
+  local short = M.one_line(text)
+  if short then
+    for i, line in ipairs(vim.split(message, '\n', { plain = true })) do
+      view.line((i == 1 and '[note] ' or '       ') .. line)
+    end
+    text = short
+  end
+  vim.notify(text, level or vim.log.levels.INFO)
 end
 
 --- The program `name` in an absolute folder of $PATH (a relative entry such as `.` would
@@ -139,6 +170,18 @@ function M.setup(opts)
 end
 
 local shown = {} ---@type table<integer, table<string, true>> per client: the messages shown
+local key_ns = vim.api.nvim_create_namespace('tunacode.hold')
+
+--- Hold the progress echo off (a warning is on the command line) until the next key typed.
+function M.hold_echo()
+  M.echo_held = true
+  vim.on_key(function()
+    M.echo_held = false
+    vim.schedule(function()
+      vim.on_key(nil, key_ns)
+    end)
+  end, key_ns)
+end
 
 --- window/showMessage: through vim.notify (no hit-enter prompt), each message once per server.
 --- The server warns about a bad setting after initialize and again when it reads the
@@ -147,15 +190,20 @@ function M.on_show_message(params, ctx)
   if type(params) ~= 'table' or type(params.message) ~= 'string' then
     return vim.NIL
   end
-  if type(params.type) == 'number' and params.type <= 2 then
-    -- a warning or error (a bad setting) stays readable: the progress echo holds off
-    M.warned_at = vim.uv.now()
+  local warning = type(params.type) == 'number' and params.type <= 2
+  if warning then
+    -- a warning or error (a bad setting) stays readable: the progress echo holds off until
+    -- the user types something
+    M.hold_echo()
   end
   local seen = shown[ctx.client_id] or {}
   shown[ctx.client_id] = seen
   local key = tostring(params.type) .. '\0' .. params.message
   if not seen[key] then
     seen[key] = true
+    if warning and not M.one_line('TunaCode: ' .. params.message) then
+      view.line('[note] ' .. params.message) -- a warning stays in the answer buffer too
+    end
     local levels = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
     notify(params.message, levels[params.type] or vim.log.levels.INFO)
   end
@@ -396,6 +444,77 @@ function M.check_files()
   end)
 end
 
+local redraw_pending = false
+
+--- Redraw every window's statusline (`redrawstatus!`, scheduled, once for a burst of events),
+--- so a statusline showing `require('tunacode').statusline()` is never stale in another window.
+function M.redraw_status()
+  if redraw_pending then
+    return
+  end
+  redraw_pending = true
+  vim.schedule(function()
+    redraw_pending = false
+    pcall(vim.cmd, 'redrawstatus!')
+  end)
+end
+
+--- A tool newly allowed for the whole session: a note in the answer buffer, the statusline.
+approve.on_allow = function(tool)
+  view.line(('[note] %s is allowed for the rest of this session: not asked again (:TunaAllows revoke ends it)'):format(tool))
+  M.redraw_status()
+end
+
+--- :TunaAllows: list the tools allowed for the whole session; `revoke` ends them.
+--- The server keeps these allows in its process (it has no command to end one), so revoking
+--- stops the server when no request runs: the next request starts a fresh one that continues
+--- the same session (its history is in the store) and asks again for every tool. Revoking one
+--- tool ends them all for that reason; the notice says so.
+---@param args string '' | 'revoke' | 'revoke {tool}'
+function M.allows(args)
+  local words = vim.split(vim.trim(args or ''), '%s+', { trimempty = true })
+  local allows = approve.session_allows
+  if #words == 0 then
+    notify(#allows > 0 and ('allowed for this session: ' .. table.concat(allows, ', ') .. ' (:TunaAllows revoke)')
+      or 'no tool is allowed for the whole session')
+    return
+  end
+  if words[1] ~= 'revoke' or #words > 2 then
+    notify(':TunaAllows [revoke [tool]]', vim.log.levels.WARN)
+    return
+  end
+  if words[2] and not vim.tbl_contains(allows, words[2]) then
+    notify(words[2] .. ' is not allowed for the session', vim.log.levels.WARN)
+    return
+  end
+  if #allows == 0 then
+    notify('no tool is allowed for the whole session')
+    return
+  end
+  if M.state.busy then
+    notify('a request is running; :TunaStop it first, then :TunaAllows revoke', vim.log.levels.WARN)
+    return
+  end
+  local client = M.running_client(M.root())
+  if client then
+    client:stop()
+    if not vim.wait(5000, function()
+      return client:is_stopped()
+    end, 20) then
+      client:stop(true)
+    end
+  end
+  local ended = table.concat(allows, ', ')
+  approve.session_allows = {}
+  local message = ('revoked: %s; every tool is asked again'):format(ended)
+  if words[2] and #allows > 1 then
+    message = message .. (' (the server cannot end one allow: all of them ended, not only %s)'):format(words[2])
+  end
+  view.line('[note] ' .. message)
+  notify(message)
+  M.redraw_status()
+end
+
 --- Handler of `tunacode/event`: the request we started streams into the answer buffer.
 function M.on_event(_, event, ctx)
   if type(event) ~= 'table' then
@@ -419,6 +538,7 @@ function M.on_event(_, event, ctx)
   if event.requestId == M.state.request_id then
     status.event(event)
     view.event(event)
+    M.redraw_status()
   end
   vim.api.nvim_exec_autocmds('User', { pattern = 'TunaCodeEvent', modeline = false, data = event })
 end
@@ -462,7 +582,16 @@ function M.ask(prompt, opts)
     notify('a request is running; :TunaStop it first', vim.log.levels.WARN)
     return
   end
+  local named, problems = require('tunacode.chat').context(prompt, M.range_context)
+  if #problems > 0 then
+    notify(table.concat(problems, '; '), vim.log.levels.WARN)
+    return
+  end
+  if #named > 0 then -- #buffer, #selection, @file in the prompt
+    opts = vim.tbl_extend('force', opts or {}, { context = vim.list_extend(vim.list_extend({}, opts and opts.context or {}), named) })
+  end
   M.state.busy, M.state.request_id, M.state.stop_requested = true, nil, false
+  filechanged.begin() -- a file a command rewrites under a buffer: no W12 question mid-answer
   view.show()
   view.start_request(prompt)
   M.with_client(function(client)
@@ -475,6 +604,7 @@ function M.ask(prompt, opts)
     end
     command(client, 'tunacode.request', args, function(err, result)
       M.state.busy, M.state.request_id = false, nil
+      filechanged.finish()
       M.state.commands = nil -- asked again at the next completion (a command file may have come)
       if err then
         view.error(err.message or vim.inspect(err))
@@ -492,6 +622,7 @@ function M.ask(prompt, opts)
     end)
   end, function(message)
     M.state.busy = false
+    filechanged.finish()
     view.error(message)
   end)
 end
@@ -540,6 +671,9 @@ end
 ---@return string[]
 function M.complete_ask(arglead, cmdline)
   local args = cmdline:match('^%S*TunaAsk%s+(.*)$') or ''
+  if arglead:match('^[@#]') then -- @file, #buffer, #selection anywhere in the prompt
+    return require('tunacode.chat').complete(arglead, {})
+  end
   if args:sub(1, 1) ~= '/' or args:find('%s') or arglead ~= args then
     return {}
   end
@@ -582,7 +716,7 @@ function M.steer(text)
   M.with_client(function(client)
     command(client, 'tunacode.steer', { sessionId = M.state.session_id, text = text }, function(err, result)
       if not err and type(result) == 'table' and result.accepted == true then
-        notify('sent to the running request; the model sees it at its next turn')
+        notify('sent; the model sees it at its next turn')
       else
         later()
       end
@@ -610,6 +744,7 @@ end
 function M.new()
   M.state.session_id = nil
   approve.session_allows = {} -- the server's allows belong to the session
+  M.redraw_status()
   notify('the next question starts a new session')
 end
 
@@ -679,6 +814,10 @@ function M.changes()
         return
       end
       local buf = view.changes(result)
+      local hunks = require('tunacode.hunks')
+      local root = client.config.root_dir or M.root()
+      hunks.attach(buf, root) -- ]x [x ga gr
+      vim.fn.setqflist({}, ' ', { title = 'TunaCode changes', items = hunks.quickfix_items(result, root) })
       vim.cmd('tab sbuffer ' .. buf)
     end)
   end)
@@ -935,8 +1074,8 @@ function M.on_progress(ev)
   if not client or client.name ~= 'tunacode' or type(value) ~= 'table' then
     return
   end
-  if M.warned_at and vim.uv.now() - M.warned_at < WARNING_HOLD_MS then
-    return -- the server's warning is still on screen
+  if M.echo_held then
+    return -- the server's warning is still on screen (until a key is typed)
   end
   -- the request's own progress is titled TunaCode: `TunaCode: end_turn`, not `TunaCode: TunaCode end_turn`
   local title = value.title ~= 'TunaCode' and value.title or ''

@@ -1,9 +1,10 @@
 --- The statusline component: `require('tunacode').statusline()`, e.g.
 --- `TunaCode: bash | 12.3k tok | $0.0123 | ctx 45%`. Fed by every `tunacode/event` of this
 --- Neovim's requests: the state (running, the tool that runs, approval, the last stop
---- reason), the tokens and cost of the current or last request, and the context meter from
---- `turn_end.contextTokens / contextWindow` when the server sends them. Empty until the
---- first event.
+--- reason), the tokens and cost of the current or last request, the context meter from
+--- `turn_end.contextTokens / contextWindow` when the server sends them, and `allowed: bash`
+--- while tools are allowed for the whole session (approve.session_allows). Empty until the
+--- first event or allow.
 
 local S = {}
 
@@ -66,8 +67,9 @@ end
 
 ---@return string
 function S.render()
+  local allows = require('tunacode.approve').session_allows
   if not S.state then
-    return ''
+    return #allows > 0 and ('TunaCode | allowed: ' .. table.concat(allows, ', ')) or ''
   end
   local parts = { 'TunaCode: ' .. S.state }
   if S.tokens > 0 then
@@ -78,6 +80,9 @@ function S.render()
   end
   if S.context then
     table.insert(parts, ('ctx %d%%'):format(math.floor(100 * S.context.tokens / S.context.window + 0.5)))
+  end
+  if #allows > 0 then -- a session-wide allow is in force: the server asks no more for these
+    table.insert(parts, 'allowed: ' .. table.concat(allows, ', '))
   end
   return table.concat(parts, ' | ')
 end

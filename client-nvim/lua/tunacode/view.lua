@@ -4,7 +4,8 @@
 --- server's `title`) that is rewritten in place when the call ends (an extmark keeps its
 --- place). A finished bash call gets its exit code (the update's `exitCode`) on that line
 --- and its output below it, in a bounded ```output block that folds (zc / zo; the window's
---- foldexpr is V.foldexpr). A resumed session is the server's events of its requests
+--- foldexpr is V.foldexpr). The model's thinking is a ```thinking block that folds, closed,
+--- once the model moves on (zo opens it). A resumed session is the server's events of its requests
 --- (`tunacode.session.get {events: true}`) rendered by the same V.event: no stored message
 --- is read here.
 
@@ -15,6 +16,7 @@ local ns = vim.api.nvim_create_namespace('tunacode')
 local ns_output = vim.api.nvim_create_namespace('tunacode.output')
 local ns_plan = vim.api.nvim_create_namespace('tunacode.plan')
 local plan_mark = nil ---@type integer? the current request's plan section
+local thinking_row = nil ---@type integer? the open ```thinking block's first line (0-based)
 
 --- At most this many lines of a command's output are shown (the server sends a preview).
 V.output_lines = 20
@@ -74,7 +76,7 @@ end
 function V.foldexpr(lnum)
   local buf = vim.api.nvim_get_current_buf()
   local line = vim.api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1] or ''
-  if line == '```output' then
+  if line == '```output' or line == '```thinking' then
     return '>1'
   elseif line == '```' then
     local marks = vim.api.nvim_buf_get_extmarks(buf, ns_output, { lnum - 1, 0 }, { lnum - 1, -1 },
@@ -158,6 +160,7 @@ function V.start_request(prompt)
   V.line('')
   tool_marks = {}
   plan_mark = nil
+  thinking_row = nil
 end
 
 local PLAN_BOXES = { completed = '[x]', in_progress = '[>]', pending = '[ ]' }
@@ -261,10 +264,38 @@ local function set_line(row, text)
   vim.api.nvim_buf_set_text(buf, row, 0, row, #old, { text })
 end
 
+--- End the open ```thinking block (the model moved on): it folds, closed, in every window.
+local function close_thinking()
+  local row = thinking_row
+  thinking_row = nil
+  local buf = V.buffer()
+  if not at_line_start() then
+    V.append('\n')
+  end
+  local last = V.line('```')
+  vim.api.nvim_buf_set_extmark(buf, ns_output, row, 0, { end_row = last, end_col = 0 })
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    vim.api.nvim_win_call(win, function()
+      if vim.wo.foldmethod == 'expr' then
+        vim.cmd(('silent! %dfoldclose'):format(row + 1))
+      end
+    end)
+  end
+end
+
 --- Render one `tunacode/event` of the request being shown.
 ---@param event table
 function V.event(event)
   local kind = event.type
+  if kind == 'thinking_delta' then -- the model's thinking: a block that folds once it ends
+    if not thinking_row then
+      thinking_row = V.line('```thinking')
+    end
+    V.append(event.text or '')
+    return
+  elseif thinking_row then
+    close_thinking()
+  end
   if kind == 'text_delta' then
     V.append(event.text or '')
   elseif kind == 'tool_call' then

@@ -73,10 +73,10 @@ PROVIDERS: dict[str, Provider] = {
     "azure": Provider("azure", "openai-responses", None, "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT"),
     "gemini": Provider(
         "gemini",
-        "openai-completions",
-        "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
+        "gemini-generate",
+        "https://generativelanguage.googleapis.com/v1beta",
         "GEMINI_API_KEY",
-        None,
+        "GOOGLE_GEMINI_BASE_URL",  # google-genai's own variable (a gateway, a regional endpoint)
         ("gemini-2.5-pro", "gemini-2.5-flash"),
     ),
     "openrouter": Provider(
@@ -141,12 +141,14 @@ def parse_headers(raw: object) -> dict[str, str]:
             raw = json.loads(raw)
         except ValueError:
             raise ModelNotUsable("TUNACODE_HEADERS is not a JSON object of strings") from None
-    if not isinstance(raw, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) and k.strip() and "\n" not in k + v and "\r" not in k + v
-        for k, v in raw.items()
-    ):
+    if not isinstance(raw, Mapping):
         raise ModelNotUsable("headers must be an object of header names to string values (one line each)")
-    return {k.strip(): v for k, v in raw.items()}
+    from tunacode_lsp.agent.provider.headers import BadHeaders, checked_headers
+
+    try:
+        return checked_headers(raw)
+    except BadHeaders as exc:
+        raise ModelNotUsable(str(exc)) from None
 
 
 def provider_settings(options: Any) -> dict[str, Any]:

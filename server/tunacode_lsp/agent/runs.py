@@ -229,20 +229,28 @@ class RunService:
 
     # ------------------------------------------------------------ models
 
-    def model_spec(self, spec: str | None) -> str:
+    async def effective_options(self, root: Path | None = None) -> ServerOptions:
+        """The editor's settings under the settings files (user, then project), as a request sees them."""
+
+        from tunacode_lsp.agent.settings_files import effective_settings
+
+        return (await effective_settings(self._options(), root or self._workspace_root())).options
+
+    def model_spec(self, spec: str | None, options: ServerOptions | None = None) -> str:
         """The model string a new session records: checked for form, not for a key."""
 
-        spec = spec or self._options().model or default_model()
+        spec = spec or (options or self._options()).model or default_model()
         try:
             split_model_string(spec)
         except ModelNotUsable as exc:
             raise ParamsError(f"params.model: {exc}") from None
         return spec
 
-    def check_model(self, spec: str | None) -> None:
-        """-32003 now when the model cannot be used (a detached request checks before it answers)."""
+    def check_model(self, spec: str | None, options: ServerOptions | None = None) -> None:
+        """-32003 now when the model cannot be used (a detached request checks before it answers,
+        with the settings files' `options`, as the request itself will)."""
 
-        self._model(spec)
+        self._model(spec, options)
 
     def _model(self, spec: str | None, options: ServerOptions | None = None) -> ResolvedModel:
         options = options or self._options()

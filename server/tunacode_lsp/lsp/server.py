@@ -532,9 +532,10 @@ async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> Detached
     pending = ls.runs.begin(p) if p.session_id is not None else None  # a named session is reserved before any await
     try:
         await wait_for_settings(ls)
+        options = await ls.runs.effective_options()  # the settings files too, as the request will see them
         if p.session_id is None:  # the answer names the session: create it now
-            model = ls.runs.model_spec(p.model)
-            ls.runs.check_model(model)
+            model = ls.runs.model_spec(p.model, options)
+            ls.runs.check_model(model, options)
             record = await ls.sessions.create(cwd=str(ls.workspace_root), model=model)
             p = attrs.evolve(p, session_id=record.session_id)
             pending = ls.runs.begin(p)
@@ -543,7 +544,7 @@ async def request_detached(ls: TunaLanguageServer, p: RequestParams) -> Detached
             if found is None:
                 raise SessionNotFound(p.session_id)
             record = found
-            ls.runs.check_model(p.model or record.model or None)
+            ls.runs.check_model(p.model or options.model or record.model or None, options)
     except BaseException:
         if pending is not None:
             ls.runs.end(pending)

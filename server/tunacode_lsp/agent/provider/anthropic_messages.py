@@ -2,7 +2,11 @@
 
 The request: tools, system and messages in Anthropic's shape, with `cache_control`
 breakpoints on the stable prefix (the last tool, the system prompt, the latest turn), so a
-session's next call reads its whole prefix back from the cache; thinking (setting
+session's next call reads its whole prefix back from the cache. Once old tool outputs are
+pruned (core/history.py), a pruning step changes the input only after the never-pruned
+head: the breakpoints are then the system prompt (whose prefix holds the tools), the end of
+the head, the last pruned output and the latest turn (Anthropic's limit is 4), so the call
+that takes a step still reads the head from the cache (cache_breakpoints.py); thinking (setting
 `thinkingBudget`) with each thinking block's signature sent back unchanged. The stream:
 the SDK's raw events -> the shared state machine (assembly.py); usage with cache reads and
 writes. Bedrock and Vertex use the SDK's own clients (extras `bedrock`, `vertex`).
@@ -10,7 +14,9 @@ writes. Bedrock and Vertex use the SDK's own clients (extras `bedrock`, `vertex`
 
 from __future__ import annotations
 
+import asyncio
 import re
+import weakref
 from typing import Any
 
 from tinyagent import (
@@ -27,10 +33,10 @@ from tinyagent import (
 from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.assembly import empty_usage
+from tunacode_lsp.agent.provider.cache_breakpoints import place_breakpoints
 from tunacode_lsp.agent.provider.model import ProviderModel
 from tunacode_lsp.agent.provider.sdk_stream import MissingExtra, SdkStream, sdk_timeout, shared_http_client
 
-CACHE = {"type": "ephemeral"}
 DEFAULT_MAX_TOKENS = 16_384
 THINKING_HEADROOM = 8_192  # output tokens left for the answer beyond the thinking budget
 REDACTED = "redacted"  # extra field on a ThinkingContent that holds a redacted_thinking block's data
@@ -44,6 +50,12 @@ _STOP_REASONS = {
 }
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 EXTRAS = {"bedrock": ("bedrock", "boto3"), "vertex": ("vertex", "google-auth")}
+# what to check when the provider answers 401/403: the variable (or the credentials) to set
+KEY_HINTS = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "bedrock": "your AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or AWS_BEARER_TOKEN_BEDROCK",
+    "vertex": "your Google credentials: GOOGLE_APPLICATION_CREDENTIALS or `gcloud auth application-default login`",
+}
 
 
 async def stream_anthropic(model: Model, context: Context, options: SimpleStreamOptions) -> AnthropicStream:
@@ -58,13 +70,35 @@ async def stream_anthropic(model: Model, context: Context, options: SimpleStream
         client = make_client(model, api_key)
         return await client.messages.create(**params)
 
-    hint = "ANTHROPIC_API_KEY" if model.provider == "anthropic" else None
+    hint = KEY_HINTS.get(model.provider)
     return AnthropicStream(model=model, signal=options.signal, open_stream=open_stream, key_hint=hint)
+
+
+# Bedrock and Vertex clients per event loop, kept across calls: each holds its resolved
+# credentials (a Vertex access token is minted by google-auth on the client's first call and
+# reused until it expires; a new client per call fetched a new token for every model call).
+_cloud_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def make_client(model: ProviderModel, api_key: str | None) -> Any:
     """The SDK client of the model's provider (no retries of its own, our httpx2 client)."""
 
+    if model.provider not in ("bedrock", "vertex"):
+        return _new_client(model, api_key)
+    clients = _cloud_clients.setdefault(asyncio.get_running_loop(), {})
+    http = shared_http_client()  # a new shared client (the old one closed) gets new SDK clients
+    key = (model.provider, tuple(sorted((model.headers or {}).items())), model.read_timeout, model.connect_timeout, id(http))
+    client = clients.get(key)
+    if client is None:
+        if len(clients) >= 16:
+            clients.clear()
+        client = clients[key] = _new_client(model, api_key)
+    return client
+
+
+def _new_client(model: ProviderModel, api_key: str | None) -> Any:
     common: dict[str, Any] = {
         "max_retries": 0,
         "timeout": sdk_timeout(model),
@@ -109,9 +143,9 @@ def build_params(model: ProviderModel, context: Context, options: SimpleStreamOp
         params["temperature"] = options.temperature  # not allowed with thinking
     params["max_tokens"] = max_tokens
     if context.system_prompt:
-        params["system"] = [{"type": "text", "text": context.system_prompt, "cache_control": CACHE}]
+        params["system"] = [{"type": "text", "text": context.system_prompt}]
     if context.tools:
-        tools = [
+        params["tools"] = [
             {
                 "name": tool.name,
                 "description": tool.description or "",
@@ -119,19 +153,8 @@ def build_params(model: ProviderModel, context: Context, options: SimpleStreamOp
             }
             for tool in context.tools
         ]
-        tools[-1]["cache_control"] = CACHE
-        params["tools"] = tools
-    mark_latest_turn(params["messages"])
+    place_breakpoints(params)
     return params
-
-
-def mark_latest_turn(messages: list[dict[str, Any]]) -> None:
-    """A cache breakpoint on the last block of the latest message (in place)."""
-
-    if messages and messages[-1]["content"]:
-        last = messages[-1]["content"][-1]
-        if last.get("type") not in ("thinking", "redacted_thinking"):
-            last["cache_control"] = CACHE
 
 
 def convert_messages(context: Context) -> list[dict[str, Any]]:

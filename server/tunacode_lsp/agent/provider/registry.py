@@ -19,6 +19,7 @@ ADAPTERS: dict[str, str] = {
     "openai-completions": "tunacode_lsp.agent.provider.openai_chat:stream_openai_chat",
     "anthropic-messages": "tunacode_lsp.agent.provider.anthropic_messages:stream_anthropic",
     "openai-responses": "tunacode_lsp.agent.provider.openai_responses:stream_openai_responses",
+    "gemini-generate": "tunacode_lsp.agent.provider.gemini_generate:stream_gemini",
 }
 
 
