@@ -53,7 +53,7 @@ builds.push({
   sourcemap: false,
   minify: false,
   logLevel: "warning",
-  entryPoints: { state: "src/webview/state.ts", modelPick: "src/modelPick.ts", apiKeys: "src/apiKeys.ts", serverCommand: "src/serverCommand.ts", options: "src/options.ts", diff: "src/diff.ts", context: "src/context.ts", slash: "src/webview/slash.ts", taskList: "src/webview/taskList.ts" },
+  entryPoints: { state: "src/webview/state.ts", modelPick: "src/modelPick.ts", apiKeys: "src/apiKeys.ts", serverCommand: "src/serverCommand.ts", options: "src/options.ts", diff: "src/diff.ts", context: "src/context.ts", slash: "src/webview/slash.ts", taskList: "src/webview/taskList.ts", toolView: "src/webview/toolView.ts", sessionList: "src/webview/sessionList.ts", mentions: "src/webview/mentions.ts" },
   outdir: "out/test",
   outExtension: { ".js": ".mjs" },
   platform: "node",

@@ -12,7 +12,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { isInsidePath } from "./context";
-import { applyUnifiedDiff, parseHunks, reverseUnifiedDiff } from "./diff";
+import { applyUnifiedDiff, parseHunks, reverseRecorded, reverseUnifiedDiff, withoutBufferMark } from "./diff";
 import { type ChangesResult, Commands, ErrorCodes, type RewindResult } from "./protocol";
 import { type TunaServer, errorMessage } from "./server";
 import type { HostMessage } from "./messages";
@@ -94,7 +94,8 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
    * A change in the diff editor. With `status` (a recorded change): before ↔ the file now.
    * Without (an edit still asking for approval): the file now ↔ with the edit applied.
    */
-  async showDiff(file: string, diff: string, status?: string): Promise<void> {
+  async showDiff(file: string, recorded: string, status?: string): Promise<void> {
+    const diff = withoutBufferMark(recorded);
     const uri = this.resolve(file);
     if (!uri) return;
     const name = path.basename(file);
@@ -106,7 +107,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
         return;
       }
     } else if (current !== undefined) {
-      const before = reverseUnifiedDiff(current, diff);
+      const before = reverseRecorded(current, recorded);
       if (before !== undefined) {
         await this.openDiff(this.virtual(file, before), uri, `${name} (before ↔ after this request)`);
         return;
@@ -117,9 +118,9 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
         return;
       }
     }
-    // The file changed since, or the diff is binary or cut: show the recorded diff as it is.
-    const doc = await vscode.workspace.openTextDocument({ content: diff, language: "diff" });
-    await vscode.window.showTextDocument(doc, { preview: true });
+    // The file changed since, or the diff is binary or cut: show the recorded diff as it is,
+    // read-only (never an Untitled document that asks to be saved).
+    await this.showReadOnly(`${file}.diff`, recorded);
     void vscode.window.showInformationMessage(
       parseHunks(diff)
         ? `TunaCode: ${file} changed since this diff was recorded; showing the recorded diff.`
@@ -132,7 +133,9 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
    * agent's version back), saved when the document had no unsaved changes of the user's.
    * Refused, saying why, when the file changed since: Rewind then asks before overwriting.
    */
-  async undoFile(requestId: string, file: string, status: string, diff: string): Promise<void> {
+  async undoFile(requestId: string, file: string, status: string, recorded: string): Promise<void> {
+    // An edit of a buffer with unsaved changes is undone in that buffer (never saved).
+    const diff = withoutBufferMark(recorded);
     const uri = this.resolve(file);
     if (!uri) return;
     // Without hunks only an empty added or deleted file can be undone; a binary or cut diff
@@ -170,7 +173,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
         () => undefined,
       );
       if (!doc) return changedSince();
-      const before = reverseUnifiedDiff(doc.getText(), diff);
+      const before = reverseRecorded(doc.getText(), recorded);
       if (before === undefined) return changedSince();
       edit.replace(uri, new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length)), before);
       if (!doc.isDirty) save = uri;
@@ -190,7 +193,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
   }
 
   /** "Rewind to before this prompt": files and history; a conflict asks before forcing. */
-  async rewind(requestId: string, prompt?: string): Promise<void> {
+  async rewind(requestId: string, prompt?: string, edit = false): Promise<void> {
     const sessionId = this.host.currentSessionId;
     if (!sessionId) return;
     if (this.host.isRunning) {
@@ -198,7 +201,7 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
       return;
     }
     const choice = await vscode.window.showWarningMessage(
-      "Rewind to before this prompt?",
+      edit ? "Edit this prompt and resend? The conversation is rewound to before it." : "Rewind to before this prompt?",
       { modal: true, detail: "The files this request and every later one changed are put back, and the conversation is cut back to before this prompt." },
       "Rewind",
     );
@@ -230,7 +233,8 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
     }
     this.log.info(`Rewound session ${sessionId} to before ${requestId}: restored ${JSON.stringify(result.restored)}`);
     await this.host.resume(sessionId);
-    if (prompt) this.view.post({ type: "restore_prompt", text: prompt });
+    // "Edit and resend" puts the prompt in the box to edit; a plain rewind keeps what is typed.
+    if (prompt) this.view.post(edit ? { type: "focus_prompt", text: prompt } : { type: "restore_prompt", text: prompt });
     const n = result.restored.length;
     void vscode.window.showInformationMessage(
       `TunaCode: rewound to before the prompt${n > 0 ? `; ${n === 1 ? "1 file" : `${n} files`} restored` : ""}.`,
@@ -245,6 +249,12 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
       return undefined;
     }
     return vscode.Uri.joinPath(folder, file);
+  }
+
+  /** A read-only editor tab with `text` (this scheme's documents cannot be edited or saved). */
+  async showReadOnly(name: string, text: string, preview = true): Promise<void> {
+    const doc = await vscode.workspace.openTextDocument(this.virtual(name, text));
+    await vscode.window.showTextDocument(doc, { preview });
   }
 
   private virtual(file: string, text: string): vscode.Uri {

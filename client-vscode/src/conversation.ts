@@ -12,6 +12,7 @@ import {
   type ContextItem,
   type RequestResult,
   type Session,
+  type SteerResult,
   type SessionGetResult,
   type TunaEvent,
 } from "./protocol";
@@ -23,7 +24,14 @@ interface ActiveRequest {
   requestId?: string;
   cancel: vscode.CancellationTokenSource;
   progress?: vscode.Disposable;
+  /** v3: sent with `queue: true` behind a running request; its pending row's key. */
+  queueKey?: string;
+  /** Its `request_start` came (a queued request that started runs as any). */
+  started?: boolean;
 }
+
+/** How a prompt typed while a request runs goes: `steer` (the default), or `queue`. */
+export type SendHow = "steer" | "queue";
 
 export interface ConversationView {
   dispatch(action: Action): void;
@@ -31,7 +39,8 @@ export interface ConversationView {
 
 export class Conversation implements vscode.Disposable {
   private sessionId: string | undefined;
-  private active: ActiveRequest | undefined;
+  /** The requests in flight, in the order sent: the running one first, then the queued. */
+  private requests: ActiveRequest[] = [];
   /** The model the composer's menu chose: sent as `model` with each request until changed. */
   private chosenModel: string | undefined;
   /** The current session's model as the server last said (request_start, session.get). */
@@ -65,7 +74,7 @@ export class Conversation implements vscode.Disposable {
 
   /** The session to show once the panel is ready (the last one of this workspace). */
   restore(sessionId: string | undefined): void {
-    if (!this.active && !this.sessionId) this.sessionId = sessionId;
+    if (!this.isRunning && !this.sessionId) this.sessionId = sessionId;
   }
 
   /** The model the next request runs with, when known: the chosen one, else the session's. */
@@ -79,20 +88,75 @@ export class Conversation implements vscode.Disposable {
   }
 
   get isRunning(): boolean {
-    return this.active !== undefined;
+    return this.requests.length > 0;
   }
 
-  async ask(prompt: string, context: ContextItem[] = [], mode?: "plan"): Promise<void> {
+  /** The running request (or, between two, the next to run). */
+  private get active(): ActiveRequest | undefined {
+    return this.requests.find((r) => r.queueKey === undefined || r.started) ?? this.requests[0];
+  }
+
+  /**
+   * A prompt. While a request runs (v3, docs/protocol.md "Conversation control"): `steer`
+   * (`tunacode.steer`; answered `accepted: false`, or with context that a steer cannot
+   * carry, it is queued instead), or `queue` (`tunacode.request {queue: true}`).
+   */
+  async ask(prompt: string, context: ContextItem[] = [], mode?: "plan", how: SendHow = "steer"): Promise<void> {
     const text = prompt.trim();
     if (!text) return;
-    if (this.active) {
-      void vscode.window.showInformationMessage("TunaCode is still working on the last request: wait, or Stop it.");
-      return;
+    const running = this.active;
+    if (running) {
+      const sessionId = running.sessionId ?? this.sessionId;
+      if (!sessionId) {
+        // The first request of a new session has no session id yet: keep the text.
+        this.view.dispatch({ type: "server_state", state: this.server.status.state, message: "The session is still starting: send again in a moment." });
+        return;
+      }
+      if (how === "steer" && context.length === 0 && (await this.steer(sessionId, text))) return;
+      return this.run(text, context, mode, sessionId);
     }
-    const active: ActiveRequest = { sessionId: this.sessionId, cancel: new vscode.CancellationTokenSource() };
-    this.active = active;
-    this.view.dispatch({ type: "prompt_sent", prompt: text, ...(context.length > 0 ? { context } : {}) });
-    this.runningEmitter.fire({ running: true, message: firstLine(text) });
+    return this.run(text, context, mode);
+  }
+
+  /** `tunacode.steer`: true when the running request took the text. */
+  private async steer(sessionId: string, text: string): Promise<boolean> {
+    try {
+      const result = await this.server.executeCommand<SteerResult>(Commands.steer, { sessionId, text });
+      if (result.accepted !== true) return false;
+      this.view.dispatch({ type: "steer_sent", text });
+      return true;
+    } catch (err) {
+      this.log.warn(`tunacode.steer failed (${errorMessage(err)}); queuing the prompt instead`);
+      return false;
+    }
+  }
+
+  /** Removes a queued prompt before it starts (`tunacode.abort {requestId}`, else a cancel). */
+  async unqueue(key: string): Promise<void> {
+    const entry = this.requests.find((r) => r.queueKey === key && !r.started);
+    if (!entry) return;
+    if (entry.requestId) {
+      try {
+        await this.server.executeCommand<{ aborted: number }>(Commands.abort, { requestId: entry.requestId });
+        return;
+      } catch (err) {
+        this.log.warn(`tunacode.abort ${entry.requestId} failed (${errorMessage(err)}); cancelling it instead`);
+      }
+    }
+    entry.cancel.cancel();
+  }
+
+  /** Sends one request; `queueBehind`: the busy session it waits on (`queue: true`). */
+  private async run(text: string, context: ContextItem[], mode: "plan" | undefined, queueBehind?: string): Promise<void> {
+    const active: ActiveRequest = { sessionId: queueBehind ?? this.sessionId, cancel: new vscode.CancellationTokenSource() };
+    if (queueBehind) active.queueKey = `q-${randomUUID()}`;
+    this.requests.push(active);
+    if (active.queueKey) {
+      this.view.dispatch({ type: "prompt_queued", key: active.queueKey, prompt: text, ...(context.length > 0 ? { context } : {}) });
+    } else {
+      this.view.dispatch({ type: "prompt_sent", prompt: text, ...(context.length > 0 ? { context } : {}) });
+      this.runningEmitter.fire({ running: true, message: firstLine(text) });
+    }
     const workDoneToken = `tunacode-${randomUUID()}`;
     try {
       active.progress = await this.server.onProgress(workDoneToken, (value) => {
@@ -104,23 +168,34 @@ export class Conversation implements vscode.Disposable {
         ...(context.length > 0 ? { context } : {}),
         ...(mode ? { mode } : {}),
         ...(this.chosenModel ? { model: this.chosenModel } : {}),
+        ...(queueBehind ? { queue: true } : {}),
       };
       const result = await this.server.executeCommand<RequestResult>(Commands.request, params, {
         token: active.cancel.token,
         workDoneToken,
       });
+      if (active.queueKey && !active.started) {
+        // Dropped before it started (removed, or the server shut down): no turn.
+        this.view.dispatch({ type: "queue_removed", key: active.queueKey });
+        return;
+      }
       this.setSession(result.sessionId);
       this.view.dispatch({ type: "request_done", result });
       if (result.stopReason === "error" && result.error) this.log.warn(`Request ended with an error: ${result.error.message}`);
     } catch (err) {
       const code = err instanceof ResponseError ? err.code : undefined;
       this.log.error(`tunacode.request failed: ${errorMessage(err)}${code !== undefined ? ` (code ${code})` : ""}`);
-      this.view.dispatch({ type: "request_failed", message: errorMessage(err), code });
+      if (active.queueKey && !active.started) {
+        // Never started: the pending row goes; a refusal (not a removal) says why.
+        this.view.dispatch({ type: "queue_removed", key: active.queueKey, ...(code === -32800 ? {} : { message: `Could not queue the prompt: ${errorMessage(err)}` }) });
+      } else {
+        this.view.dispatch({ type: "request_failed", message: errorMessage(err), code });
+      }
     } finally {
       active.progress?.dispose();
       active.cancel.dispose();
-      if (this.active === active) this.active = undefined;
-      this.runningEmitter.fire({ running: false });
+      this.requests = this.requests.filter((r) => r !== active);
+      if (this.requests.length === 0) this.runningEmitter.fire({ running: false });
     }
   }
 
@@ -149,7 +224,7 @@ export class Conversation implements vscode.Disposable {
   }
 
   newSession(): void {
-    if (this.active) {
+    if (this.isRunning) {
       void vscode.window.showInformationMessage("Stop the running request before starting a new session.");
       return;
     }
@@ -178,13 +253,13 @@ export class Conversation implements vscode.Disposable {
   }
 
   async resume(sessionId: string, quiet = false): Promise<void> {
-    if (this.active) {
+    if (this.isRunning) {
       void vscode.window.showInformationMessage("Stop the running request before switching sessions.");
       return;
     }
     try {
       const result = await this.server.executeCommand<SessionGetResult>(Commands.sessionGet, { sessionId, events: true });
-      if (this.active) return;
+      if (this.isRunning) return;
       this.setSession(result.session.sessionId);
       // The session's own model is the truth now; a model chosen for another one is dropped.
       this.chosenModel = undefined;
@@ -203,7 +278,7 @@ export class Conversation implements vscode.Disposable {
 
   /** Reloads the current session's history (after the panel was rebuilt or a reload). */
   async reload(): Promise<void> {
-    if (this.sessionId && !this.active) await this.resume(this.sessionId, true);
+    if (this.sessionId && !this.isRunning) await this.resume(this.sessionId, true);
   }
 
   /** The full stored result of a tool call (the card shows a cut one). */
@@ -220,10 +295,11 @@ export class Conversation implements vscode.Disposable {
     return undefined;
   }
 
-  async delete(sessionId: string): Promise<void> {
+  async delete(sessionId: string, title?: string): Promise<void> {
+    const name = title ? `"${title.length > 80 ? `${title.slice(0, 79)}…` : title}"` : "this TunaCode session";
     const choice = await vscode.window.showWarningMessage(
-      "Delete this TunaCode session and its history?",
-      { modal: true },
+      `Delete the session ${name} and its history?`,
+      { modal: true, detail: `Session ${sessionId}. Its messages and checkpoints are removed; the files stay as they are.` },
       "Delete",
     );
     if (choice !== "Delete") return;
@@ -239,20 +315,28 @@ export class Conversation implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.active?.cancel.cancel();
+    for (const r of this.requests) r.cancel.cancel();
     for (const s of this.subscriptions) s.dispose();
     this.runningEmitter.dispose();
     this.sessionEmitter.dispose();
   }
 
   private onEvent(event: TunaEvent): void {
-    const active = this.active;
-    if (active && (active.requestId === undefined || active.requestId === event.requestId)) {
-      if (active.sessionId === undefined || active.sessionId === event.sessionId) {
-        active.requestId = event.requestId;
-        active.sessionId = event.sessionId;
-        this.setSession(event.sessionId);
+    // An event of a request not named yet belongs to the first one sent without a name
+    // (a request's first event is request_start, or request_queued when it waits).
+    let mine = this.requests.find((r) => r.requestId === event.requestId);
+    if (!mine) {
+      mine = this.requests.find((r) => r.requestId === undefined && (r.sessionId === undefined || r.sessionId === event.sessionId));
+      if (mine) {
+        mine.requestId = event.requestId;
+        mine.sessionId = event.sessionId;
+        if (mine.queueKey) this.view.dispatch({ type: "queue_assigned", key: mine.queueKey, requestId: event.requestId });
+        else this.setSession(event.sessionId);
       }
+    }
+    if (mine && event.type === "request_start" && mine.queueKey && !mine.started) {
+      mine.started = true;
+      this.runningEmitter.fire({ running: true, message: firstLine(event.prompt) });
     }
     if (event.type === "request_start" && event.model && event.sessionId === this.sessionId) this.sessionModel = event.model;
     this.view.dispatch({ type: "event", event });

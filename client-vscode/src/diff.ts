@@ -131,3 +131,24 @@ export function applyUnifiedDiff(current: string, diff: string): string | undefi
   const hunks = parseHunks(diff);
   return hunks ? transform(current, hunks, false) : undefined;
 }
+
+/** The server's closing line on an edit that lives only in an editor buffer (docs/protocol.md). */
+const BUFFER_MARK = /\n?\(in the editor's buffer, not saved\)\s*$/;
+
+/** A recorded diff without that closing line: a plain unified diff to apply or reverse. */
+export function withoutBufferMark(diff: string): string {
+  return diff.replace(BUFFER_MARK, "\n").replace(/\n\n$/, "\n");
+}
+
+/**
+ * The text before a recorded change, from the text now. A buffer-only diff (Python's difflib
+ * on the buffer) has no "\ No newline at end of file" line: a buffer whose last line has no
+ * newline is tried with one, which the result then drops again.
+ */
+export function reverseRecorded(current: string, recorded: string): string | undefined {
+  const diff = withoutBufferMark(recorded);
+  const direct = reverseUnifiedDiff(current, diff);
+  if (direct !== undefined || diff === recorded || current.endsWith("\n")) return direct;
+  const padded = reverseUnifiedDiff(`${current}\n`, diff);
+  return padded !== undefined && padded.endsWith("\n") ? padded.slice(0, -1) : padded;
+}

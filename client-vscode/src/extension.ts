@@ -1,22 +1,23 @@
 /**
  * Entry point: creates the log channel, the server, the conversation, the panel and the
- * status bar, wires them together, and registers the palette commands.
+ * status bar, wires them together, and registers the palette commands. The panel's messages
+ * are routed in webviewMessages.ts; what acts on editors is editorActions.ts.
  */
 
-import * as path from "node:path";
 import * as vscode from "vscode";
 import { ANSWER_COMMAND, Approvals } from "./approvals";
 import { ChangesController } from "./changes";
-import { MAX_CONTEXT_ITEMS, isInsidePath, mentionedPaths, mergeContext, selectionItem } from "./context";
 import { Conversation } from "./conversation";
 import type { WebviewMessage } from "./messages";
 import { ChatPanel, VIEW_ID } from "./panel";
+import { EditorActions, toLspDiagnostic } from "./editorActions";
+import { webviewMessageHandler } from "./webviewMessages";
 import { errorMessage, TunaServer } from "./server";
 import { KEY_VARIABLES, keyVariable, missingKey, secretName } from "./apiKeys";
 import { modelRows } from "./modelPick";
 import { userLevelValue } from "./options";
 import { needsRestart } from "./settings";
-import type { ApprovalDecision, ContextItem, LspRange, ModelsListResult, StatusResult } from "./protocol";
+import type { ApprovalDecision, ContextItem, ModelsListResult, StatusResult } from "./protocol";
 import { RequestStatusBar } from "./statusBar";
 import { parseCommands } from "./webview/slash";
 import type { Session } from "./protocol";
@@ -35,8 +36,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const tuna = server;
   const statusBar = new RequestStatusBar();
 
-  // The panel and the conversation refer to each other through these two closures.
+  // The panel, the conversation and the message handler refer to each other through these closures.
   let conversation: Conversation | undefined;
+  let handleWebviewMessage: ((message: WebviewMessage) => Promise<void>) | undefined;
   const panel = new ChatPanel(context.extensionUri, {
     onReady: () => {
       panel.dispatch({ type: "server_state", ...tuna.status });
@@ -45,12 +47,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void sendCommands();
       void conversation?.reload();
     },
-    onMessage: (message) => void handleWebviewMessage(message),
+    onMessage: (message) => void handleWebviewMessage?.(message),
   });
   conversation = new Conversation(tuna, panel, log);
   const convo = conversation;
   convo.restore(context.workspaceState.get<string>(LAST_SESSION));
   const approvals = new Approvals(panel, log);
+  const editor = new EditorActions(panel);
   const changes = new ChangesController(tuna, { get currentSessionId() { return convo.currentSessionId; }, get isRunning() { return convo.isRunning; }, resume: (id) => convo.resume(id) }, panel, log);
   tuna.setRequestHandlers({
     approve: (params, token) => approvals.ask(params, token),
@@ -70,62 +73,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       })),
     }),
   });
+  handleWebviewMessage = webviewMessageHandler({
+    conversation: convo,
+    approvals,
+    changes,
+    editor,
+    log,
+    restartServer: () => tuna.restart(),
+    setApiKey: () => setApiKey(),
+    pickModel: () => pickModel(),
+    showMcpServers: () => showMcpServers(),
+    showOutput: (toolCallId, name) => showOutput(toolCallId, name),
+  });
 
-  async function handleWebviewMessage(message: WebviewMessage): Promise<void> {
-    switch (message.type) {
-      case "send":
-        return convo.ask(
-          message.prompt,
-          await withMentions(message.prompt, Array.isArray(message.context) ? message.context : []),
-          message.mode === "plan" ? "plan" : undefined,
-        );
-      case "pick_files":
-        return pickFiles();
-      case "attach_uris":
-        return attachUris(Array.isArray(message.uris) ? message.uris : []);
-      case "stop":
-        return convo.stop();
-      case "new_session":
-        return convo.newSession();
-      case "list_sessions":
-        await convo.listSessions();
-        return;
-      case "resume":
-        return convo.resume(message.sessionId);
-      case "delete":
-        return convo.delete(message.sessionId);
-      case "copy":
-        await vscode.env.clipboard.writeText(message.text);
-        return;
-      case "banner_action":
-        if (message.action === "openSettings") await vscode.commands.executeCommand("workbench.action.openSettings", "tunacode");
-        if (message.action === "showLogs") log.show();
-        if (message.action === "restart" || message.action === "retry") await tuna.restart();
-      if (message.action === "setApiKey") await setApiKey();
-        return;
-      case "approve":
-        approvals.answer(message.requestId, message.toolCallId, message.decision);
-        return;
-      case "open_file":
-        return openFile(message.path, message.line);
-      case "show_output":
-        return showOutput(message.toolCallId, message.name);
-      case "insert":
-        return insertAtCursor(message.text);
-      case "pick_model":
-        return pickModel();
-      case "show_changes":
-        return message.requestId ? changes.listRequest(message.requestId) : changes.pickSessionChange();
-      case "rewind":
-        return changes.rewind(message.requestId, message.prompt);
-      case "show_diff":
-        return changes.showDiff(message.path, message.diff, message.status);
-      case "undo_file":
-        return changes.undoFile(message.requestId, message.path, message.status, message.diff);
-      case "ready":
-        return;
-    }
-  }
 
   /** The prompt commands for the composer's `/` completion (none when the server cannot say). */
   async function sendCommands(): Promise<void> {
@@ -138,120 +98,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   }
 
-  /** `@path` mentions of files that exist in the workspace become `file` context items. */
-  async function withMentions(prompt: string, context: ContextItem[]): Promise<ContextItem[]> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    if (!folder) return context;
-    const mentioned: ContextItem[] = [];
-    for (const p of mentionedPaths(prompt).slice(0, MAX_CONTEXT_ITEMS)) {
-      if (!isInsidePath(p)) continue;
-      const uri = vscode.Uri.joinPath(folder, p);
-      try {
-        if ((await vscode.workspace.fs.stat(uri)).type & vscode.FileType.File) mentioned.push({ type: "file", uri: uri.toString() });
-      } catch {
-        // not a file of this workspace: left as text
-      }
-    }
-    return mergeContext([...context, ...mentioned]);
-  }
-
-  /** Files dropped on the panel (Shift+drag from the explorer or an editor tab). */
-  async function attachUris(uris: unknown[]): Promise<void> {
-    let refused = 0;
-    for (const raw of uris.slice(0, MAX_CONTEXT_ITEMS)) {
-      let uri: vscode.Uri;
-      try {
-        uri = vscode.Uri.parse(String(raw), true);
-      } catch {
-        refused++;
-        continue;
-      }
-      const inside = uri.scheme === "file" && vscode.workspace.getWorkspaceFolder(uri) !== undefined;
-      const isFile = inside && (await vscode.workspace.fs.stat(uri).then((s) => (s.type & vscode.FileType.File) !== 0, () => false));
-      if (isFile) panel.dispatch({ type: "attach", item: { type: "file", uri: uri.toString() } });
-      else refused++;
-    }
-    if (refused > 0) void vscode.window.showInformationMessage(`TunaCode: only files of this workspace can be added (${refused} left out).`);
-  }
-
-  /** "Add file": a pick of workspace files (the open ones first) to send as context. */
-  async function pickFiles(): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    if (!folder) {
-      void vscode.window.showInformationMessage("TunaCode: open a folder to add its files as context.");
-      return;
-    }
-    const found = await vscode.workspace.findFiles("**/*", "{**/node_modules/**,**/.git/**}", 5000);
-    const open = new Set(vscode.workspace.textDocuments.filter((d) => d.uri.scheme === "file").map((d) => d.uri.toString()));
-    const items = found
-      .map((uri) => ({ label: vscode.workspace.asRelativePath(uri, false), uri, open: open.has(uri.toString()) }))
-      .sort((a, b) => Number(b.open) - Number(a.open) || a.label.localeCompare(b.label))
-      .map((f) => ({ label: f.label, description: f.open ? "open" : undefined, uri: f.uri }));
-    const picked = await vscode.window.showQuickPick(items, { title: "Add files as context", canPickMany: true, matchOnDescription: true });
-    for (const p of picked ?? []) panel.dispatch({ type: "attach", item: { type: "file", uri: p.uri.toString() } });
-    await panel.reveal(true);
-  }
-
-  /** "Ask about Selection": the selection (or the whole file) as context, then the prompt. */
-  async function askAboutSelection(): Promise<void> {
-    const editor = vscode.window.activeTextEditor;
-    if (!editor) {
-      void vscode.window.showInformationMessage("TunaCode: select some code in an editor first.");
-      return;
-    }
-    const doc = editor.document;
-    if (doc.uri.scheme !== "file" || !vscode.workspace.getWorkspaceFolder(doc.uri)) {
-      void vscode.window.showInformationMessage("TunaCode: only files of this workspace can be sent as context.");
-      return;
-    }
-    const selections = editor.selections.filter((s) => !s.isEmpty);
-    if (selections.length === 0) panel.dispatch({ type: "attach", item: { type: "file", uri: doc.uri.toString() } });
-    for (const sel of selections.slice(0, MAX_CONTEXT_ITEMS)) {
-      const range = {
-        start: { line: sel.start.line, character: sel.start.character },
-        end: { line: sel.end.line, character: sel.end.character },
-      };
-      panel.dispatch({ type: "attach", item: selectionItem(doc.uri.toString(), range, doc.getText(sel)) });
-    }
-    // The errors the editor shows in the selection go along (at most 20).
-    const diagnostics = vscode.languages
-      .getDiagnostics(doc.uri)
-      .filter((d) => selections.some((sel) => sel.intersection(d.range) !== undefined))
-      .slice(0, 20);
-    for (const d of diagnostics) {
-      const lsp = toLspDiagnostic(d);
-      panel.dispatch({
-        type: "attach",
-        item: {
-          type: "diagnostic",
-          uri: doc.uri.toString(),
-          range: lsp.range,
-          message: d.message.slice(0, 4000),
-          severity: lsp.severity,
-          ...(lsp.source ? { source: lsp.source } : {}),
-          ...(lsp.code !== undefined ? { code: lsp.code } : {}),
-        },
-      });
-    }
-    await panel.reveal(true);
-  }
-
-  async function openFile(file: string, line?: number): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const uri = path.isAbsolute(file) || !folder ? vscode.Uri.file(file) : vscode.Uri.joinPath(folder, file);
-    try {
-      await vscode.workspace.fs.stat(uri);
-    } catch {
-      void vscode.window.showWarningMessage(`TunaCode: ${file} does not exist in this workspace.`);
-      return;
-    }
-    const position = line ? new vscode.Position(Math.max(0, line - 1), 0) : undefined;
-    await vscode.window.showTextDocument(uri, {
-      preview: true,
-      selection: position ? new vscode.Range(position, position) : undefined,
-    });
-  }
-
   async function showOutput(toolCallId: string, name: string): Promise<void> {
     try {
       const output = await convo.toolOutput(toolCallId);
@@ -259,23 +105,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void vscode.window.showInformationMessage("TunaCode: the full output of this tool call is not stored (yet).");
         return;
       }
-      const doc = await vscode.workspace.openTextDocument({ content: output, language: name === "bash" ? "shellscript" : "plaintext" });
-      await vscode.window.showTextDocument(doc, { preview: true });
+      // Read-only (a content provider's document), never an Untitled one that asks to be saved.
+      // Not a preview: it does not take the place of the file the person was looking at.
+      await changes.showReadOnly(`${name} output ${toolCallId.slice(-8)}.txt`, output, false);
     } catch (err) {
       void vscode.window.showErrorMessage(`TunaCode: could not fetch the tool's output: ${errorMessage(err)}`);
     }
-  }
-
-  async function insertAtCursor(text: string): Promise<void> {
-    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
-    if (!editor) {
-      void vscode.window.showInformationMessage("TunaCode: open an editor to insert the code into.");
-      return;
-    }
-    await editor.edit((edit) => {
-      for (const selection of editor.selections) edit.replace(selection, text);
-    });
-    await vscode.window.showTextDocument(editor.document, editor.viewColumn);
   }
 
   async function pickModel(): Promise<void> {
@@ -300,6 +135,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     } catch (err) {
       void vscode.window.showErrorMessage(`TunaCode: could not list models: ${errorMessage(err)}`);
     }
+  }
+
+  /** The footer's MCP line, clicked: each server with its state and reason; a failed one offers its fixes. */
+  async function showMcpServers(): Promise<void> {
+    let servers: StatusResult["mcpServers"] = [];
+    try {
+      servers = (await tuna.executeCommand<StatusResult>(Commands.status, {})).mcpServers ?? [];
+      panel.dispatch({ type: "mcp_servers", servers });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not read the MCP servers' state: ${errorMessage(err)}`);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      servers.map((s) => ({
+        label: s.name,
+        description: s.state === "ready" ? `ready · ${s.tools} tool${s.tools === 1 ? "" : "s"}` : s.state.replace("_", " "),
+        detail: s.error,
+        server: s,
+      })),
+      { title: "TunaCode: MCP servers", placeHolder: "Choose a server for what to do about it" },
+    );
+    if (!picked) return;
+    const actions = ["Show Logs", "Open Settings", "Restart Server"];
+    const action = await vscode.window.showQuickPick(actions, { title: `MCP server ${picked.label}: ${picked.description ?? ""}` });
+    if (action === "Show Logs") log.show();
+    if (action === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", "tunacode.mcpServers");
+    if (action === "Restart Server") await tuna.restart();
   }
 
   /** MCP servers from `tunacode.status`; polled briefly while one is still starting. */
@@ -416,6 +278,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       statusBar.setWaiting(approvals.waiting.length > 0 || awaitingV1.size > 0);
     }),
     convo.onSession((sessionId) => void context.workspaceState.update(LAST_SESSION, sessionId)),
+    // The server names an MCP server that failed or stopped in a window/showMessage: live status.
+    tuna.onShowMessage((message) => {
+      if (/\bMCP server\b/.test(message)) void refreshStatus();
+    }),
     tuna.onStatus((status) => {
       if (status.state !== "running") approvals.cancelAll();
     }),
@@ -448,7 +314,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ),
     vscode.commands.registerCommand("tunacode.pickModel", () => pickModel()),
     vscode.commands.registerCommand("tunacode.setApiKey", () => setApiKey()),
-    vscode.commands.registerCommand("tunacode.askAboutSelection", () => askAboutSelection()),
+    vscode.commands.registerCommand("tunacode.askAboutSelection", () => editor.askAboutSelection()),
     // The server's code actions (lightbulb "TunaCode: Fix" / "TunaCode: Explain") run
     // `tunacode.request {prompt, context}`: the panel gets the context as chips and the
     // prompt to edit, instead of a request started unseen (docs/protocol.md, Code actions).
@@ -462,7 +328,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await panel.reveal(false);
       panel.post({ type: "focus_prompt", text: typeof prompt === "string" ? prompt : undefined });
     }),
-    vscode.commands.registerCommand("tunacode.addFiles", () => pickFiles()),
+    vscode.commands.registerCommand("tunacode.addFiles", () => editor.pickFiles()),
     { dispose: () => clearTimeout(restartTimer) },
     { dispose: () => clearTimeout(statusTimer) },
     vscode.commands.registerCommand("tunacode.newSession", async () => {
@@ -516,21 +382,6 @@ function sessionPickItem(session: Session): vscode.QuickPickItem & { session: Se
     description: session.modifiedAt ? new Date(session.modifiedAt).toLocaleString() : undefined,
     detail: `${session.messageCount} message${session.messageCount === 1 ? "" : "s"}${session.model ? ` · ${session.model}` : ""}`,
     session,
-  };
-}
-
-function toLspDiagnostic(d: vscode.Diagnostic): { range: LspRange; severity: number; code?: string | number; source?: string; message: string } {
-  const severity = { 0: 1, 1: 2, 2: 3, 3: 4 }[d.severity] ?? 1;
-  const code = typeof d.code === "object" && d.code !== null ? d.code.value : d.code;
-  return {
-    range: {
-      start: { line: d.range.start.line, character: d.range.start.character },
-      end: { line: d.range.end.line, character: d.range.end.character },
-    },
-    severity,
-    ...(code !== undefined ? { code } : {}),
-    ...(d.source ? { source: d.source } : {}),
-    message: d.message,
   };
 }
 

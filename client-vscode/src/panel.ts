@@ -119,9 +119,11 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
       <button id="toggle-sessions" type="button" class="secondary" aria-expanded="false" aria-controls="sessions" title="Show sessions">Sessions</button>
     </header>
     <form id="composer" aria-label="Ask TunaCode">
-      <label for="prompt" class="composer-hint">Enter sends · Shift+Enter new line · Ctrl+Alt+S stops · @file adds a file</label>
+      <label for="prompt" class="composer-hint">Enter sends (while working: steers) · Alt+Enter queues · Shift+Enter new line · Ctrl+Alt+S stops · @file adds a file</label>
+      <ul id="queue" class="queue" aria-label="Waiting to be sent" hidden></ul>
       <ul id="attachments" class="attachments" aria-label="Context sent with the prompt" hidden></ul>
       <ul id="slash" class="slash" role="listbox" aria-label="Commands" hidden></ul>
+      <ul id="mentions" class="slash" role="listbox" aria-label="Files" hidden></ul>
       <textarea id="prompt" rows="3" placeholder="Ask TunaCode… (/ for commands)" aria-label="Prompt"></textarea>
       <div class="composer-actions">
         <button id="add-file" type="button" class="secondary" title="Add files of the workspace as context (paste an image into the prompt to add it)">Add file</button>
@@ -130,6 +132,7 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
           <option value="plan">Plan</option>
         </select>
         <span class="composer-spacer"></span>
+        <button id="queue-send" type="button" class="secondary" hidden title="Queue this prompt: it runs after the current request (Alt+Enter)">Queue</button>
         <button id="send" type="submit">Send</button>
         <button id="stop" type="button" hidden title="Stop the running request (Ctrl+Alt+S)">Stop</button>
       </div>
@@ -140,7 +143,7 @@ export class ChatPanel implements vscode.WebviewViewProvider, vscode.Disposable 
     <button id="jump-bottom" type="button" class="secondary jump-bottom" title="Scroll to the latest message" hidden>↓ Latest</button>
     <div id="announcer" class="sr-only" role="status" aria-live="polite"></div>
     <section id="plan" class="plan" aria-label="Plan" hidden></section>
-    <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><span id="mcp" role="status" hidden></span><span id="usage"></span></footer>
+    <footer id="footer"><span id="server-state" role="status"></span><button id="model" type="button" class="link-button" title="Choose the model"></button><span id="context" hidden></span><button id="mcp" type="button" class="link-button" title="" hidden></button><span id="mcp-reason" role="status" hidden></span><span id="usage"></span></footer>
   </div>
   <script nonce="${nonce}" src="${script}"></script>
 </body>

@@ -19,6 +19,7 @@ export const Commands = {
   changes: "tunacode.changes",
   sessionRewind: "tunacode.session.rewind",
   sessionCompact: "tunacode.session.compact",
+  steer: "tunacode.steer",
 } as const;
 
 /** Server -> client requests of protocol v2 (docs: /notes/v2-client-contract.md). */
@@ -166,6 +167,15 @@ export interface ModelsListResult {
   default: string;
 }
 
+/** v3: what failed (the server classifies it, agent/error_kinds.py). */
+export type ErrorKind = "auth" | "rate_limit" | "overloaded" | "context_length" | "network" | "timeout" | "bad_request" | "server" | "unknown";
+
+/** A request's error; `kind` (v3) when a model call failed. */
+export interface ErrorInfo {
+  message: string;
+  kind?: ErrorKind;
+}
+
 /** v3: `tunacode.steer`'s result. */
 export interface SteerResult {
   accepted: boolean;
@@ -280,7 +290,7 @@ export interface RequestResult {
   usage?: Partial<Usage>;
   turns?: number;
   toolCalls?: ToolCallSummary[];
-  error?: { message: string };
+  error?: ErrorInfo;
   /** v2: files the request changed. */
   changedFiles?: string[];
 }
@@ -372,7 +382,7 @@ export type TunaEvent = EventBase &
     | { type: "plan"; items: PlanItem[] }
     | { type: "compaction"; before: number; after: number }
     | { type: "notice"; message: string }
-    | { type: "request_end"; stopReason: StopReason; usage?: Partial<Usage>; error?: { message: string } }
+    | { type: "request_end"; stopReason: StopReason; usage?: Partial<Usage>; error?: ErrorInfo }
     /** v3: a queued request's first event (`queue: true`); 1 is the next to start */
     | { type: "request_queued"; position: number }
     /** v3: a steer (tunacode.steer) as the model saw it, stored as a user message there */

@@ -19,6 +19,8 @@ import {
   type LanguageClientOptions,
   type ProgressToken,
   type ServerOptions,
+  MessageType,
+  ShowMessageNotification,
   State,
   WorkDoneProgress,
   type WorkDoneProgressBegin,
@@ -105,6 +107,9 @@ export class TunaServer implements vscode.Disposable {
 
   /** Every `tunacode/event` notification from the server. */
   readonly onEvent = this.eventEmitter.event;
+  private readonly messageEmitter = new vscode.EventEmitter<string>();
+  /** Every `window/showMessage` text (shown as usual too): e.g. an MCP server that failed. */
+  readonly onShowMessage = this.messageEmitter.event;
   readonly onStatus = this.statusEmitter.event;
 
   /** Provider keys kept in SecretStorage (apiKeys.ts), for the server's environment. */
@@ -277,6 +282,14 @@ export class TunaServer implements vscode.Disposable {
     const client = new TunaLanguageClient("tunacode", "TunaCode", serverOptions, clientOptions);
     client.registerFeature(new TunaCapabilities());
     client.onNotification(EVENT_NOTIFICATION, (event: TunaEvent) => this.eventEmitter.fire(event));
+    // Shown as the language client does, and told to the panel (an MCP server's failure
+    // refreshes its status line at once).
+    client.onNotification(ShowMessageNotification.type, (message) => {
+      if (message.type === MessageType.Error) void vscode.window.showErrorMessage(message.message);
+      else if (message.type === MessageType.Warning) void vscode.window.showWarningMessage(message.message);
+      else void vscode.window.showInformationMessage(message.message);
+      this.messageEmitter.fire(message.message);
+    });
     const handlers = this.handlers;
     if (handlers) {
       client.onRequest(ClientRequests.approve, (params: ApproveParams, token) => handlers.approve(params, token));

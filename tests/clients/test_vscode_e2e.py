@@ -139,11 +139,12 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
         "the lightbulb's TunaCode: Explain puts the prompt and the selection in the panel to edit",
         "Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image and a dropped file become chips",
         "an edit of a buffer with unsaved changes: Changes says unsaved, Rewind gives the buffer its text back",
-        "the footer shows the MCP servers' state from tunacode.status",
+        "the footer shows the MCP servers' state from tunacode.status, why one failed, and lists them when clicked",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
     assert "b.py" in summary["steps"][4]["conflictText"], report
     assert summary["steps"][6]["prompt"].startswith("Explain"), report
     assert summary["steps"][7]["tabOrder"][-1] == "prompt", report
     assert summary["steps"][9]["mcp"] == "MCP: 1 ready · 1 failed", report
+    assert summary["steps"][9]["mcpReason"].startswith("broken: "), report
     assert len(summary["screenshots"]) == 10, report

@@ -7,6 +7,9 @@
 import type { HostMessage, WebviewMessage } from "../messages";
 import type { Session } from "../protocol";
 import { renderMarkdown } from "./markdown";
+import { filterSessions, relativeTime } from "./sessionList";
+import { completeMention, mentionAt } from "./mentions";
+import { diffForPerson, diffIn, isHiddenTool, resultForPerson, toolRowText } from "./toolView";
 import { completeSlash, type SlashCommand, slashCompletions, slashLabel } from "./slash";
 import {
   type Action,
@@ -14,7 +17,7 @@ import {
   type ToolItem,
   type Turn,
   type ViewState,
-  diffLines,
+  errorButtons,
   fileLink,
   initialState,
   isBufferOnly,
@@ -92,7 +95,51 @@ function acceptSlash(index: number): void {
 promptBox.addEventListener("input", () => {
   slashIndex = 0;
   renderSlash();
+  askMentions();
 });
+
+// ------------------------------------------------------------------ `@` file completion
+
+const mentionList = $<HTMLUListElement>("mentions");
+let mentionShown: string[] = [];
+let mentionIndex = 0;
+
+/** Asks the host for the files matching the `@partial` at the cursor (or closes the list). */
+function askMentions(): void {
+  const at = mentionAt(promptBox.value, promptBox.selectionStart);
+  if (!at) return showMentions([]);
+  post({ type: "complete_files", query: at.query });
+}
+
+function showMentions(paths: string[]): void {
+  mentionShown = paths;
+  mentionIndex = Math.min(mentionIndex, Math.max(paths.length - 1, 0));
+  mentionList.replaceChildren(
+    ...paths.map((p, i) => {
+      const item = el("li", i === mentionIndex ? "slash-item selected" : "slash-item", p);
+      item.setAttribute("role", "option");
+      item.setAttribute("aria-selected", String(i === mentionIndex));
+      item.addEventListener("mousedown", (e) => {
+        e.preventDefault();
+        acceptMention(i);
+      });
+      return item;
+    }),
+  );
+  mentionList.hidden = paths.length === 0;
+}
+
+function acceptMention(index: number): void {
+  const path = mentionShown[index];
+  const at = mentionAt(promptBox.value, promptBox.selectionStart);
+  if (!path || !at) return showMentions([]);
+  const done = completeMention(promptBox.value, at.start, promptBox.selectionStart, path);
+  promptBox.value = done.text;
+  promptBox.setSelectionRange(done.cursor, done.cursor);
+  mentionIndex = 0;
+  showMentions([]);
+  promptBox.focus();
+}
 
 function dispatch(action: Action): void {
   state = reduce(state, action);
@@ -116,9 +163,15 @@ const history: string[] = Array.isArray(saved.history) ? saved.history.filter((h
 let historyIndex = history.length;
 let draft = "";
 
-function send(): void {
+/**
+ * Sends the prompt. While a request runs (v3) the composer stays usable: Enter steers the
+ * running request (`how: "steer"`; the host queues it when the server cannot take it), and
+ * Alt+Enter or Queue queues it to run next (`how: "queue"`).
+ */
+function send(how: "steer" | "queue" = "steer"): void {
   const prompt = promptBox.value.trim();
-  if (!prompt || isRunning(state) || state.server !== "running" || state.keyMissing) return;
+  if (!prompt || state.server !== "running" || state.keyMissing) return;
+  const running = isRunning(state) || state.queued.length > 0;
   promptBox.value = "";
   if (history[history.length - 1] !== prompt) history.push(prompt);
   if (history.length > 100) history.splice(0, history.length - 100);
@@ -127,10 +180,12 @@ function send(): void {
   vscode.setState({ history });
   const context = state.attachments.map((a) => a.item);
   const mode = modeSelect.value === "plan" ? { mode: "plan" as const } : {};
-  post(context.length > 0 ? { type: "send", prompt, context, ...mode } : { type: "send", prompt, ...mode });
+  const busy = running ? { how } : {};
+  post(context.length > 0 ? { type: "send", prompt, context, ...mode, ...busy } : { type: "send", prompt, ...mode, ...busy });
   // The new turn is shown even when the person had scrolled up to read.
   scrollOnNewTurn = state.turns.length;
   renderSlash();
+  showMentions([]);
 }
 
 /** The number of turns when a prompt was sent: the next render with more scrolls to it. */
@@ -167,6 +222,27 @@ function stop(): void {
 }
 
 promptBox.addEventListener("keydown", (e) => {
+  if (mentionShown.length > 0 && !e.isComposing) {  // the `@` list is open: Tab/Enter take, Up/Down choose, Esc closes
+    // A path typed out in full is taken as it is: Enter then sends.
+    const typed = mentionAt(promptBox.value, promptBox.selectionStart)?.query;
+    if (e.key === "Enter" && typed === mentionShown[mentionIndex]) showMentions([]);
+    else if (e.key === "Tab" || (e.key === "Enter" && !e.shiftKey && !e.altKey)) {
+      e.preventDefault();
+      acceptMention(mentionIndex);
+      return;
+    }
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      mentionIndex = (mentionIndex + (e.key === "ArrowDown" ? 1 : mentionShown.length - 1)) % mentionShown.length;
+      showMentions(mentionShown);
+      return;
+    }
+    if (e.key === "Escape") {
+      e.preventDefault();
+      showMentions([]);
+      return;
+    }
+  }
   if (slashShown.length > 0 && !e.isComposing) {  // the `/` list is open: Tab takes, Up/Down choose
     if (e.key === "Tab") {
       e.preventDefault();
@@ -182,7 +258,7 @@ promptBox.addEventListener("keydown", (e) => {
   }
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
-    send();
+    send(e.altKey ? "queue" : "steer");
     return;
   }
   if (e.isComposing || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
@@ -217,7 +293,12 @@ $<HTMLFormElement>("composer").addEventListener("submit", (e) => {
   send();
 });
 stopButton.addEventListener("click", stop);
+$<HTMLButtonElement>("queue-send").addEventListener("click", () => {
+  send("queue");
+  promptBox.focus();
+});
 $<HTMLButtonElement>("model").addEventListener("click", () => post({ type: "pick_model" }));
+$<HTMLButtonElement>("mcp").addEventListener("click", () => post({ type: "mcp_details" }));
 $<HTMLButtonElement>("add-file").addEventListener("click", () => post({ type: "pick_files" }));
 
 // An image pasted into the prompt goes with it as an `image` context item.
@@ -302,6 +383,12 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       slashCommands = Array.isArray(message.commands) ? message.commands : [];
       renderSlash();
       break;
+    case "file_completions": {
+      // Only the answer for what is typed now (an older one may arrive late).
+      const at = mentionAt(promptBox.value, promptBox.selectionStart);
+      if (at && at.query === message.query) showMentions(Array.isArray(message.paths) ? message.paths.filter((p) => typeof p === "string") : []);
+      break;
+    }
   }
 });
 
@@ -334,10 +421,16 @@ function render(): void {
   title.title = state.title ? `${state.title}${state.sessionId ? ` (session ${state.sessionId})` : ""}` : (state.sessionId ?? "");
   if (state.sessionId) title.dataset.sessionId = state.sessionId;
   else delete title.dataset.sessionId;
-  sendButton.disabled = running || state.server !== "running" || state.keyMissing !== undefined;
+  // While a request runs the composer stays usable: Send steers it, Queue queues (v3).
+  sendButton.disabled = state.server !== "running" || state.keyMissing !== undefined;
   stopButton.hidden = !running;
-  sendButton.hidden = running;
+  sendButton.textContent = running ? "Steer" : "Send";
+  sendButton.title = running ? "Tell the running request now: the model sees it at its next step (Enter)" : "Send (Enter)";
+  const queueButton = $<HTMLButtonElement>("queue-send");
+  queueButton.hidden = !running;
+  queueButton.disabled = sendButton.disabled;
   renderBanner();
+  renderQueue();
   renderAttachments();
   renderSessions();
   renderConversation();
@@ -404,38 +497,91 @@ function renderAttachments(): void {
   );
 }
 
+let renderedQueue: [ViewState["queued"], ViewState["steers"]] | undefined;
+
+/** v3: the steers the model has not seen yet, and the queued prompts (each removable). */
+function renderQueue(): void {
+  if (renderedQueue && renderedQueue[0] === state.queued && renderedQueue[1] === state.steers) return;
+  renderedQueue = [state.queued, state.steers];
+  const box = $<HTMLUListElement>("queue");
+  box.hidden = state.queued.length === 0 && state.steers.length === 0;
+  const rows: HTMLElement[] = state.steers.map((text) => {
+    const row = el("li", "queue-row steer-pending");
+    row.append(el("span", "queue-label", "Steer, at the next step:"), " ", el("span", "queue-text", text));
+    return row;
+  });
+  state.queued.forEach((q, i) => {
+    const row = el("li", "queue-row queued");
+    row.dataset.key = q.key;
+    if (q.requestId) row.dataset.requestId = q.requestId;
+    row.append(el("span", "queue-label", `Queued ${i + 1}:`), " ", el("span", "queue-text", q.prompt));
+    const remove = el("button", "link-button queue-remove", "×");
+    remove.type = "button";
+    remove.title = "Remove this queued prompt (it never runs)";
+    remove.setAttribute("aria-label", `Remove the queued prompt ${q.prompt.slice(0, 40)}`);
+    remove.addEventListener("click", () => {
+      post({ type: "unqueue", key: q.key });
+      promptBox.focus();
+    });
+    row.append(" ", remove);
+    rows.push(row);
+  });
+  box.replaceChildren(...rows);
+}
+
+/** The sessions panel's search box: made once, so typing survives re-renders. */
+const sessionSearch = el("input", "session-search");
+sessionSearch.type = "search";
+sessionSearch.placeholder = "Search sessions";
+sessionSearch.setAttribute("aria-label", "Search sessions");
+sessionSearch.addEventListener("input", () => renderSessionList());
+const sessionList = el("ul", "session-list");
+sessionList.setAttribute("aria-label", "Sessions");
+let renderedSessions: [Session[], boolean, string | undefined, boolean] | undefined;
+
 function renderSessions(): void {
   sessionsButton.setAttribute("aria-expanded", String(sessionsOpen));
   sessionsPanel.hidden = !sessionsOpen;
   if (!sessionsOpen) return;
-  const list = el("ul", "session-list");
-  list.setAttribute("aria-label", "Sessions");
-  if (!state.sessionsLoaded) {
-    list.append(el("li", "session-empty", "Loading sessions…"));
-  } else if (state.sessions.length === 0) {
-    list.append(el("li", "session-empty", "No sessions yet."));
-  }
-  for (const session of state.sessions) list.append(sessionRow(session));
-  sessionsPanel.replaceChildren(list);
+  if (sessionsPanel.firstChild !== sessionSearch) sessionsPanel.replaceChildren(sessionSearch, sessionList);
+  const running = isRunning(state);
+  const key: [Session[], boolean, string | undefined, boolean] = [state.sessions, state.sessionsLoaded, state.sessionId, running];
+  if (renderedSessions && renderedSessions.every((v, i) => v === key[i])) return;
+  renderedSessions = key;
+  renderSessionList();
 }
 
+function renderSessionList(): void {
+  const rows: HTMLElement[] = [];
+  const shown = filterSessions(state.sessions, sessionSearch.value);
+  if (!state.sessionsLoaded) rows.push(el("li", "session-empty", "Loading sessions…"));
+  else if (state.sessions.length === 0) rows.push(el("li", "session-empty", "No sessions yet."));
+  else if (shown.length === 0) rows.push(el("li", "session-empty", "No session matches."));
+  for (const session of shown) rows.push(sessionRow(session));
+  sessionList.replaceChildren(...rows);
+}
+
+/** A row: the title (two lines at most) and its age open the session; ⋯ has Resume and Delete. */
 function sessionRow(session: Session): HTMLElement {
   const row = el("li", "session-row");
   row.dataset.sessionId = session.sessionId;
   if (session.sessionId === state.sessionId) row.classList.add("current");
-  const info = el("div", "session-info");
-  info.append(el("span", "session-title", session.title || "(untitled)"));
-  const when = session.modifiedAt ? new Date(session.modifiedAt).toLocaleString() : "";
-  info.append(el("span", "session-meta", `${when} · ${plural(session.messageCount, "message")}`));
-  const resume = el("button", "session-resume", "Resume");
-  resume.setAttribute("aria-label", `Resume session ${session.title || session.sessionId}`);
-  resume.disabled = isRunning(state);
-  resume.addEventListener("click", () => post({ type: "resume", sessionId: session.sessionId }));
-  const del = el("button", "session-delete secondary", "Delete");
-  del.setAttribute("aria-label", `Delete session ${session.title || session.sessionId}`);
-  del.disabled = isRunning(state) && session.sessionId === state.sessionId;
-  del.addEventListener("click", () => post({ type: "delete", sessionId: session.sessionId }));
-  row.append(info, resume, del);
+  const name = session.title || "(untitled)";
+  const open = el("button", "session-resume session-info");
+  open.type = "button";
+  open.title = `${name}\n${session.modifiedAt ? new Date(session.modifiedAt).toLocaleString() : ""}`;
+  open.setAttribute("aria-label", `Resume session ${name}`);
+  open.disabled = isRunning(state);
+  open.append(el("span", "session-title", name));
+  const age = relativeTime(session.modifiedAt);
+  open.append(el("span", "session-meta", `${age ? `${age} · ` : ""}${plural(session.messageCount, "message")}`));
+  open.addEventListener("click", () => post({ type: "resume", sessionId: session.sessionId }));
+  const menu = el("button", "session-menu secondary", "⋯");
+  menu.type = "button";
+  menu.title = "Resume or delete this session";
+  menu.setAttribute("aria-label", `Actions for session ${name}`);
+  menu.addEventListener("click", () => post({ type: "session_menu", sessionId: session.sessionId, title: name }));
+  row.append(open, menu);
   return row;
 }
 
@@ -488,6 +634,7 @@ const STATUS_TEXT: Record<Turn["status"], string> = {
   end_turn: "",
   cancelled: "Stopped: cancelled",
   max_turns: "Stopped: turn limit reached",
+  max_cost: "Stopped: cost cap reached",
   timeout: "Stopped: timed out",
   error: "Failed",
   failed: "Could not start",
@@ -499,6 +646,19 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   if (turn.replayed) article.dataset.replayed = "true";
   const promptText = article.querySelector(".user-prompt-text") as HTMLElement;
   if (promptText.textContent !== turn.prompt) promptText.textContent = turn.prompt;
+  // "Edit and resend": rewinds to before this prompt (files and history) and puts it in the box.
+  const userPrompt = article.querySelector(".user-prompt") as HTMLElement;
+  userPrompt.querySelector(".turn-edit")?.remove();
+  if (turn.requestId && turn.ended && turn.prompt) {
+    const edit = el("button", "link-button turn-edit", "Edit");
+    edit.type = "button";
+    edit.title = "Edit this prompt and send it again: rewinds the files and the conversation to before it";
+    edit.setAttribute("aria-label", `Edit and resend: ${turn.prompt.slice(0, 60)}`);
+    edit.disabled = isRunning(state);
+    const requestId = turn.requestId;
+    edit.addEventListener("click", () => post({ type: "rewind", requestId, prompt: turn.prompt, edit: true }));
+    userPrompt.append(edit);
+  }
   if (turn.context && turn.context.length > 0 && !article.querySelector(".prompt-context")) {
     const list = el("ul", "prompt-context");
     list.setAttribute("aria-label", "Context sent");
@@ -507,7 +667,9 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
   }
 
   const itemsBox = article.querySelector(".turn-items") as HTMLElement;
-  const elements = turn.items.map((item) => itemElement(item, turn));
+  // todo_write has no card (the plan box shows the plan), unless it waits for an answer.
+  const shown = turn.items.filter((item) => !(item.kind === "tool" && isHiddenTool(item.name) && item.approval?.state !== "asking"));
+  const elements = shown.map((item) => itemElement(item, turn));
   const current = Array.from(itemsBox.children);
   if (current.length !== elements.length || current.some((c, i) => c !== elements[i])) {
     itemsBox.replaceChildren(...elements);
@@ -537,6 +699,8 @@ function updateTurn(article: HTMLElement, turn: Turn): void {
 /** Approval shortcuts while its buttons have the focus. */
 const APPROVAL_KEYS: Record<string, ApprovalDecision> = { a: "allow", s: "allow_session", d: "deny" };
 const ALWAYS_KEYS: Record<string, ApprovalDecision> = { u: "allow_always_user", p: "allow_always_project" };
+/** Cards this panel opened to ask (closed again once answered). */
+const openedForApproval = new Set<string>();
 /** Approvals that already took the focus once (a re-render does not take it again). */
 const focusedApprovals = new Set<string>();
 
@@ -572,22 +736,26 @@ function showElapsed(): void {
   }
 }
 
-/** The failed turn's way out: Retry (the same prompt), Choose model, Open Settings, Show Logs. */
+/** The failed turn's way out, by the server's error kind: Retry (the same prompt), Choose model, Open Settings, Set API Key, Show Logs. */
 function errorActions(turn: Turn): HTMLElement {
   const row = el("div", "turn-error-actions");
+  if (turn.error?.kind) row.dataset.kind = turn.error.kind;
   const add = (label: string, onClick: () => void): void => {
     const button = el("button", "link-button", label);
     button.addEventListener("click", onClick);
     row.append(button);
   };
-  if (turn.prompt) {
-    add("Retry", () => {
-      if (!isRunning(state)) post({ type: "send", prompt: turn.prompt });
-    });
+  for (const which of errorButtons(turn.status === "failed" ? undefined : turn.error?.kind)) {
+    if (which === "retry" && turn.prompt) {
+      add("Retry", () => {
+        if (!isRunning(state)) post({ type: "send", prompt: turn.prompt });
+      });
+    }
+    if (which === "chooseModel") add("Choose model", () => post({ type: "pick_model" }));
+    if (which === "openSettings") add("Open Settings", () => post({ type: "banner_action", action: "openSettings" }));
+    if (which === "setApiKey") add("Set API Key", () => post({ type: "banner_action", action: "setApiKey" }));
+    if (which === "showLogs") add("Show Logs", () => post({ type: "banner_action", action: "showLogs" }));
   }
-  add("Choose model", () => post({ type: "pick_model" }));
-  add("Open Settings", () => post({ type: "banner_action", action: "openSettings" }));
-  add("Show Logs", () => post({ type: "banner_action", action: "showLogs" }));
   return row;
 }
 
@@ -701,6 +869,8 @@ function createItem(item: Item): HTMLElement {
     }
     case "notice":
       return el("div", "notice");
+    case "user":
+      return el("div", "user-steer");
   }
 }
 
@@ -727,6 +897,10 @@ function updateItem(node: HTMLElement, item: Item, turn: Turn): void {
     case "notice":
       node.textContent = item.message;
       break;
+    case "user":
+      node.textContent = item.text;
+      node.title = "Sent while the agent worked (a steer): the model saw it here";
+      break;
   }
 }
 
@@ -740,32 +914,33 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
   const set = (cls: string, text: string): void => {
     (node.querySelector(`.${cls}`) as HTMLElement).textContent = text;
   };
-  // The row is the server's title ("Edit calc.py (+1 -1)"); a server before v3 sent the name and summary.
-  set("tool-name", item.title ? "" : item.name);
+  // The row is the server's title ("Edit calc.py (+1 -1)"), never a raw tool name; a click
+  // anywhere on it toggles the card (the file opens from the body's Open file).
+  set("tool-name", "");
   const path = toolFilePath(item.args);
+  const rowText = toolRowText(item);
   const argsBox = node.querySelector(".tool-args") as HTMLElement;
-  const summaryText = item.title ?? (item.summary ? stripToolPrefix(item.summary, item.name) : "");
-  argsBox.replaceChildren();
-  if (path) {
-    const link = el("a", "tool-path", summaryText);
-    link.href = path;
-    link.title = `Open ${path}`;
-    argsBox.append(link);
-  } else {
-    argsBox.textContent = summaryText;
-  }
-  argsBox.title = JSON.stringify(item.args, null, 2);
+  if (argsBox.textContent !== rowText) argsBox.textContent = rowText;
+  argsBox.title = rowText;
   set("tool-state", denied ? "denied" : TOOL_STATE_TEXT[item.status]);
   set("tool-duration", item.durationMs !== undefined && !denied ? formatDuration(item.durationMs) : "");
 
   const approvalBox = node.querySelector(".tool-approval") as HTMLElement;
   approvalBox.replaceChildren();
   approvalBox.hidden = !asking;
+  // A card opened for an approval closes once it is answered (one the person opened stays).
+  if (!asking && openedForApproval.delete(item.toolCallId)) node.open = false;
   if (asking && item.approval && turn.requestId) {
-    node.open = true;
+    if (!node.open) {
+      node.open = true;
+      openedForApproval.add(item.toolCallId);
+    }
     approvalBox.setAttribute("role", "group");
-    approvalBox.setAttribute("aria-label", `Approve ${item.name}`);
-    approvalBox.append(el("div", "approval-question", `Allow ${[item.name, item.approval.summary].filter(Boolean).join(" ")}?`));
+    approvalBox.setAttribute("aria-label", `Approve: ${rowText}`);
+    // The command or the diff is shown right below: the question does not repeat it.
+    const question =
+      item.approval.detailKind === "command" ? "Allow this command?" : item.approval.detailKind === "diff" ? `Allow this edit${path ? ` of ${path}` : ""}?` : `Allow ${rowText}?`;
+    approvalBox.append(el("div", "approval-question", question));
     approvalBox.append(approvalDetail(item.approval.detail, item.approval.detailKind));
     if (item.approval.truncated) approvalBox.append(el("div", "approval-note", "The diff was cut; the full change is larger."));
     const buttons = el("div", "approval-buttons");
@@ -801,7 +976,7 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
       project.title = `Save ${rules} to the project's .tunacode/settings.json and allow (P)`;
       buttons.append(user, project);
     }
-    if (item.approval.rule) approvalBox.append(el("div", "approval-note", `Asked by the ${item.approval.rule}`));
+    if (item.approval.rule) approvalBox.append(el("div", "approval-note", `Asked by the ${item.approval.rule.replace(/`/g, "")}`));
     approvalBox.append(buttons);
     approvalBox.onkeydown = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -821,9 +996,26 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
 
   const result = node.querySelector(".tool-result") as HTMLElement;
   const open = item.status === "pending" || item.status === "in_progress" || item.status === "awaiting_approval";
-  result.textContent = item.result ?? (item.status === "awaiting_approval" ? "Waiting for your approval…" : open ? "Running…" : "(no output)");
+  // An applied edit keeps its diff's colours; other results without what was meant for the model.
+  const appliedDiff = item.status === "completed" && item.approval?.detailKind === "diff" && item.approval.detail ? item.approval.detail : undefined;
+  const diffText = appliedDiff ?? (item.result ? diffIn(item.result) : undefined);
+  result.replaceChildren();
+  result.classList.toggle("tool-diff", diffText !== undefined);
+  if (diffText !== undefined) {
+    for (const line of diffForPerson(diffText)) result.append(el("span", `diff-line diff-${line.kind}`, `${line.text}\n`));
+  } else {
+    result.textContent = item.result !== undefined
+      ? resultForPerson(item.result)
+      : item.status === "awaiting_approval" ? "Waiting for your approval…" : open ? "Running…" : "(no output)";
+  }
   const actions = node.querySelector(".tool-actions") as HTMLElement;
   actions.replaceChildren();
+  if (path) {
+    const link = el("a", "tool-path link-button", `Open ${path}`);
+    link.href = path;
+    link.title = `Open ${path} in the editor`;
+    actions.append(link);
+  }
   if (item.approval?.detailKind === "diff" && path && item.approval.detail) {
     const diff = item.approval.detail;
     const review = el("button", "tool-show-diff link-button", "Show diff");
@@ -843,18 +1035,21 @@ function updateToolCard(node: HTMLDetailsElement, item: ToolItem, turn: Turn): v
 function approvalDetail(detail: string, kind: "command" | "diff" | "arguments"): HTMLElement {
   const pre = el("pre", `approval-detail approval-${kind}`);
   if (kind === "diff") {
-    for (const line of diffLines(detail)) {
+    for (const line of diffForPerson(detail)) {
       pre.append(el("span", `diff-line diff-${line.kind}`, `${line.text}\n`));
+    }
+  } else if (kind === "command") {
+    // Each word is one unit: a line breaks at blanks, never inside `--maxfail` or `test.py`
+    // (a word wider than the panel alone still wraps, see .cmd-word).
+    for (const part of detail.split(/(\s+)/)) {
+      if (!part) continue;
+      if (/^\s+$/.test(part)) pre.append(document.createTextNode(part));
+      else pre.append(el("span", "cmd-word", part));
     }
   } else {
     pre.textContent = detail;
   }
   return pre;
-}
-
-/** `bash: npm test` -> `npm test` next to the tool's name. */
-function stripToolPrefix(summary: string, name: string): string {
-  return summary.startsWith(`${name}: `) ? summary.slice(name.length + 2) : summary;
 }
 
 /**
@@ -976,6 +1171,10 @@ function renderFooter(): void {
   if (mcp.textContent !== (summary?.text ?? "")) mcp.textContent = summary?.text ?? "";
   if (mcp.title !== (summary?.detail ?? "")) mcp.title = summary?.detail ?? "";
   if (summary && mcp.dataset.level !== summary.level) mcp.dataset.level = summary.level;
+  const reason = $<HTMLElement>("mcp-reason");
+  const why = summary?.reason ?? "";
+  if (reason.hidden !== !why) reason.hidden = !why;
+  if (reason.textContent !== why) reason.textContent = why;
   const usage = sessionUsage(state);
   const parts = [`${formatTokens(usage.totalTokens || usage.inputTokens + usage.outputTokens)} tokens`];
   parts.push(`$${usage.cost.toFixed(usage.cost > 0 && usage.cost < 0.01 ? 4 : 2)}`);

@@ -1,20 +1,18 @@
 /**
- * The side panel's view state and the one reducer that builds it from `tunacode/event`s and
+ * The one reducer that builds the side panel's view state (viewState.ts) from `tunacode/event`s and
  * request results; a reloaded session is the same events (`tunacode.session.get {events: true}`,
  * the server's projection of its history), so nothing here reads stored messages. No DOM and no `vscode` import, so node's
  * test runner exercises it directly.
  *
  * Updates are immutable: a turn or item that did not change keeps its identity, which is
- * what the renderer uses to skip work.
+ * what the renderer uses to skip work. The types and the selectors are re-exported from here,
+ * so the panel and the tests import one module.
  */
 
 import type {
-  ApprovalDecision,
   ApproveParams,
   ChangedFile,
-  ContextItem,
-  McpServerInfo,
-  PlanItem,
+  ErrorInfo,
   RequestMark,
   RequestResult,
   Session,
@@ -26,290 +24,39 @@ import type {
   Usage,
 } from "../protocol";
 import { contextLabel, mergeContext } from "../context";
+import {
+  FINAL_TOOL_STATUSES,
+  addUsage,
+  firstLine,
+  hintForError,
+  hintForKind,
+  isRunning,
+  isTurnOpen,
+  mcpServersFrom,
+  num,
+  toUsage,
+} from "./selectors";
+import {
+  type Action,
+  type Approval,
+  type Attachment,
+  type ApprovalState,
+  type Banner,
+  type Item,
+  type NoticeItem,
+  type QueuedPrompt,
+  type TextItem,
+  type ToolItem,
+  type Turn,
+  type TurnChanges,
+  type ViewState,
+  MAX_EARLY_EVENTS,
+  RETRY_NOTICE,
+  ZERO_USAGE,
+} from "./viewState";
 
-export interface TextItem {
-  kind: "text";
-  key: string;
-  text: string;
-}
-export interface ThinkingItem {
-  kind: "thinking";
-  key: string;
-  text: string;
-}
-export interface ToolItem {
-  kind: "tool";
-  key: string;
-  toolCallId: string;
-  name: string;
-  args: Record<string, unknown>;
-  status: ToolStatus;
-  result?: string;
-  durationMs?: number;
-  /** v2: the server's one-line summary of the call. */
-  summary?: string;
-  /** v3: the call in plain words (`Edit calc.py (+1 -1)`), and what the tool is. */
-  title?: string;
-  toolKind?: ToolKind;
-  /** v3: why a failed or cancelled call ended (`denied`, `policy`, `error`, `timeout`, `aborted`). */
-  reason?: ToolEndReason;
-  /** The approval asked for this call (`tunacode/approve`), and how it was settled. */
-  approval?: Approval;
-}
-
-/** `asking`: buttons shown; `cancelled`: the request ended before an answer. */
-export type ApprovalState = "asking" | ApprovalDecision | "cancelled";
-
-export interface Approval {
-  state: ApprovalState;
-  detail: string;
-  detailKind: ApproveParams["detailKind"];
-  truncated: boolean;
-  summary: string;
-  /** v3: the allow rules "Always allow" would save (absent: not offered) */
-  alwaysAllow?: string[];
-  /** v3: the permission rule that made it ask */
-  rule?: string;
-}
-export interface NoticeItem {
-  kind: "notice";
-  key: string;
-  message: string;
-  /** A model-call retry ("retrying in 2.0 s (retry 1 of 3)"): one line, updated in place. */
-  retry?: boolean;
-}
-
-/** The server's retry notice (agent/provider/stream.py). */
-export const RETRY_NOTICE = /retrying in [\d.]+ s \(retry \d+ of \d+\)/;
-export type Item = TextItem | ThinkingItem | ToolItem | NoticeItem;
-
-/** `sending`: asked, no event yet; `failed`: the request never started (JSON-RPC error). */
-export type TurnStatus = "sending" | "running" | "stopping" | StopReason | "failed";
-
-export interface TurnError {
-  message: string;
-  hint?: string;
-}
-
-export interface Turn {
-  key: string;
-  requestId?: string;
-  prompt: string;
-  items: Item[];
-  status: TurnStatus;
-  error?: TurnError;
-  /** Usage of this request: the sum of its turns so far, then request_end's total. */
-  usage: Usage;
-  replayed: boolean;
-  /** Events lost for good (a seq gap that never filled). */
-  missedEvents: number;
-  /** The seq expected next, and events that came early, waiting for the gap to fill. */
-  nextSeq: number;
-  early: TunaEvent[];
-  ended: boolean;
-  /** v2: the files the request changed (RequestResult.changedFiles). */
-  changedFiles?: string[];
-  /** The request's changes with their diffs (`tunacode.changes`), once asked for. */
-  changes?: TurnChanges;
-  /** Labels of the context items sent with the prompt (selection, files, images). */
-  context?: string[];
-  /** The items themselves: back to the chips if the request never starts. */
-  contextItems?: ContextItem[];
-}
-
-/** A context item waiting to go with the next prompt (a chip above the prompt box). */
-export interface Attachment {
-  key: string;
-  label: string;
-  item: ContextItem;
-}
-
-/** A request's changed files for the Changes list; `undone` after a per-file Undo. */
-export interface ChangeEntry extends ChangedFile {
-  undone?: boolean;
-}
-export interface TurnChanges {
-  files: ChangeEntry[];
-  truncated: boolean;
-  error?: string;
-}
-
-export type ServerState = "starting" | "running" | "stopped" | "failed";
-
-export interface Banner {
-  kind: "error" | "info";
-  message: string;
-  action?: BannerAction;
-}
-export type BannerAction = "openSettings" | "showLogs" | "restart" | "retry" | "setApiKey";
-
-export interface ViewState {
-  sessionId?: string;
-  title?: string;
-  model?: string;
-  /** Usage the server had recorded for the session when it was loaded. */
-  baseUsage: Usage;
-  turns: Turn[];
-  sessions: Session[];
-  sessionsLoaded: boolean;
-  server: ServerState;
-  banner?: Banner;
-  nextKey: number;
-  /** The agent's latest plan (`plan` events), for the checklist. */
-  plan?: PlanItem[];
-  /** The context meter, from the last `turn_end` that carried it. */
-  context?: { tokens: number; window: number };
-  /** First run: the model in use has no key; Send waits for one. */
-  keyMissing?: { model: string; variable: string };
-  /** Models from `tunacode.models.list`, for the picker. */
-  models?: string[];
-  /** MCP servers from `tunacode.status` (undefined: not known yet, or none configured). */
-  mcpServers?: McpServerInfo[];
-  /** Context for the next prompt. */
-  attachments: Attachment[];
-}
-
-export type Action =
-  | { type: "prompt_sent"; prompt: string; context?: ContextItem[] }
-  | { type: "attach"; item: ContextItem }
-  | { type: "detach"; key: string }
-  | { type: "event"; event: TunaEvent }
-  | { type: "request_done"; result: RequestResult }
-  | { type: "request_failed"; message: string; code?: number }
-  | { type: "stop_requested" }
-  | { type: "session_loaded"; session: Session; events: TunaEvent[]; requests?: RequestMark[] }
-  | { type: "session_cleared" }
-  | { type: "sessions"; sessions: Session[] }
-  | { type: "session_deleted"; sessionId: string }
-  | { type: "server_state"; state: ServerState; message?: string; action?: BannerAction }
-  | { type: "model"; model?: string }
-  /** The model in use has no key (absent fields: it has one). */
-  | { type: "key_missing"; model?: string; variable?: string }
-  | { type: "models"; models: string[]; model?: string }
-  | { type: "approval_request"; params: ApproveParams }
-  | { type: "approval_settled"; requestId: string; toolCallId: string; state: Exclude<ApprovalState, "asking"> }
-  | { type: "dismiss_banner" }
-  | { type: "changes"; requestId: string; files: ChangedFile[]; truncated: boolean }
-  | { type: "changes_failed"; requestId: string; message: string }
-  | { type: "file_undone"; requestId: string; path: string }
-  | { type: "mcp_servers"; servers: unknown };
-
-/** Early events kept while waiting for a gap to fill; past this the gap counts as lost. */
-export const MAX_EARLY_EVENTS = 64;
-
-export const ZERO_USAGE: Usage = Object.freeze({
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheWriteTokens: 0,
-  totalTokens: 0,
-  cost: 0,
-});
-
-export function initialState(): ViewState {
-  return {
-    baseUsage: ZERO_USAGE,
-    turns: [],
-    sessions: [],
-    sessionsLoaded: false,
-    server: "starting",
-    nextKey: 1,
-    attachments: [],
-  };
-}
-
-// ------------------------------------------------------------------ selectors
-
-const FINAL_TOOL_STATUSES: ReadonlySet<ToolStatus> = new Set(["completed", "failed", "cancelled"]);
-
-/** A tool call that did not run because it was refused (the user, or the mode): shown as "denied". */
-export function isDenied(item: ToolItem): boolean {
-  if (item.approval?.state === "deny") return item.status !== "completed";
-  return item.status === "failed" && (item.reason === "denied" || item.reason === "policy");
-}
-
-/** Tool cards waiting for an answer, oldest first. */
-export function pendingApprovals(state: ViewState): ToolItem[] {
-  const out: ToolItem[] = [];
-  for (const turn of state.turns) {
-    for (const item of turn.items) if (item.kind === "tool" && item.approval?.state === "asking") out.push(item);
-  }
-  return out;
-}
-
-/** "1 message", "2 messages". */
-export function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-const OPEN_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["sending", "running", "stopping"]);
-
-export function isTurnOpen(turn: Turn): boolean {
-  return OPEN_TURN_STATUSES.has(turn.status);
-}
-
-export function activeTurn(state: ViewState): Turn | undefined {
-  for (let i = state.turns.length - 1; i >= 0; i--) {
-    if (isTurnOpen(state.turns[i])) return state.turns[i];
-  }
-  return undefined;
-}
-
-export function isRunning(state: ViewState): boolean {
-  return activeTurn(state) !== undefined;
-}
-
-/** The session's usage: what the server had recorded, plus the requests made since. */
-export function sessionUsage(state: ViewState): Usage {
-  return state.turns
-    .filter((turn) => !turn.replayed)
-    .reduce((sum, turn) => addUsage(sum, turn.usage), state.baseUsage);
-}
-
-export function addUsage(a: Usage, b: Partial<Usage> | undefined): Usage {
-  if (!b) return a;
-  return {
-    inputTokens: a.inputTokens + num(b.inputTokens),
-    outputTokens: a.outputTokens + num(b.outputTokens),
-    cacheReadTokens: a.cacheReadTokens + num(b.cacheReadTokens),
-    cacheWriteTokens: a.cacheWriteTokens + num(b.cacheWriteTokens),
-    totalTokens: a.totalTokens + num(b.totalTokens),
-    cost: a.cost + num(b.cost),
-  };
-}
-
-export function toUsage(u: Partial<Usage> | undefined): Usage {
-  return addUsage(ZERO_USAGE, u);
-}
-
-function firstLine(text: string, max = 60): string {
-  const line = text.trim().split("\n", 1)[0];
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-}
-
-function num(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) ? value : 0;
-}
-
-/** What a person can do about a request that failed to start, by JSON-RPC error code. */
-export function hintForError(code: number | undefined, message: string): string | undefined {
-  switch (code) {
-    case -32003:
-      return "Set a usable model: Choose model, or Open Settings for tunacode.model (e.g. openai:gpt-4.1), tunacode.baseUrl for openai-compatible, and the provider's API key in the server's environment.";
-    case -32002:
-      return "This session is busy with another request: wait for it, or press Stop.";
-    case -32001:
-      return "The session no longer exists: start a new session.";
-    case -32602:
-      return "The server refused the request's parameters; see Show Logs.";
-    default:
-      if (/not running|connection|disposed|stopped/i.test(message)) {
-        return "The TunaCode server is not running: use Restart Server, or Show Logs to see why.";
-      }
-      return undefined;
-  }
-}
-
-// ------------------------------------------------------------------ reducer
+export * from "./viewState";
+export * from "./selectors";
 
 export function reduce(state: ViewState, action: Action): ViewState {
   switch (action.type) {
@@ -347,6 +94,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         banner: undefined,
         plan: undefined,
         context: undefined,
+        queued: [],
+        steers: [],
       };
     case "sessions":
       return { ...state, sessions: action.sessions, sessionsLoaded: true };
@@ -397,6 +146,20 @@ export function reduce(state: ViewState, action: Action): ViewState {
       );
     case "mcp_servers":
       return { ...state, mcpServers: mcpServersFrom(action.servers) };
+    case "prompt_queued": {
+      const items = (action.context ?? []).filter((i) => i && typeof i === "object" && typeof i.type === "string");
+      const entry: QueuedPrompt = { key: action.key, prompt: action.prompt, ...(items.length > 0 ? { context: items.map(contextLabel) } : {}) };
+      return { ...state, queued: [...state.queued, entry], attachments: [] };
+    }
+    case "queue_assigned":
+      return { ...state, queued: state.queued.map((q) => (q.key === action.key ? { ...q, requestId: action.requestId } : q)) };
+    case "queue_removed": {
+      const queued = state.queued.filter((q) => q.key !== action.key);
+      const banner: Banner | undefined = action.message ? { kind: "error", message: action.message } : state.banner;
+      return { ...state, queued, banner };
+    }
+    case "steer_sent":
+      return { ...state, steers: [...state.steers, action.text] };
   }
 }
 
@@ -412,55 +175,6 @@ function withChanges(state: ViewState, requestId: string, make: (old: TurnChange
   const turn = state.turns[idx];
   const changes = make(turn.changes);
   return changes ? replaceTurn(state, idx, { ...turn, changes }) : state;
-}
-
-/** The server's mark on a change that lives only in an editor buffer (not on disk). */
-export const BUFFER_ONLY_MARK = "(in the editor's buffer, not saved)";
-
-export function isBufferOnly(diff: string): boolean {
-  return diff.trimEnd().endsWith(BUFFER_ONLY_MARK);
-}
-
-const MCP_STATES: ReadonlySet<string> = new Set(["starting", "ready", "failed", "not_allowed"]);
-
-/** `tunacode.status`'s `mcpServers`, checked: unknown states and malformed rows are dropped. */
-export function mcpServersFrom(raw: unknown): McpServerInfo[] | undefined {
-  if (!Array.isArray(raw)) return undefined;
-  const out: McpServerInfo[] = [];
-  for (const s of raw) {
-    if (!s || typeof s !== "object") continue;
-    const r = s as Record<string, unknown>;
-    if (typeof r.name !== "string" || typeof r.state !== "string" || !MCP_STATES.has(r.state)) continue;
-    out.push({
-      name: r.name,
-      state: r.state as McpServerInfo["state"],
-      tools: typeof r.tools === "number" && Number.isFinite(r.tools) ? r.tools : 0,
-      ...(typeof r.error === "string" && r.error ? { error: r.error } : {}),
-    });
-  }
-  return out;
-}
-
-/** One line for the panel: `MCP: 2 ready · 1 failed`; undefined without servers. */
-export function mcpSummary(servers: McpServerInfo[] | undefined): { text: string; level: "ok" | "busy" | "error"; detail: string } | undefined {
-  if (!servers || servers.length === 0) return undefined;
-  const count = (state: McpServerInfo["state"]): number => servers.filter((s) => s.state === state).length;
-  const parts: string[] = [];
-  const labels: [McpServerInfo["state"], string][] = [
-    ["ready", "ready"],
-    ["starting", "starting"],
-    ["failed", "failed"],
-    ["not_allowed", "not allowed"],
-  ];
-  for (const [state, label] of labels) if (count(state) > 0) parts.push(`${count(state)} ${label}`);
-  const level = count("failed") > 0 ? "error" : count("starting") > 0 ? "busy" : "ok";
-  const detail = servers
-    .map((s) => {
-      const what = s.state === "ready" ? `ready, ${plural(s.tools, "tool")}` : s.state.replace("_", " ");
-      return `${s.name}: ${what}${s.error ? ` (${s.error})` : ""}`;
-    })
-    .join("\n");
-  return { text: `MCP: ${parts.join(" · ")}`, level, detail };
 }
 
 /** Feeds many actions; handy for tests and for replaying a log. */
@@ -513,6 +227,22 @@ function indexForRequest(state: ViewState, requestId: string): number {
 function onEvent(state: ViewState, event: TunaEvent): ViewState {
   if (state.sessionId !== undefined && event.sessionId !== state.sessionId) return state;
   let s = state;
+  // A queued request is a pending row until it starts; then it becomes a turn (v3).
+  const q = s.queued.findIndex((e) => e.requestId !== undefined && e.requestId === event.requestId);
+  if (event.type === "request_queued") {
+    if (q < 0) return s;
+    const queued = s.queued.slice();
+    queued[q] = { ...queued[q], position: num(event.position) };
+    return { ...s, queued };
+  }
+  if (q >= 0) {
+    const entry = s.queued[q];
+    s = { ...s, queued: s.queued.filter((_, i) => i !== q) };
+    if (event.type === "request_end") return s; // dropped before it started
+    s = pushTurn(s, entry.prompt, event.requestId);
+    const last = s.turns.length - 1;
+    s = replaceTurn(s, last, { ...s.turns[last], nextSeq: event.seq, ...(entry.context ? { context: entry.context } : {}) });
+  }
   let idx = indexForRequest(s, event.requestId);
   if (idx < 0) {
     // A request this view did not start (e.g. the Ask command before the panel opened).
@@ -536,7 +266,14 @@ function onEvent(state: ViewState, event: TunaEvent): ViewState {
   if (event.type === "request_start" && event.model) sessionModel = event.model;
   s = replaceTurn(s, idx, next);
   if (event.type === "plan" && Array.isArray(event.items)) s = { ...s, plan: event.items };
-  if (event.type === "turn_end" && num(event.contextWindow) > 0) {
+  if (event.type === "user_message" && s.steers.length > 0) {
+    const at = s.steers.indexOf(event.text);
+    s = { ...s, steers: s.steers.filter((_, i) => i !== (at >= 0 ? at : 0)) };
+  }
+  // The request ended: a steer it never showed the model is gone (a notice says so).
+  if (event.type === "request_end" && s.steers.length > 0 && !isRunning(s)) s = { ...s, steers: [] };
+  // A stopped turn reports no tokens: the meter keeps its last value (not 0%).
+  if (event.type === "turn_end" && num(event.contextWindow) > 0 && num(event.contextTokens) > 0) {
     s = { ...s, context: { tokens: num(event.contextTokens), window: num(event.contextWindow) } };
   }
   return sessionModel !== s.model ? { ...s, model: sessionModel } : s;
@@ -615,6 +352,10 @@ function applyEvent(turn: Turn, event: TunaEvent): Turn {
     }
     case "plan":
       return running(turn);
+    case "user_message":
+      return typeof event.text === "string" && event.text
+        ? pushItem(running(turn), { kind: "user", key: `${turn.key}:${turn.items.length}`, text: event.text })
+        : turn;
     case "compaction":
       return pushItem(turn, {
         kind: "notice",
@@ -792,7 +533,7 @@ function endTurn(
   turn: Turn,
   stopReason: StopReason,
   usage: Partial<Usage> | undefined,
-  error: { message: string } | undefined,
+  error: ErrorInfo | undefined,
 ): Turn {
   const settleAs: ToolStatus = stopReason === "error" ? "failed" : "cancelled";
   const items = turn.items.map((item) =>
@@ -805,7 +546,9 @@ function endTurn(
     items,
     status: stopReason,
     usage: usage ? toUsage(usage) : turn.usage,
-    error: error ? { message: error.message, hint: hintForStopReason(stopReason) } : turn.error,
+    error: error
+      ? { message: error.message, hint: hintForKind(error.kind) ?? hintForStopReason(stopReason), ...(error.kind ? { kind: error.kind } : {}) }
+      : turn.error,
     ended: true,
     early: [],
   };
@@ -829,6 +572,10 @@ function hintForStopReason(stopReason: StopReason): string | undefined {
 function onRequestDone(state: ViewState, result: RequestResult): ViewState {
   let s = state;
   if (s.sessionId !== undefined && result.sessionId !== s.sessionId) return s;
+  // A queued request dropped before it started (removed by the person, or a shutdown).
+  if (s.queued.some((q) => q.requestId === result.requestId)) {
+    return { ...s, queued: s.queued.filter((q) => q.requestId !== result.requestId) };
+  }
   let idx = indexForRequest(s, result.requestId);
   if (idx < 0) {
     s = pushTurn(s, "", result.requestId);
@@ -898,8 +645,6 @@ function onRequestFailed(state: ViewState, message: string, code: number | undef
   return turn.contextItems.reduce((s, item) => reduce(s, { type: "attach", item }), next);
 }
 
-// ------------------------------------------------------------------ a reloaded session
-
 /**
  * A stored session, from the server's projection of its history: the events of each request,
  * fed through the same reducer as live events. A replayed turn keeps its request id only when
@@ -926,68 +671,4 @@ function loadSession(state: ViewState, session: Session, events: TunaEvent[] = [
     return { ...ended, replayed: true, requestId: turn.requestId && checkpointed.has(turn.requestId) ? turn.requestId : undefined };
   });
   return { ...s, turns, title: session.title, model: session.model || s.model };
-}
-
-// ------------------------------------------------------------------ links
-
-/**
- * The file a link in an answer or a tool card points at: `calc.py#L6`, `src/a.ts:12`,
- * `./b.py#L3-L5`, `file:///abs/c.py`. Web links (`http:`, `mailto:`, …) are not files.
- */
-export function fileLink(href: string): { path: string; line?: number } | undefined {
-  let ref = href.trim();
-  if (!ref || ref.startsWith("#")) return undefined;
-  if (/^file:\/\//i.test(ref)) {
-    ref = ref.replace(/^file:\/\//i, "");
-    try {
-      ref = decodeURIComponent(ref);
-    } catch {
-      /* keep it as written */
-    }
-  } else if (/^[a-z][a-z0-9+.-]*:/i.test(ref) && !/^[a-z]:[\\/]/i.test(ref)) {
-    return undefined; // a scheme: http, https, mailto, vscode, command…
-  }
-  let line: number | undefined;
-  const hash = /#L(\d+)(?:C\d+)?(?:-L?\d+(?:C\d+)?)?$/i.exec(ref);
-  if (hash) {
-    line = Number(hash[1]);
-    ref = ref.slice(0, hash.index);
-  } else {
-    const colon = /:(\d+)(?::\d+)?$/.exec(ref);
-    if (colon) {
-      line = Number(colon[1]);
-      ref = ref.slice(0, colon.index);
-    }
-    const fragment = ref.indexOf("#");
-    if (fragment >= 0) ref = ref.slice(0, fragment);
-  }
-  try {
-    if (!/^file:/i.test(href)) ref = decodeURI(ref);
-  } catch {
-    /* keep it as written */
-  }
-  if (!ref) return undefined;
-  return line !== undefined && line > 0 ? { path: ref, line } : { path: ref };
-}
-
-/** The file a tool call works on, if its arguments name one. */
-export function toolFilePath(args: Record<string, unknown>): string | undefined {
-  for (const key of ["filepath", "file_path", "path"]) {
-    const value = args[key];
-    if (typeof value === "string" && value && value !== ".") return value;
-  }
-  return undefined;
-}
-
-/** The lines of a unified diff, classed for rendering. */
-export function diffLines(diff: string): { kind: "add" | "del" | "hunk" | "meta" | "ctx"; text: string }[] {
-  return diff.split("\n").map((text) => {
-    if (text.startsWith("+++") || text.startsWith("---") || text.startsWith("diff ") || text.startsWith("index ")) {
-      return { kind: "meta" as const, text };
-    }
-    if (text.startsWith("@@")) return { kind: "hunk" as const, text };
-    if (text.startsWith("+")) return { kind: "add" as const, text };
-    if (text.startsWith("-")) return { kind: "del" as const, text };
-    return { kind: "ctx" as const, text };
-  });
 }

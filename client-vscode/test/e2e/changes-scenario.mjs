@@ -299,14 +299,22 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     await shot("28-buffer-rewound");
   });
 
-  await step("the footer shows the MCP servers' state from tunacode.status", async () => {
+  await step("the footer shows the MCP servers' state from tunacode.status, why one failed, and lists them when clicked", async () => {
     const mcp = panel.locator("#mcp");
     await mcp.locator('xpath=self::*[@data-level="error"]').waitFor({ timeout: 30_000 });
     const text = (await mcp.innerText()).trim();
     const detail = (await mcp.getAttribute("title")) ?? "";
     if (text !== "MCP: 1 ready · 1 failed") throw new Error(`the MCP line says ${JSON.stringify(text)}`);
     if (!/^demo: ready, \d+ tools$/m.test(detail) || !/^broken: failed/m.test(detail)) throw new Error(`the MCP details say ${JSON.stringify(detail)}`);
+    // Why it failed is in the panel, not only the tooltip; the line opens the servers' list.
+    const reason = (await panel.locator("#mcp-reason").innerText()).trim();
+    if (!reason.startsWith("broken: ")) throw new Error(`the MCP reason line says ${JSON.stringify(reason)}`);
     await shot("29-mcp-status");
-    return { mcp: text, mcpDetail: detail };
+    await mcp.click();
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "broken" }).first();
+    await row.waitFor();
+    if (!/failed/.test(await row.innerText())) throw new Error(`the MCP list's row says ${JSON.stringify(await row.innerText())}`);
+    await page.keyboard.press("Escape");
+    return { mcp: text, mcpDetail: detail, mcpReason: reason };
   });
 }

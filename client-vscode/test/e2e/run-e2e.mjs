@@ -3,11 +3,13 @@
 // the scripted model on loopback. Run with Node 24 (code-server needs it):
 //
 //   node24 test/e2e/run-e2e.mjs --python REPO/.venv/bin/python [--artifacts DIR] [--summary FILE]
-//                                [--scenario main|changes]
+//                                [--scenario main|changes|control]
 //
 // `main` (scenario.mjs): ask, links, output, history, settings, approvals, reload, stop,
 // resume, restart, broken server. `changes` (changes-scenario.mjs): an agent edit, the
 // Changes list, a diff, Undo of one file, Rewind with a conflict; files checked by bytes.
+// `control` (control-scenario.mjs): typing while the agent works (steer, queue, remove),
+// Edit and resend, Changes of an unsaved buffer as read-only documents, errors by kind.
 // Paths of the tools come from REPO/.tools/vscode-e2e.env (written by scripts/setup-e2e.sh).
 // Writes a JSON summary, screenshots and logs into the artifacts folder; exits 0 only if
 // every step passed and every process it started is gone.
@@ -20,6 +22,7 @@ import { parseArgs } from "node:util";
 import { freePort, groupAlive, startGroup, stopGroup, waitForHttp } from "./processes.mjs";
 import { runChangesScenario, CHANGES_FILES } from "./changes-scenario.mjs";
 import { runScenario } from "./scenario.mjs";
+import { runControlScenario, CONTROL_FILES, CONTROL_PERMISSIONS } from "./control-scenario.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CLIENT = path.resolve(HERE, "../..");
@@ -113,8 +116,10 @@ async function main() {
         encoding: "utf8",
       });
       if (consent.status !== 0) throw new Error(`recording MCP consent failed: ${consent.stderr}`);
+    } else if (opts.scenario === "control") {
+      for (const [name, bytes] of Object.entries(CONTROL_FILES)) fs.writeFileSync(path.join(dirs.workspace, name), bytes);
     } else if (opts.scenario !== "main") {
-      throw new Error(`unknown --scenario ${opts.scenario} (main or changes)`);
+      throw new Error(`unknown --scenario ${opts.scenario} (main, changes or control)`);
     }
 
     // The scripted model (its own process group; its port picked by itself).
@@ -153,7 +158,8 @@ async function main() {
       "update.mode": "none",
       "window.restoreWindows": "none",
       // A buffer with unsaved changes must stay unsaved (the changes scenario edits one).
-      ...(opts.scenario === "changes" ? { "files.autoSave": "off" } : {}),
+      ...(opts.scenario === "changes" || opts.scenario === "control" ? { "files.autoSave": "off" } : {}),
+      ...(opts.scenario === "control" ? { "tunacode.permissions": CONTROL_PERMISSIONS } : {}),
     };
     fs.mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
     const settingsFile = path.join(dirs["user-data"], "User/settings.json");
@@ -161,7 +167,7 @@ async function main() {
     // code-server's window is remote: `machine`-scoped settings (how the server starts, the
     // endpoint) come from the remote machine's settings, so they are written there too.
     const machine = Object.fromEntries(
-      Object.entries(settings).filter(([key]) => ["tunacode.server.command", "tunacode.server.env", "tunacode.baseUrl"].includes(key)),
+      Object.entries(settings).filter(([key]) => ["tunacode.server.command", "tunacode.server.env", "tunacode.baseUrl", "tunacode.permissions"].includes(key)),
     );
     fs.mkdirSync(path.join(dirs["user-data"], "Machine"), { recursive: true });
     const machineFile = path.join(dirs["user-data"], "Machine/settings.json");
@@ -219,7 +225,7 @@ async function main() {
     });
     summary.versions = { chromium: context.browser()?.version() };
 
-    const scenario = opts.scenario === "changes" ? runChangesScenario : runScenario;
+    const scenario = { changes: runChangesScenario, control: runControlScenario }[opts.scenario] ?? runScenario;
     summary.scenario = opts.scenario;
     await scenario({
       workspace: dirs.workspace,
@@ -232,6 +238,11 @@ async function main() {
       log,
       // The user settings as they are on disk (the scenario edits them in VS Code).
       readSettings: () => JSON.parse(fs.readFileSync(settingsFile, "utf8")),
+      // The user settings changed on disk (VS Code watches the file): e.g. the colour theme.
+      writeUserSettings: (changes) => {
+        const now = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
+        fs.writeFileSync(settingsFile, JSON.stringify({ ...now, ...changes }, null, 2));
+      },
       // The remote machine's settings (machine-scoped keys), changed on disk (VS Code watches it).
       writeMachineSettings: (changes) => {
         const now = JSON.parse(fs.readFileSync(machineFile, "utf8"));

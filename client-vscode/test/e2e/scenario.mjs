@@ -216,7 +216,9 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
     const card = panel.locator("article.turn").last().locator('.tool-card[data-tool="list_files"]');
     await card.locator(".tool-full-output").click();
     await page.locator(".monaco-editor .view-lines", { hasText: "hello.txt" }).first().waitFor();
-    await editorTab("Untitled").first().waitFor();
+    // A read-only document of the extension (never an Untitled one that asks to be saved).
+    await editorTab("list_files output").first().waitFor();
+    if ((await editorTab("Untitled").count()) !== 0) throw new Error("the full output opened as an Untitled document");
     await shot("06-full-output");
   });
 
@@ -361,7 +363,8 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
     if (partial.length === 0 || partial.length >= STORY_LENGTH) {
       throw new Error(`expected a partial answer, got ${partial.length} of ${STORY_LENGTH} characters`);
     }
-    await panel.locator("#send").waitFor(); // Stop gives way to Send again
+    await panel.locator("#stop").waitFor({ state: "hidden" }); // Stop goes, Steer is Send again
+    await panel.locator("#send", { hasText: "Send" }).waitFor();
     await statusItem.first().waitFor({ state: "hidden" });
     return { stopToCancelledMs, partialChars: partial.length };
   });

@@ -23,6 +23,7 @@ from tunacode_lsp.agent import history_models
 from tunacode_lsp.agent.catalog import DEFAULT_CONTEXT_WINDOW
 from tunacode_lsp.agent.compaction import CompactionAborted, CompactionFailed, compact
 from tunacode_lsp.agent.edit_format import uses_apply_patch
+from tunacode_lsp.agent.error_kinds import error_kind
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.hooks import HookRunner
 from tunacode_lsp.agent.instructions import NestedInstructions
@@ -613,7 +614,7 @@ class AgentRequest:
         elif self._max_cost_hit:
             stop_reason = "max_cost"
         elif state.last_stop_reason == "error":
-            stop_reason, error = "error", ErrorInfo(state.last_error or "the model provider returned an error")
+            stop_reason, error = "error", ErrorInfo(state.last_error or "the model provider returned an error", error_kind(state.last_error))
         else:
             stop_reason = "end_turn"
             if state.last_stop_reason == "length":

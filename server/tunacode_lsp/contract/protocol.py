@@ -482,6 +482,9 @@ class Usage:
 @attrs.define
 class ErrorInfo:
     message: str
+    # v3: what failed, for a client's buttons: auth | rate_limit | overloaded | context_length |
+    # network | timeout | bad_request | server | unknown (agent/error_kinds.py)
+    kind: str | None = attrs.field(default=None, metadata={"omit": True})
 
 
 @attrs.define
