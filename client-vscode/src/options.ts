@@ -23,6 +23,7 @@ export interface AgentSettings {
  */
 export const PASS_THROUGH_KEYS: readonly string[] = [
   "maxRetries",
+  "checkpointMaxMegabytes",
   "streamReadTimeout",
   "toolConcurrency",
   "shellInheritSecrets",
