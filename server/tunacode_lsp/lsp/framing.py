@@ -12,7 +12,9 @@ strict where a mistake would wedge the server:
   arrives: memory stays bounded;
 - a body over MAX_BODY is read through without being kept (its first and last
   EDGE_KEPT bytes aside) and comes out as an `OversizedMessage` naming its top-level `id`
-  when one can be found there, so the request is answered with an error instead of never;
+  when one can be found there (the tail's id among its last TAIL_ID_SCANNED bytes: a
+  tail built to make the search backtrack cost minutes of CPU), so the request is answered
+  with an error instead of never;
   a header found inside it (a length that lied: raw line breaks never occur inside compact
   JSON) ends the skip and reading resynchronises there.
 
@@ -36,6 +38,7 @@ MAX_BODY = 64 * 1024 * 1024  # bytes of one message body
 READ_CHUNK = 256 * 1024
 EDGE_KEPT = 256 * 1024  # bytes kept of each end of an oversized body, to find its id
 HEADER_HOLD = 64  # bytes held back while skipping, so a header split across reads is still seen
+TAIL_ID_SCANNED = 4 * 1024  # last bytes searched for a closing `id` (the search is quadratic in them)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -84,7 +87,7 @@ def _top_level_id(head: bytes, tail: bytes) -> tuple[bool, Any]:
             depth -= 1
         elif depth == 1 and text == b'"id"' and (value := _AFTER_KEY.match(head, token.end())):
             return True, json.loads(value.group(1))
-    if (value := _TAIL_ID.search(tail)) is not None:
+    if (value := _TAIL_ID.search(tail[-TAIL_ID_SCANNED:])) is not None:
         return True, json.loads(value.group(1))
     return False, None
 
