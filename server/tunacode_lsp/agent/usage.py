@@ -17,11 +17,15 @@ from tunacode_lsp.contract.protocol import Usage
 
 def _amount(value: Any) -> float:
     """A count or price as reported, when it is one: finite and not negative (a provider or a
-    gateway that reports -5 dollars or NaN must not defeat `maxCost`), else 0."""
+    gateway that reports -5 dollars, NaN or an integer no float holds must neither defeat
+    `maxCost` nor end the request with an internal error), else 0."""
 
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # a 400-digit integer in the provider's JSON: no amount either
+        return 0.0
     return number if math.isfinite(number) and number >= 0 else 0.0
 
 

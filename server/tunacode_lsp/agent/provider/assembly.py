@@ -79,6 +79,22 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
+MAX_REPORTED_TOKENS = 10 ** 15  # a token count above this is a provider's nonsense, held at this
+
+
+def bounded_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """A call's usage with every token count an int in [0, MAX_REPORTED_TOKENS]: a provider
+    or gateway that reports a 400-digit count (JSON allows it) ended the request with an
+    internal error (no float holds it; the session store refuses ints over 64 bits). Held at
+    the bound, it still prices the call high enough for `maxCost` to stop the next one."""
+
+    for name in ("input", "output", "cache_read", "cache_write", "total_tokens"):
+        value = usage.get(name)
+        count = value if isinstance(value, int) and not isinstance(value, bool) else 0
+        usage[name] = min(max(count, 0), MAX_REPORTED_TOKENS)
+    return usage
+
+
 def empty_usage() -> dict[str, Any]:
     return {
         "input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0,
@@ -332,7 +348,7 @@ class AssembledStream:
         self._open_block = None
         self._partial.stop_reason = stop_reason
         self._partial.error_message = error_message
-        self._partial.usage = self._usage()
+        self._partial.usage = bounded_usage(self._usage())
         final = self._partial.model_copy(
             update={"content": [block for block in self._partial.content if block is not None]}
         )

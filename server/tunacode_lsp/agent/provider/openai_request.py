@@ -262,7 +262,7 @@ def convert_usage(raw: dict[str, Any] | None) -> dict[str, Any]:
     written = written or _int(raw.get("cache_creation_input_tokens"))
     total = _int(raw.get("total_tokens")) or prompt + completion
     cost = raw.get("cost")
-    cost_total = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
+    cost_total = _float(cost)
     return {
         "input": max(0, prompt - cached - written),
         "output": completion,
@@ -275,4 +275,15 @@ def convert_usage(raw: dict[str, Any] | None) -> dict[str, Any]:
 
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _float(value: object) -> float:
+    """A reported cost as a float; 0 for what is not a number or is an integer no float holds."""
+
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return 0.0
+    try:
+        return float(value)
+    except OverflowError:
+        return 0.0
 
