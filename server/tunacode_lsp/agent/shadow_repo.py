@@ -99,7 +99,7 @@ MAX_SEED_INDEX_BYTES = 256 * 1024 * 1024  # a workspace index larger than this i
 MAX_CONFIG_BYTES = 1024 * 1024
 # a git configuration that may have changed bytes on their way into the index (or hides where)
 # the commands that may read a borrowed object; never one that writes objects (see the docstring)
-READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse", "pack-objects"})
+READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse", "pack-objects", "rev-list"})
 CONVERTING_CONFIG = re.compile(rb"autocrlf|eol|attributesfile|include|worktree", re.IGNORECASE)
 DEBUG_ENTRY = re.compile(rb"(?:\A|\n)([^\0]*)\0  ctime: [^\n]*\n  mtime: [^\n]*\n  dev: [^\n]*\n  uid: [^\n]*\n  size: (\d+)\t")
 
@@ -707,9 +707,10 @@ class ShadowRepo:
         if commit is None:
             return
         try:
-            listing = self._git("ls-tree", "-r", "-d", "-t", "-z", "--full-tree", commit)
-            trees = [self._git("rev-parse", "-q", "--verify", f"{commit}^{{tree}}").decode().strip()]
-            trees += [entry.split(b"\t", 1)[0].split(b" ")[2].decode() for entry in listing.split(b"\0") if entry]
+            # each tree once (a tree bomb's billion paths are a handful of objects; `ls-tree -r`
+            # listed every path, gigabytes into memory until the git timeout)
+            listing = self._git("rev-list", "--objects", "--no-walk", "--filter=blob:none", "--no-object-names", commit)
+            trees = [line for line in listing.decode("ascii").split() if line != commit]
             if len(trees) > MAX_FILES:  # a hostile history's tree of folders: not worth copying
                 return
             pack = self._git("pack-objects", "--stdout", "-q", "--window=0", stdin="".join(f"{t}\n" for t in trees).encode())
