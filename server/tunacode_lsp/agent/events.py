@@ -30,6 +30,7 @@ class RequestState:
 
     cost: ModelCost | None  # the model's prices (agent/catalog.py), None: unknown (cost 0)
     usage: Usage = field(default_factory=Usage)
+    usage_counted_for: int | None = None  # id() of the last assistant message whose usage `usage` holds
     turns: int = 0
     text: str = ""  # the latest assistant text (partial while streaming)
     last_stop_reason: str | None = None
@@ -156,6 +157,7 @@ class EventTable:
         state = self.state
         usage = normalize_usage(message.usage, state.cost)
         state.usage = state.usage + usage
+        state.usage_counted_for = id(message)
         state.last_stop_reason = message.stop_reason
         state.last_error = message.error_message if message.stop_reason == "error" else None
         state.text = extract_text(message)

@@ -536,7 +536,9 @@ class AgentRequest:
     # ------------------------------------------------------------ turn control
 
     async def _should_stop_after_turn(self, message: Any, tool_results: list[Any], _ctx: Any, _new: Any) -> bool:
-        stop = await self._should_stop(message, tool_results)
+        waiting = [m for m in self._steers_given if not any(x is m for x in _new)]
+        # a waiting steer makes another model call too: the caps hold for it as for tool results
+        stop = await self._should_stop(message, tool_results or waiting)
         # No await from here to tinyagent's steering check: a steer that arrives after this
         # decision is refused, and one that arrived before it is seen by the next model call.
         waiting = [m for m in self._steers_given if not any(x is m for x in _new)]
@@ -568,7 +570,7 @@ class AgentRequest:
         if tool_results and self._next_call_passes_cost_cap(message):
             self._max_cost_hit = True
             self.sink.emit(Notice(
-                f"Stopped before the next model call: ${self.state.usage.cost:.4f} spent, and the next call "
+                f"Stopped before the next model call: ${self._spent_after(message):.4f} spent, and the next call "
                 f"(predicted to cost at least the last one) would pass the cost cap of ${self.spec.max_cost:g} (maxCost)."
             ))
             return True
@@ -582,7 +584,16 @@ class AgentRequest:
         if cap is None:
             return False
         last = normalize_usage(getattr(message, "usage", None), self.state.cost).cost
-        return self.state.usage.cost + last > cap
+        return self._spent_after(message) + last > cap
+
+    def _spent_after(self, message: Any) -> float:
+        """The request's cost with `message`'s call in it: the loop may ask before the event
+        handler counted it (a turn without tools: nothing awaited in between)."""
+
+        state = self.state
+        if state.usage_counted_for == id(message):
+            return state.usage.cost
+        return state.usage.cost + normalize_usage(getattr(message, "usage", None), state.cost).cost
 
     # ------------------------------------------------------------ the end
 
