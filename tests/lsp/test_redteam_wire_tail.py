@@ -40,3 +40,16 @@ async def test_an_oversized_body_with_a_hostile_tail_is_answered_promptly(raw, w
     status = await raw.command("tunacode.status", timeout=20)
     assert "result" in status, status
     assert time.monotonic() - started < 20
+
+
+async def test_a_flood_of_header_lines_without_a_blank_line_costs_linear_time(raw, workspace):
+    """Bug: each header block over MAX_HEADER skipped 14 bytes and searched the whole buffer
+    again for its end: 300 KB of `Content-Length: 1\\r\\n` took 34 s of CPU on the event loop
+    (and wrote two warnings per 19 bytes into the log)."""
+
+    await raw.initialize(workspace)
+    raw.write(b"Content-Length: 1\r\n" * (2 * 1024 * 1024 // 19))  # 2 MB: hours before, linear now
+    await raw.process.stdin.drain()
+    raw.write(b"\r\n{}")  # a blank line ends the last header block: a 1-byte body, then garbage
+    status = await raw.command("tunacode.status", timeout=20)
+    assert "result" in status, status

@@ -136,11 +136,14 @@ class FrameReader:
                 if bytes(self._buf[: match.start()]).strip():
                     log.warning("skipping %d bytes before the next header", match.start())
                 self._skip(match.start())
-            end = _HEADER_END.search(self._buf)
+            # the end is looked for in the first MAX_HEADER bytes only, and a block without one
+            # there is skipped whole (but a tail where a header may start): skipping past its
+            # first header name alone made a flood of header lines quadratic (34 s for 300 KB)
+            end = _HEADER_END.search(self._buf, 0, MAX_HEADER + 4)
             if end is None:
                 if len(self._buf) > MAX_HEADER:
                     log.warning("header block over %d bytes; skipping it", MAX_HEADER)
-                    self._skip(len(b"content-length"))  # resynchronise after this header
+                    self._skip(MAX_HEADER - HEADER_HOLD)  # resynchronise after this header block
                     continue
                 if not await self._fill():
                     return None
