@@ -141,14 +141,9 @@ export function withoutBufferMark(diff: string): string {
 }
 
 /**
- * The text before a recorded change, from the text now. A buffer-only diff (Python's difflib
- * on the buffer) has no "\ No newline at end of file" line: a buffer whose last line has no
- * newline is tried with one, which the result then drops again.
+ * The text before a recorded change, from the text now. A buffer-only diff carries git's
+ * "\ No newline at end of file" line like any other (the server adds it to difflib's output).
  */
 export function reverseRecorded(current: string, recorded: string): string | undefined {
-  const diff = withoutBufferMark(recorded);
-  const direct = reverseUnifiedDiff(current, diff);
-  if (direct !== undefined || diff === recorded || current.endsWith("\n")) return direct;
-  const padded = reverseUnifiedDiff(`${current}\n`, diff);
-  return padded !== undefined && padded.endsWith("\n") ? padded.slice(0, -1) : padded;
+  return reverseUnifiedDiff(current, withoutBufferMark(recorded));
 }

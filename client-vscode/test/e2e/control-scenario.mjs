@@ -339,6 +339,35 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     return { question, row: rowText };
   });
 
+  await step("↓ Latest at 300 px: scrolled up, it sits below the conversation over no row, and jumps to the bottom", async () => {
+    const conversation = panel.locator("#conversation");
+    const jump = panel.locator("#jump-bottom");
+    const scrollable = await conversation.evaluate((node) => node.scrollHeight - node.clientHeight);
+    if (scrollable < 80) throw new Error(`the conversation does not scroll (${scrollable} px to spare)`);
+    // Up by a little: the last tool rows are just above the bottom edge, where the button shows.
+    await conversation.evaluate((node) => { node.scrollTop = node.scrollHeight - node.clientHeight - 60; });
+    await jump.waitFor({ state: "visible" });
+    const box = await jump.boundingBox();
+    const area = await conversation.boundingBox();
+    if (box.y < area.y + area.height - 0.5) throw new Error(`the button (top ${box.y}) overlaps the conversation (bottom ${area.y + area.height})`);
+    const covered = await conversation.evaluate((node, b) => {
+      const hits = [];
+      for (const row of node.querySelectorAll(".tool-card, .turn-text, .turn-changes, .turn-prompt")) {
+        const r = row.getBoundingClientRect();
+        const shown = r.bottom > node.getBoundingClientRect().top && r.top < node.getBoundingClientRect().bottom;
+        if (shown && r.bottom > b.y && r.top < b.y + b.height && r.right > b.x && r.left < b.x + b.width) hits.push(row.className);
+      }
+      return hits;
+    }, box);
+    if (covered.length > 0) throw new Error(`the button covers ${JSON.stringify(covered)}`);
+    await bothThemes("49-jump-to-latest");
+    await jump.click();
+    await jump.waitFor({ state: "hidden" });
+    const left = await conversation.evaluate((node) => node.scrollHeight - node.scrollTop - node.clientHeight);
+    if (left > 2) throw new Error(`after the jump ${left} px are still below`);
+    return { gap: Math.round(box.y - (area.y + area.height)) };
+  });
+
   await step("sessions at 300 px: two-line titles, ages that do not wrap, a search box, one ⋯ menu per row; delete names the session", async () => {
     await panel.locator("#toggle-sessions").click();
     const rows = panel.locator(".session-row");
