@@ -1,8 +1,8 @@
 /**
  * The Changes view's host side: a request's changed files (`tunacode.changes`), each file's
  * diff in VS Code's diff editor, Undo of one file (the reverse of its diff, applied as an
- * editor edit), and "Rewind to before this prompt" (`tunacode.session.rewind`, asking before
- * it overwrites files that changed since).
+ * editor edit), a turn's Compare (all its files in one multi-file diff editor), and Restore
+ * (`tunacode.session.rewind`, asking before it overwrites files that changed since).
  *
  * The "before" side of a diff is rebuilt from the file's current text and the server's
  * unified diff (src/diff.ts); when the diff no longer fits the file, nothing is guessed.
@@ -62,6 +62,54 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
     } catch (err) {
       this.log.warn(`tunacode.changes ${requestId}: ${errorMessage(err)}`);
       this.view.dispatch({ type: "changes_failed", requestId, message: `Could not list the changes: ${errorMessage(err)}` });
+    }
+  }
+
+  /**
+   * The turn's Compare: every file the request changed, before it ↔ now, in one multi-file
+   * diff editor (`vscode.changes`). A file whose diff no longer fits (changed since, binary,
+   * cut) is left out and named; without that editor (VS Code before 1.85) the Changes list.
+   */
+  async compareRequest(requestId: string): Promise<void> {
+    const sessionId = this.host.currentSessionId;
+    if (!sessionId) return;
+    let result: ChangesResult;
+    try {
+      result = await this.server.executeCommand<ChangesResult>(Commands.changes, { sessionId, requestId });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not list the changes: ${errorMessage(err)}`);
+      return;
+    }
+    const sides: [vscode.Uri, vscode.Uri, vscode.Uri][] = [];
+    const left: string[] = [];
+    for (const file of result.files) {
+      const uri = this.resolve(file.path);
+      if (!uri) continue;
+      const current = await readText(uri);
+      if (current === undefined) {
+        const before = reverseUnifiedDiff("", withoutBufferMark(file.diff));
+        if (before !== undefined) sides.push([uri, this.virtual(file.path, before), this.virtual(file.path, "")]);
+        else left.push(file.path);
+        continue;
+      }
+      const before = reverseRecorded(current, file.diff);
+      if (before !== undefined) sides.push([uri, this.virtual(file.path, before), uri]);
+      else left.push(file.path);
+    }
+    if (sides.length > 0) {
+      try {
+        await vscode.commands.executeCommand("vscode.changes", "Changes of this request (before ↔ now)", sides);
+      } catch (err) {
+        this.log.info(`vscode.changes: ${errorMessage(err)}; the Changes list instead`);
+        this.view.dispatch({ type: "changes", requestId, files: result.files, truncated: result.truncated });
+      }
+    } else if (result.files.length === 0) {
+      void vscode.window.showInformationMessage("TunaCode: no changes recorded for this request.");
+    }
+    if (left.length > 0) {
+      void vscode.window.showInformationMessage(
+        `TunaCode: ${left.slice(0, 5).join(", ")}${left.length > 5 ? ` and ${left.length - 5} more` : ""} changed since (or the diff is binary or cut): see the Changes list.`,
+      );
     }
   }
 

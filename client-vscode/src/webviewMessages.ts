@@ -85,6 +85,8 @@ export function webviewMessageHandler(deps: WebviewMessageDeps): (message: Webvi
         return deps.showMcpServers();
       case "show_changes":
         return message.requestId ? deps.changes.listRequest(message.requestId) : deps.changes.pickSessionChange();
+      case "compare_request":
+        return deps.changes.compareRequest(message.requestId);
       case "rewind":
         return deps.changes.rewind(message.requestId, message.prompt, message.edit === true);
       case "show_diff":

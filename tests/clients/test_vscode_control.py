@@ -41,4 +41,4 @@ def test_steer_queue_edit_unsaved_buffer_and_errors_in_real_vscode() -> None:
     assert summary["steps"][6]["question"] == "Allow this command?", report
     assert "Delete the session" in summary["steps"][8]["deleteDialog"], report
     assert summary["steps"][9]["prompt"] == "compare @calc.py ", report
-    assert len(summary["screenshots"]) == 20, report
+    assert len(summary["screenshots"]) == 22, report

@@ -764,7 +764,7 @@ const openChanges = new Set<string>();
 
 const CHANGE_MARK: Record<string, string> = { added: "A", modified: "M", deleted: "D" };
 
-/** "2 files changed · Changes · Rewind to before this prompt", and the list when open. */
+/** "2 files changed · Compare · Changes · Restore" (Cline's per-turn checkpoint), and the list when open. */
 function changesBox(turn: Turn, requestId: string): HTMLElement {
   const box = el("div", "turn-changes");
   const open = openChanges.has(requestId);
@@ -785,11 +785,17 @@ function changesBox(turn: Turn, requestId: string): HTMLElement {
     }
     rerenderTurn(turn.key);
   });
-  const rewind = el("button", "link-button turn-rewind", "Rewind to before this prompt");
+  const compare = el("button", "link-button turn-compare", "Compare");
+  compare.type = "button";
+  compare.title = "Open every file this request changed, before it ↔ now, in one diff editor";
+  compare.addEventListener("click", () => post({ type: "compare_request", requestId }));
+  const rewind = el("button", "link-button turn-rewind", "Restore");
   rewind.type = "button";
-  rewind.title = "Restore the files this request (and later ones) changed, and cut the conversation back to before it";
+  rewind.title = "Rewind to before this prompt: restore the files this request (and later ones) changed, and cut the conversation back to before it";
+  rewind.setAttribute("aria-label", "Restore: rewind to before this prompt");
   rewind.disabled = isRunning(state);
   rewind.addEventListener("click", () => post({ type: "rewind", requestId, prompt: turn.prompt }));
+  if (turn.changedFiles?.length) box.append(compare, " · ");
   box.append(toggle, " · ", rewind);
   if (!open) return box;
 

@@ -247,6 +247,17 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     if (toasts !== 0) throw new Error("a false 'changed since this diff was recorded' toast");
     if ((await page.locator(".tabs-container .tab", { hasText: "Untitled" }).count()) !== 0) throw new Error("the diff opened as an Untitled document");
     await shot("43-unsaved-buffer-diff");
+    // The turn's checkpoint row (Cline's Compare / Restore): Compare opens the request's files
+    // in one multi-file diff editor, before ↔ now.
+    const links = (await turn.locator(".turn-changes > button").allInnerTexts()).map((t) => t.trim());
+    if (links.join("|") !== "Compare|Changes|Restore") throw new Error(`the turn's checkpoint row is ${JSON.stringify(links)}`);
+    await turn.locator(".turn-compare").click();
+    await page.locator(".tabs-container .tab", { hasText: "Changes of this request" }).first().waitFor();
+    const compared = page.locator(".multiDiffEditor .multiDiffEntry", { hasText: "calc.py" }).first();
+    await compared.locator(".editor.original .view-lines", { hasText: "return a - b" }).first().waitFor();
+    await compared.locator(".editor.modified .view-lines", { hasText: "return a + b" }).first().waitFor();
+    if ((await page.locator(".notifications-toasts .notification-toast", { hasText: "changed since" }).count()) !== 0) throw new Error("Compare says the buffer changed since");
+    await bothThemes("43b-compare-request");
     // Show full output of the edit's card: a read-only tab, not an Untitled document.
     const card = turn.locator(".tool-card").first();
     await card.locator("summary").click();
@@ -360,7 +371,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
       return hits;
     }, box);
     if (covered.length > 0) throw new Error(`the button covers ${JSON.stringify(covered)}`);
-    await bothThemes("49-jump-to-latest");
+    await bothThemes("48b-jump-to-latest");
     await jump.click();
     await jump.waitFor({ state: "hidden" });
     const left = await conversation.evaluate((node) => node.scrollHeight - node.scrollTop - node.clientHeight);
