@@ -447,10 +447,11 @@ function render(): void {
 }
 
 function renderBanner(): void {
-  // First run without a key: the call to action, while nothing more urgent is shown.
+  // No key for the model in use: the call to action, while nothing more urgent is shown (an
+  // empty conversation shows it as its first-run view instead).
   const banner =
     state.banner ??
-    (state.keyMissing
+    (state.keyMissing && state.turns.length > 0
       ? {
           kind: "info" as const,
           message: `No API key for ${state.keyMissing.model}: set ${state.keyMissing.variable} to start (kept in VS Code's secret storage), or choose another model.`,
@@ -585,6 +586,24 @@ function sessionRow(session: Session): HTMLElement {
   return row;
 }
 
+/** First run without a usable model: what is missing and the two ways out (Send stays disabled). */
+function firstRun(missing: { model: string; variable: string }): HTMLElement {
+  const box = el("div", "empty first-run");
+  box.append(el("p", "first-run-title", "Set up a model to start"));
+  box.append(el("p", "first-run-text", `The model ${missing.model} needs ${missing.variable}, and none is set.`));
+  const actions = el("div", "first-run-actions");
+  const key = el("button", "first-run-key", "Set API Key");
+  key.type = "button";
+  key.title = `Kept in VS Code's secret storage and given to the TunaCode server as ${missing.variable}`;
+  key.addEventListener("click", () => post({ type: "banner_action", action: "setApiKey" }));
+  const model = el("button", "first-run-model secondary", "Choose model");
+  model.type = "button";
+  model.addEventListener("click", () => post({ type: "pick_model" }));
+  actions.append(key, " ", model);
+  box.append(actions);
+  return box;
+}
+
 const turnViews = new Map<string, { turn: Turn; el: HTMLElement }>();
 const itemViews = new Map<string, { item: Item; el: HTMLElement }>();
 
@@ -592,8 +611,7 @@ function renderConversation(): void {
   if (state.turns.length === 0) {
     turnViews.clear();
     itemViews.clear();
-    const empty = el("div", "empty", "Ask TunaCode to read, change or explain code in this workspace.");
-    conversation.replaceChildren(empty);
+    conversation.replaceChildren(state.keyMissing ? firstRun(state.keyMissing) : el("div", "empty", "Ask TunaCode to read, change or explain code in this workspace."));
     return;
   }
   const keep = new Set<string>();
