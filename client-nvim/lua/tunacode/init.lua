@@ -35,7 +35,32 @@ local defaults = {
   progress = true,
   --- milliseconds to wait for the server to initialize
   start_timeout = 15000,
+  --- default key maps (M.DEFAULT_KEYMAPS), set by setup(); false: none. A key the user has
+  --- already mapped is left alone.
+  keymaps = true,
 }
+
+--- The default key maps: <leader>t then c chat, a ask (a visual selection goes along), s stop,
+--- x changes, r rewind (pick a request), n new session.
+M.DEFAULT_KEYMAPS = {
+  { 'n', '<leader>tc', '<Cmd>TunaChat<CR>', 'TunaCode: chat' },
+  { 'n', '<leader>ta', '<Cmd>TunaAsk<CR>', 'TunaCode: ask' },
+  { 'x', '<leader>ta', ':TunaAsk<CR>', 'TunaCode: ask about the selection' },
+  { 'n', '<leader>ts', '<Cmd>TunaStop<CR>', 'TunaCode: stop the request' },
+  { 'n', '<leader>tx', '<Cmd>TunaChanges<CR>', 'TunaCode: changes of the last request' },
+  { 'n', '<leader>tr', '<Cmd>TunaRewind!<CR>', 'TunaCode: rewind to before a request' },
+  { 'n', '<leader>tn', '<Cmd>TunaNew<CR>', 'TunaCode: new session' },
+}
+
+--- Set the default key maps, each only where the user has no mapping of that key.
+function M.set_keymaps()
+  for _, map in ipairs(M.DEFAULT_KEYMAPS) do
+    local mode, lhs, rhs, desc = map[1], map[2], map[3], map[4]
+    if vim.fn.maparg(lhs, mode) == '' then
+      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = true })
+    end
+  end
+end
 
 M.options = vim.deepcopy(defaults)
 
@@ -167,6 +192,9 @@ end
 function M.setup(opts)
   M.options = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   vim.lsp.config('tunacode', M.lsp_config())
+  if M.options.keymaps then
+    M.set_keymaps()
+  end
 end
 
 local shown = {} ---@type table<integer, table<string, true>> per client: the messages shown
