@@ -88,12 +88,13 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
       const current = await readText(uri);
       if (current === undefined) {
         const before = reverseUnifiedDiff("", withoutBufferMark(file.diff));
-        if (before !== undefined) sides.push([uri, this.virtual(file.path, before), this.virtual(file.path, "")]);
+        if (before !== undefined) sides.push([uri, this.virtual(uri.path, before), this.virtual(uri.path, "")]);
         else left.push(file.path);
         continue;
       }
       const before = reverseRecorded(current, file.diff);
-      if (before !== undefined) sides.push([uri, this.virtual(file.path, before), uri]);
+      // The before side under the file's own path, so the editor does not show a rename.
+      if (before !== undefined) sides.push([uri, this.virtual(uri.path, before), uri]);
       else left.push(file.path);
     }
     if (sides.length > 0) {

@@ -125,6 +125,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
 
   let panel;
   let prompt;
+  let compareHeader;
   await step("open the TunaCode panel at 300 px", async () => {
     await page.goto(url);
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
@@ -257,6 +258,8 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     await compared.locator(".editor.original .view-lines", { hasText: "return a - b" }).first().waitFor();
     await compared.locator(".editor.modified .view-lines", { hasText: "return a + b" }).first().waitFor();
     if ((await page.locator(".notifications-toasts .notification-toast", { hasText: "changed since" }).count()) !== 0) throw new Error("Compare says the buffer changed since");
+    const header = (await compared.locator(".header").first().innerText()).replace(/\s+/g, " ").trim();
+    compareHeader = header; // kept in the summary: the file's row (a rename would show "R")
     await bothThemes("43b-compare-request");
     // Show full output of the edit's card: a read-only tab, not an Untitled document.
     const card = turn.locator(".tool-card").first();
@@ -276,6 +279,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     if (!buffer.some((t) => t.includes("calc.py"))) throw new Error(`calc.py is no longer unsaved: ${JSON.stringify(buffer)}`);
     await shot("44-unsaved-buffer-undone");
     if (read("calc.py") === CALC_AGENT) throw new Error("the agent's edit was saved");
+    return { compareHeader };
   });
 
   await step("a refused API key: the error says so, with Open Settings and Set API Key and no Retry", async () => {
