@@ -12,7 +12,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { isInsidePath } from "./context";
-import { applyUnifiedDiff, parseHunks, reverseRecorded, reverseUnifiedDiff, withoutBufferMark } from "./diff";
+import { applyUnifiedDiff, parseHunks, reverseHunk, reverseRecorded, reverseUnifiedDiff, withoutBufferMark } from "./diff";
 import { type ChangesResult, Commands, ErrorCodes, type RewindResult } from "./protocol";
 import { type TunaServer, errorMessage } from "./server";
 import type { HostMessage } from "./messages";
@@ -239,6 +239,45 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
     }
     this.log.info(`Undid the change of ${file} (request ${requestId})`);
     this.view.dispatch({ type: "file_undone", requestId, path: file });
+  }
+
+  /**
+   * Undo of one hunk of a file's change: its old lines back for its new ones, as an editor
+   * edit of the document (the open buffer when there is one; saved only when it had no
+   * unsaved changes). Refused, saying why, when the file no longer has the hunk's new lines.
+   */
+  async undoHunk(requestId: string, file: string, recorded: string, index: number): Promise<void> {
+    const uri = this.resolve(file);
+    if (!uri) return;
+    const doc = await vscode.workspace.openTextDocument(uri).then(
+      (d) => d,
+      () => undefined,
+    );
+    const now = doc?.getText();
+    const before = now === undefined ? undefined : reverseHunk(now, recorded, index);
+    if (!doc || now === undefined || before === undefined) {
+      void vscode.window.showWarningMessage(
+        `TunaCode: ${file} no longer has the lines of this change (it changed since), so the change cannot be undone by itself. "Rewind to before this prompt" restores the file (and asks before overwriting).`,
+      );
+      return;
+    }
+    // Replace only the lines that differ, so the cursor and the rest of the buffer stay.
+    let head = 0;
+    while (head < now.length && head < before.length && now[head] === before[head]) head++;
+    let tail = 0;
+    while (tail < now.length - head && tail < before.length - head && now[now.length - 1 - tail] === before[before.length - 1 - tail]) tail++;
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(uri, new vscode.Range(doc.positionAt(head), doc.positionAt(now.length - tail)), before.slice(head, before.length - tail));
+    const wasDirty = doc.isDirty;
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showErrorMessage(`TunaCode: the editor refused to undo the change in ${file}.`);
+      return;
+    }
+    if (!wasDirty && doc.isDirty && !(await doc.save())) {
+      void vscode.window.showWarningMessage(`TunaCode: the change in ${file} is undone in the editor but could not be saved.`);
+    }
+    this.log.info(`Undid hunk ${index + 1} of the change of ${file} (request ${requestId})`);
+    this.view.dispatch({ type: "hunk_undone", requestId, path: file, index });
   }
 
   /** "Rewind to before this prompt": files and history; a conflict asks before forcing. */

@@ -55,4 +55,5 @@ export type WebviewMessage =
   /** `edit`: "Edit and resend": after the rewind the prompt replaces the composer's text. */
   | { type: "rewind"; requestId: string; prompt?: string; edit?: boolean }
   | { type: "show_diff"; path: string; diff: string; status?: string }
-  | { type: "undo_file"; requestId: string; path: string; status: string; diff: string };
+  | { type: "undo_file"; requestId: string; path: string; status: string; diff: string }
+  | { type: "undo_hunk"; requestId: string; path: string; diff: string; index: number };

@@ -93,6 +93,8 @@ export function webviewMessageHandler(deps: WebviewMessageDeps): (message: Webvi
         return deps.changes.showDiff(message.path, message.diff, message.status);
       case "undo_file":
         return deps.changes.undoFile(message.requestId, message.path, message.status, message.diff);
+      case "undo_hunk":
+        return deps.changes.undoHunk(message.requestId, message.path, message.diff, message.index);
       case "ready":
         return;
     }

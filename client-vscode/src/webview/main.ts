@@ -32,6 +32,7 @@ import {
 } from "./state";
 import type { ApprovalDecision } from "../protocol";
 import { IMAGE_TYPES, MAX_IMAGE_BYTES, parseUriList } from "../context";
+import { hunkSummaries } from "../diff";
 
 declare function acquireVsCodeApi(): {
   postMessage(message: WebviewMessage): void;
@@ -845,6 +846,30 @@ function changesBox(turn: Turn, requestId: string): HTMLElement {
       const note = el("span", "change-note change-unsaved", "unsaved");
       note.title = "The agent's edit is in the editor's buffer only (the document had unsaved changes of yours)";
       row.append(" ", note);
+    }
+    // A change of several hunks: each can be undone by itself.
+    const hunks = file.status === "modified" && !file.undone ? hunkSummaries(file.diff) : [];
+    if (hunks.length > 1) {
+      const parts = el("ul", "hunk-list");
+      parts.setAttribute("aria-label", `Changes in ${file.path}`);
+      for (const hunk of hunks) {
+        const undone = (file.undoneHunks ?? []).includes(hunk.index);
+        const item = el("li", "hunk-row");
+        item.dataset.index = String(hunk.index);
+        if (undone) item.dataset.undone = "true";
+        const where = hunk.line;
+        const label = el("span", "hunk-label", `line ${where}: −${hunk.removed} +${hunk.added}`);
+        label.title = hunk.header;
+        const button = el("button", "link-button hunk-undo", undone ? "Undone" : "Undo");
+        button.type = "button";
+        button.disabled = undone || isRunning(state);
+        button.title = "Put this part's old lines back (an editor edit, undoable); the file's other changes stay";
+        button.setAttribute("aria-label", `Undo the change at line ${where} of ${file.path}`);
+        button.addEventListener("click", () => post({ type: "undo_hunk", requestId, path: file.path, diff: file.diff, index: hunk.index }));
+        item.append(label, " ", button);
+        parts.append(item);
+      }
+      row.append(parts);
     }
     list.append(row);
   }
