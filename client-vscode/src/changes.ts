@@ -1,8 +1,8 @@
 /**
  * The Changes view's host side: a request's changed files (`tunacode.changes`), each file's
  * diff in VS Code's diff editor, Undo of one file (the reverse of its diff, applied as an
- * editor edit), and "Rewind to before this prompt" (`tunacode.session.rewind`, asking before
- * it overwrites files that changed since).
+ * editor edit), a turn's Compare (all its files in one multi-file diff editor), and Restore
+ * (`tunacode.session.rewind`, asking before it overwrites files that changed since).
  *
  * The "before" side of a diff is rebuilt from the file's current text and the server's
  * unified diff (src/diff.ts); when the diff no longer fits the file, nothing is guessed.
@@ -12,7 +12,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { isInsidePath } from "./context";
-import { applyUnifiedDiff, parseHunks, reverseRecorded, reverseUnifiedDiff, withoutBufferMark } from "./diff";
+import { applyUnifiedDiff, parseHunks, reverseHunk, reverseRecorded, reverseUnifiedDiff, withoutBufferMark } from "./diff";
 import { type ChangesResult, Commands, ErrorCodes, type RewindResult } from "./protocol";
 import { type TunaServer, errorMessage } from "./server";
 import type { HostMessage } from "./messages";
@@ -62,6 +62,55 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
     } catch (err) {
       this.log.warn(`tunacode.changes ${requestId}: ${errorMessage(err)}`);
       this.view.dispatch({ type: "changes_failed", requestId, message: `Could not list the changes: ${errorMessage(err)}` });
+    }
+  }
+
+  /**
+   * The turn's Compare: every file the request changed, before it ↔ now, in one multi-file
+   * diff editor (`vscode.changes`). A file whose diff no longer fits (changed since, binary,
+   * cut) is left out and named; without that editor (VS Code before 1.85) the Changes list.
+   */
+  async compareRequest(requestId: string): Promise<void> {
+    const sessionId = this.host.currentSessionId;
+    if (!sessionId) return;
+    let result: ChangesResult;
+    try {
+      result = await this.server.executeCommand<ChangesResult>(Commands.changes, { sessionId, requestId });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`TunaCode: could not list the changes: ${errorMessage(err)}`);
+      return;
+    }
+    const sides: [vscode.Uri, vscode.Uri, vscode.Uri][] = [];
+    const left: string[] = [];
+    for (const file of result.files) {
+      const uri = this.resolve(file.path);
+      if (!uri) continue;
+      const current = await readText(uri);
+      if (current === undefined) {
+        const before = reverseUnifiedDiff("", withoutBufferMark(file.diff));
+        if (before !== undefined) sides.push([uri, this.virtual(uri.path, before), this.virtual(uri.path, "")]);
+        else left.push(file.path);
+        continue;
+      }
+      const before = reverseRecorded(current, file.diff);
+      // The before side under the file's own path, so the editor does not show a rename.
+      if (before !== undefined) sides.push([uri, this.virtual(uri.path, before), uri]);
+      else left.push(file.path);
+    }
+    if (sides.length > 0) {
+      try {
+        await vscode.commands.executeCommand("vscode.changes", "Changes of this request (before ↔ now)", sides);
+      } catch (err) {
+        this.log.info(`vscode.changes: ${errorMessage(err)}; the Changes list instead`);
+        this.view.dispatch({ type: "changes", requestId, files: result.files, truncated: result.truncated });
+      }
+    } else if (result.files.length === 0) {
+      void vscode.window.showInformationMessage("TunaCode: no changes recorded for this request.");
+    }
+    if (left.length > 0) {
+      void vscode.window.showInformationMessage(
+        `TunaCode: ${left.slice(0, 5).join(", ")}${left.length > 5 ? ` and ${left.length - 5} more` : ""} changed since (or the diff is binary or cut): see the Changes list.`,
+      );
     }
   }
 
@@ -190,6 +239,45 @@ export class ChangesController implements vscode.TextDocumentContentProvider, vs
     }
     this.log.info(`Undid the change of ${file} (request ${requestId})`);
     this.view.dispatch({ type: "file_undone", requestId, path: file });
+  }
+
+  /**
+   * Undo of one hunk of a file's change: its old lines back for its new ones, as an editor
+   * edit of the document (the open buffer when there is one; saved only when it had no
+   * unsaved changes). Refused, saying why, when the file no longer has the hunk's new lines.
+   */
+  async undoHunk(requestId: string, file: string, recorded: string, index: number): Promise<void> {
+    const uri = this.resolve(file);
+    if (!uri) return;
+    const doc = await vscode.workspace.openTextDocument(uri).then(
+      (d) => d,
+      () => undefined,
+    );
+    const now = doc?.getText();
+    const before = now === undefined ? undefined : reverseHunk(now, recorded, index);
+    if (!doc || now === undefined || before === undefined) {
+      void vscode.window.showWarningMessage(
+        `TunaCode: ${file} no longer has the lines of this change (it changed since), so the change cannot be undone by itself. "Rewind to before this prompt" restores the file (and asks before overwriting).`,
+      );
+      return;
+    }
+    // Replace only the lines that differ, so the cursor and the rest of the buffer stay.
+    let head = 0;
+    while (head < now.length && head < before.length && now[head] === before[head]) head++;
+    let tail = 0;
+    while (tail < now.length - head && tail < before.length - head && now[now.length - 1 - tail] === before[before.length - 1 - tail]) tail++;
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(uri, new vscode.Range(doc.positionAt(head), doc.positionAt(now.length - tail)), before.slice(head, before.length - tail));
+    const wasDirty = doc.isDirty;
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      void vscode.window.showErrorMessage(`TunaCode: the editor refused to undo the change in ${file}.`);
+      return;
+    }
+    if (!wasDirty && doc.isDirty && !(await doc.save())) {
+      void vscode.window.showWarningMessage(`TunaCode: the change in ${file} is undone in the editor but could not be saved.`);
+    }
+    this.log.info(`Undid hunk ${index + 1} of the change of ${file} (request ${requestId})`);
+    this.view.dispatch({ type: "hunk_undone", requestId, path: file, index });
   }
 
   /** "Rewind to before this prompt": files and history; a conflict asks before forcing. */

@@ -141,14 +141,75 @@ export function withoutBufferMark(diff: string): string {
 }
 
 /**
- * The text before a recorded change, from the text now. A buffer-only diff (Python's difflib
- * on the buffer) has no "\ No newline at end of file" line: a buffer whose last line has no
- * newline is tried with one, which the result then drops again.
+ * The text before a recorded change, from the text now. A buffer-only diff carries git's
+ * "\ No newline at end of file" line like any other (the server adds it to difflib's output).
  */
 export function reverseRecorded(current: string, recorded: string): string | undefined {
+  return reverseUnifiedDiff(current, withoutBufferMark(recorded));
+}
+
+/** One hunk of a recorded diff: where it says it is, and what it changed (for the panel). */
+export interface HunkSummary {
+  index: number;
+  /** The hunk's header line, e.g. `@@ -3,7 +3,7 @@`. */
+  header: string;
+  /** The first changed line, on the new side (1-based; after the hunk's leading context). */
+  line: number;
+  removed: number;
+  added: number;
+}
+
+/** The hunks of a recorded diff, for a per-hunk Undo; [] when it has none (binary, cut). */
+export function hunkSummaries(recorded: string): HunkSummary[] {
   const diff = withoutBufferMark(recorded);
-  const direct = reverseUnifiedDiff(current, diff);
-  if (direct !== undefined || diff === recorded || current.endsWith("\n")) return direct;
-  const padded = reverseUnifiedDiff(`${current}\n`, diff);
-  return padded !== undefined && padded.endsWith("\n") ? padded.slice(0, -1) : padded;
+  if (!parseHunks(diff)) return [];
+  const out: HunkSummary[] = [];
+  let newSide = 0; // the new side's lines of the current hunk so far
+  let changed = false;
+  for (const line of diff.split("\n")) {
+    const header = HUNK_HEADER.exec(line);
+    const last = out[out.length - 1];
+    if (header) {
+      out.push({ index: out.length, header: header[0], line: Number(header[3]), removed: 0, added: 0 });
+      newSide = 0;
+      changed = false;
+      continue;
+    }
+    if (!last || line.startsWith("\\")) continue;
+    const tag = line.charAt(0);
+    if ((tag === "-" || tag === "+") && !changed) {
+      changed = true;
+      last.line += newSide;
+    }
+    if (tag === "-") last.removed++;
+    else if (tag === "+") last.added++;
+    newSide += tag === "-" ? 0 : 1;
+  }
+  return out;
+}
+
+/**
+ * The text with one hunk of a recorded change put back (its old lines for its new ones),
+ * every other line as it is now. The hunk's new lines (with their context) are looked for
+ * where the diff says, else at the one place in the file they occur (lines above may have
+ * moved since: another hunk undone, an edit of the user's); undefined when the file no
+ * longer has them, or has them in more than one place: nothing is guessed.
+ */
+export function reverseHunk(current: string, recorded: string, index: number): string | undefined {
+  const hunks = parseHunks(withoutBufferMark(recorded));
+  const hunk = hunks?.[index];
+  if (!hunk) return undefined;
+  const at = (start: number): string | undefined => transform(current, [{ ...hunk, newStart: start }], true);
+  const stated = at(hunk.newStart);
+  if (stated !== undefined || hunk.newCount === 0) return stated;
+  const lines = toText(current).lines;
+  const found: number[] = [];
+  for (let pos = 0; pos + hunk.newLines.length <= lines.length; pos++) {
+    if (pos + 1 === hunk.newStart) continue;
+    // A hunk that ends the file without a final newline can only be at the end.
+    if (hunk.newNoEol && pos + hunk.newLines.length !== lines.length) continue;
+    if (hunk.newLines.every((line, k) => lines[pos + k] === line)) found.push(pos);
+    if (found.length > 1) return undefined;
+  }
+  return found.length === 1 ? at(found[0] + 1) : undefined;
 }

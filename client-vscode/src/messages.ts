@@ -51,7 +51,9 @@ export type WebviewMessage =
   /** The footer's MCP line was clicked: the servers, their state and what to do. */
   | { type: "mcp_details" }
   | { type: "show_changes"; requestId?: string }
+  | { type: "compare_request"; requestId: string }
   /** `edit`: "Edit and resend": after the rewind the prompt replaces the composer's text. */
   | { type: "rewind"; requestId: string; prompt?: string; edit?: boolean }
   | { type: "show_diff"; path: string; diff: string; status?: string }
-  | { type: "undo_file"; requestId: string; path: string; status: string; diff: string };
+  | { type: "undo_file"; requestId: string; path: string; status: string; diff: string }
+  | { type: "undo_hunk"; requestId: string; path: string; diff: string; index: number };

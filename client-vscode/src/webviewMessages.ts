@@ -85,12 +85,16 @@ export function webviewMessageHandler(deps: WebviewMessageDeps): (message: Webvi
         return deps.showMcpServers();
       case "show_changes":
         return message.requestId ? deps.changes.listRequest(message.requestId) : deps.changes.pickSessionChange();
+      case "compare_request":
+        return deps.changes.compareRequest(message.requestId);
       case "rewind":
         return deps.changes.rewind(message.requestId, message.prompt, message.edit === true);
       case "show_diff":
         return deps.changes.showDiff(message.path, message.diff, message.status);
       case "undo_file":
         return deps.changes.undoFile(message.requestId, message.path, message.status, message.diff);
+      case "undo_hunk":
+        return deps.changes.undoHunk(message.requestId, message.path, message.diff, message.index);
       case "ready":
         return;
     }

@@ -33,9 +33,9 @@ def test_session_allow_is_shown_listed_and_revoked(nvim, tmp_path, workspace, ho
     assert "two\\n[exit code 0]" in str(requests[3]["messages"][-1])  # it ran
     assert seen["listed"] == "TunaCode: allowed for this session: bash (:TunaAllows revoke)"
     revoked = seen["revoked"]
-    assert revoked["notice"] == "TunaCode: revoked: bash; every tool is asked again", revoked
-    assert "allowed" not in revoked["statusline"] and revoked["running"] is False, revoked
-    assert "[note] revoked: bash; every tool is asked again" in revoked["lines"]
+    assert revoked["notice"] == "TunaCode: revoked: bash; asked again from its next call", revoked
+    assert "allowed" not in revoked["statusline"] and revoked["running"] is True, revoked  # the server stays
+    assert "[note] revoked: bash; asked again from its next call" in revoked["lines"]
     third = seen["after_third"]
     assert third["asked"] == ["bash", "bash"], third  # asked again, and g3 denied it
     assert "declined" in str(requests[5]["messages"][-1]), requests[5]["messages"][-1]

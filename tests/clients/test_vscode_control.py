@@ -31,6 +31,7 @@ def test_steer_queue_edit_unsaved_buffer_and_errors_in_real_vscode() -> None:
         "an agent edit of a buffer with unsaved changes: diff and full output read-only, Undo in the buffer",
         "a refused API key: the error says so, with Open Settings and Set API Key and no Retry",
         "approvals at 300 px: the command wraps at spaces and is not repeated, the diff has no headers, answered cards close, no todo_write card",
+        "↓ Latest at 300 px: scrolled up, it sits below the conversation over no row, and jumps to the bottom",
         "sessions at 300 px: two-line titles, ages that do not wrap, a search box, one ⋯ menu per row; delete names the session",
         "@ offers the workspace's files; Tab takes one",
     ], report
@@ -38,6 +39,6 @@ def test_steer_queue_edit_unsaved_buffer_and_errors_in_real_vscode() -> None:
     assert abs(summary["steps"][0]["sidebarWidth"] - 300) <= 4, report
     assert summary["steps"][2]["modelCalls"] == 2, report
     assert summary["steps"][6]["question"] == "Allow this command?", report
-    assert "Delete the session" in summary["steps"][7]["deleteDialog"], report
-    assert summary["steps"][8]["prompt"] == "compare @calc.py ", report
-    assert len(summary["screenshots"]) == 18, report
+    assert "Delete the session" in summary["steps"][8]["deleteDialog"], report
+    assert summary["steps"][9]["prompt"] == "compare @calc.py ", report
+    assert len(summary["screenshots"]) == 22, report

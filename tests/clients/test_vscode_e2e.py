@@ -140,6 +140,7 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
         "Tab from the panel's top reaches the prompt before any link of the conversation; a pasted image and a dropped file become chips",
         "an edit of a buffer with unsaved changes: Changes says unsaved, Rewind gives the buffer its text back",
         "the footer shows the MCP servers' state from tunacode.status, why one failed, and lists them when clicked",
+        "Undo of one hunk: its old lines back, the file's other change kept; a hunk edited since is refused",
     ], report
     assert all(step["ok"] for step in summary["steps"]), report
     assert "b.py" in summary["steps"][4]["conflictText"], report
@@ -147,4 +148,5 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
     assert summary["steps"][7]["tabOrder"][-1] == "prompt", report
     assert summary["steps"][9]["mcp"] == "MCP: 1 ready · 1 failed", report
     assert summary["steps"][9]["mcpReason"].startswith("broken: "), report
-    assert len(summary["screenshots"]) == 10, report
+    assert summary["steps"][10]["hunkLabels"] == ["line 2: −1 +1", "line 18: −1 +2"], report
+    assert len(summary["screenshots"]) == 12, report

@@ -195,3 +195,17 @@ async def test_an_edit_left_in_a_buffer_with_unsaved_changes_is_listed_and_rewou
     assert editor.docs[uri][0] == agents + "# typed later\n"  # nothing taken back
     await lsp.command("tunacode.session.rewind", {"sessionId": again["sessionId"], "requestId": again["requestId"], "force": True})
     assert editor.docs[uri][0] == mine
+
+
+async def test_a_buffer_only_diff_marks_a_last_line_without_newline(lsp, model, workspace):
+    """Bug: the diff of an edit left in a buffer (difflib) lost "\\ No newline at end of file",
+    so it did not apply to the buffer it was made from (the VS Code client padded it back)."""
+
+    (workspace / "calc.py").write_text(CALC)
+    editor = await _start(lsp, model, workspace, [EDIT, DONE], rich=True)
+    editor.open("calc.py", CALC + "# mine")  # unsaved, and no newline at the end
+    result = await lsp.command("tunacode.request", {"prompt": "fix"})
+    changes = await lsp.command("tunacode.changes", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    [changed] = changes["files"]
+    lines = changed["diff"].split("\n")
+    assert lines[-3:] == [" # mine", "\\ No newline at end of file", "(in the editor's buffer, not saved)"], changed["diff"]

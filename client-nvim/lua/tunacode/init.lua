@@ -35,7 +35,32 @@ local defaults = {
   progress = true,
   --- milliseconds to wait for the server to initialize
   start_timeout = 15000,
+  --- default key maps (M.DEFAULT_KEYMAPS), set by setup(); false: none. A key the user has
+  --- already mapped is left alone.
+  keymaps = true,
 }
+
+--- The default key maps: <leader>t then c chat, a ask (a visual selection goes along), s stop,
+--- x changes, r rewind (pick a request), n new session.
+M.DEFAULT_KEYMAPS = {
+  { 'n', '<leader>tc', '<Cmd>TunaChat<CR>', 'TunaCode: chat' },
+  { 'n', '<leader>ta', '<Cmd>TunaAsk<CR>', 'TunaCode: ask' },
+  { 'x', '<leader>ta', ':TunaAsk<CR>', 'TunaCode: ask about the selection' },
+  { 'n', '<leader>ts', '<Cmd>TunaStop<CR>', 'TunaCode: stop the request' },
+  { 'n', '<leader>tx', '<Cmd>TunaChanges<CR>', 'TunaCode: changes of the last request' },
+  { 'n', '<leader>tr', '<Cmd>TunaRewind!<CR>', 'TunaCode: rewind to before a request' },
+  { 'n', '<leader>tn', '<Cmd>TunaNew<CR>', 'TunaCode: new session' },
+}
+
+--- Set the default key maps, each only where the user has no mapping of that key.
+function M.set_keymaps()
+  for _, map in ipairs(M.DEFAULT_KEYMAPS) do
+    local mode, lhs, rhs, desc = map[1], map[2], map[3], map[4]
+    if vim.fn.maparg(lhs, mode) == '' then
+      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = true })
+    end
+  end
+end
 
 M.options = vim.deepcopy(defaults)
 
@@ -167,6 +192,9 @@ end
 function M.setup(opts)
   M.options = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   vim.lsp.config('tunacode', M.lsp_config())
+  if M.options.keymaps then
+    M.set_keymaps()
+  end
 end
 
 local shown = {} ---@type table<integer, table<string, true>> per client: the messages shown
@@ -465,11 +493,9 @@ approve.on_allow = function(tool)
   M.redraw_status()
 end
 
---- :TunaAllows: list the tools allowed for the whole session; `revoke` ends them.
---- The server keeps these allows in its process (it has no command to end one), so revoking
---- stops the server when no request runs: the next request starts a fresh one that continues
---- the same session (its history is in the store) and asks again for every tool. Revoking one
---- tool ends them all for that reason; the notice says so.
+--- :TunaAllows: list the tools allowed for the whole session; `revoke` ends them all,
+--- `revoke {tool}` that one (`tunacode.session.allows`: the server asks again for a revoked
+--- tool from its next call, also within a running request).
 ---@param args string '' | 'revoke' | 'revoke {tool}'
 function M.allows(args)
   local words = vim.split(vim.trim(args or ''), '%s+', { trimempty = true })
@@ -487,29 +513,29 @@ function M.allows(args)
     notify(words[2] .. ' is not allowed for the session', vim.log.levels.WARN)
     return
   end
-  if #allows == 0 then
+  if #allows == 0 or not M.state.session_id then
     notify('no tool is allowed for the whole session')
     return
   end
-  if M.state.busy then
-    notify('a request is running; :TunaStop it first, then :TunaAllows revoke', vim.log.levels.WARN)
+  local client = M.running_client(M.root())
+  local args_ = { sessionId = M.state.session_id }
+  if words[2] then
+    args_.revoke = { words[2] }
+  else
+    args_.revokeAll = true
+  end
+  local answer = client and client:request_sync('workspace/executeCommand',
+    { command = 'tunacode.session.allows', arguments = { object(args_) } }, 5000)
+  if not answer or answer.err or type(answer.result) ~= 'table' then
+    local why = answer and answer.err and answer.err.message or (client and 'no answer within 5 s' or 'the server is not running')
+    notify('revoking failed: ' .. why, vim.log.levels.WARN)
     return
   end
-  local client = M.running_client(M.root())
-  if client then
-    client:stop()
-    if not vim.wait(5000, function()
-      return client:is_stopped()
-    end, 20) then
-      client:stop(true)
-    end
-  end
-  local ended = table.concat(allows, ', ')
-  approve.session_allows = {}
-  local message = ('revoked: %s; every tool is asked again'):format(ended)
-  if words[2] and #allows > 1 then
-    message = message .. (' (the server cannot end one allow: all of them ended, not only %s)'):format(words[2])
-  end
+  local ended = words[2] or table.concat(allows, ', ')
+  approve.session_allows = vim.tbl_filter(function(tool)
+    return type(tool) == 'string'
+  end, answer.result.allowed or {})
+  local message = ('revoked: %s; asked again from its next call'):format(ended)
   view.line('[note] ' .. message)
   notify(message)
   M.redraw_status()

@@ -32,6 +32,7 @@ import {
 } from "./state";
 import type { ApprovalDecision } from "../protocol";
 import { IMAGE_TYPES, MAX_IMAGE_BYTES, parseUriList } from "../context";
+import { hunkSummaries } from "../diff";
 
 declare function acquireVsCodeApi(): {
   postMessage(message: WebviewMessage): void;
@@ -447,10 +448,11 @@ function render(): void {
 }
 
 function renderBanner(): void {
-  // First run without a key: the call to action, while nothing more urgent is shown.
+  // No key for the model in use: the call to action, while nothing more urgent is shown (an
+  // empty conversation shows it as its first-run view instead).
   const banner =
     state.banner ??
-    (state.keyMissing
+    (state.keyMissing && state.turns.length > 0
       ? {
           kind: "info" as const,
           message: `No API key for ${state.keyMissing.model}: set ${state.keyMissing.variable} to start (kept in VS Code's secret storage), or choose another model.`,
@@ -585,6 +587,24 @@ function sessionRow(session: Session): HTMLElement {
   return row;
 }
 
+/** First run without a usable model: what is missing and the two ways out (Send stays disabled). */
+function firstRun(missing: { model: string; variable: string }): HTMLElement {
+  const box = el("div", "empty first-run");
+  box.append(el("p", "first-run-title", "Set up a model to start"));
+  box.append(el("p", "first-run-text", `The model ${missing.model} needs ${missing.variable}, and none is set.`));
+  const actions = el("div", "first-run-actions");
+  const key = el("button", "first-run-key", "Set API Key");
+  key.type = "button";
+  key.title = `Kept in VS Code's secret storage and given to the TunaCode server as ${missing.variable}`;
+  key.addEventListener("click", () => post({ type: "banner_action", action: "setApiKey" }));
+  const model = el("button", "first-run-model secondary", "Choose model");
+  model.type = "button";
+  model.addEventListener("click", () => post({ type: "pick_model" }));
+  actions.append(key, " ", model);
+  box.append(actions);
+  return box;
+}
+
 const turnViews = new Map<string, { turn: Turn; el: HTMLElement }>();
 const itemViews = new Map<string, { item: Item; el: HTMLElement }>();
 
@@ -592,8 +612,7 @@ function renderConversation(): void {
   if (state.turns.length === 0) {
     turnViews.clear();
     itemViews.clear();
-    const empty = el("div", "empty", "Ask TunaCode to read, change or explain code in this workspace.");
-    conversation.replaceChildren(empty);
+    conversation.replaceChildren(state.keyMissing ? firstRun(state.keyMissing) : el("div", "empty", "Ask TunaCode to read, change or explain code in this workspace."));
     return;
   }
   const keep = new Set<string>();
@@ -764,7 +783,7 @@ const openChanges = new Set<string>();
 
 const CHANGE_MARK: Record<string, string> = { added: "A", modified: "M", deleted: "D" };
 
-/** "2 files changed · Changes · Rewind to before this prompt", and the list when open. */
+/** "2 files changed · Compare · Changes · Restore" (Cline's per-turn checkpoint), and the list when open. */
 function changesBox(turn: Turn, requestId: string): HTMLElement {
   const box = el("div", "turn-changes");
   const open = openChanges.has(requestId);
@@ -785,11 +804,17 @@ function changesBox(turn: Turn, requestId: string): HTMLElement {
     }
     rerenderTurn(turn.key);
   });
-  const rewind = el("button", "link-button turn-rewind", "Rewind to before this prompt");
+  const compare = el("button", "link-button turn-compare", "Compare");
+  compare.type = "button";
+  compare.title = "Open every file this request changed, before it ↔ now, in one diff editor";
+  compare.addEventListener("click", () => post({ type: "compare_request", requestId }));
+  const rewind = el("button", "link-button turn-rewind", "Restore");
   rewind.type = "button";
-  rewind.title = "Restore the files this request (and later ones) changed, and cut the conversation back to before it";
+  rewind.title = "Rewind to before this prompt: restore the files this request (and later ones) changed, and cut the conversation back to before it";
+  rewind.setAttribute("aria-label", "Restore: rewind to before this prompt");
   rewind.disabled = isRunning(state);
   rewind.addEventListener("click", () => post({ type: "rewind", requestId, prompt: turn.prompt }));
+  if (turn.changedFiles?.length) box.append(compare, " · ");
   box.append(toggle, " · ", rewind);
   if (!open) return box;
 
@@ -821,6 +846,30 @@ function changesBox(turn: Turn, requestId: string): HTMLElement {
       const note = el("span", "change-note change-unsaved", "unsaved");
       note.title = "The agent's edit is in the editor's buffer only (the document had unsaved changes of yours)";
       row.append(" ", note);
+    }
+    // A change of several hunks: each can be undone by itself.
+    const hunks = file.status === "modified" && !file.undone ? hunkSummaries(file.diff) : [];
+    if (hunks.length > 1) {
+      const parts = el("ul", "hunk-list");
+      parts.setAttribute("aria-label", `Changes in ${file.path}`);
+      for (const hunk of hunks) {
+        const undone = (file.undoneHunks ?? []).includes(hunk.index);
+        const item = el("li", "hunk-row");
+        item.dataset.index = String(hunk.index);
+        if (undone) item.dataset.undone = "true";
+        const where = hunk.line;
+        const label = el("span", "hunk-label", `line ${where}: −${hunk.removed} +${hunk.added}`);
+        label.title = hunk.header;
+        const button = el("button", "link-button hunk-undo", undone ? "Undone" : "Undo");
+        button.type = "button";
+        button.disabled = undone || isRunning(state);
+        button.title = "Put this part's old lines back (an editor edit, undoable); the file's other changes stay";
+        button.setAttribute("aria-label", `Undo the change at line ${where} of ${file.path}`);
+        button.addEventListener("click", () => post({ type: "undo_hunk", requestId, path: file.path, diff: file.diff, index: hunk.index }));
+        item.append(label, " ", button);
+        parts.append(item);
+      }
+      row.append(parts);
     }
     list.append(row);
   }

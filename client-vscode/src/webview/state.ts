@@ -144,6 +144,17 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return withChanges(state, action.requestId, (old) =>
         old ? { ...old, files: old.files.map((f) => (f.path === action.path ? { ...f, undone: true } : f)) } : undefined,
       );
+    case "hunk_undone":
+      return withChanges(state, action.requestId, (old) =>
+        old
+          ? {
+              ...old,
+              files: old.files.map((f) =>
+                f.path === action.path && !(f.undoneHunks ?? []).includes(action.index) ? { ...f, undoneHunks: [...(f.undoneHunks ?? []), action.index] } : f,
+              ),
+            }
+          : undefined,
+      );
     case "mcp_servers":
       return { ...state, mcpServers: mcpServersFrom(action.servers) };
     case "prompt_queued": {

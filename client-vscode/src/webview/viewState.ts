@@ -150,6 +150,8 @@ export interface Attachment {
 /** A request's changed files for the Changes list; `undone` after a per-file Undo. */
 export interface ChangeEntry extends ChangedFile {
   undone?: boolean;
+  /** The hunks (indexes in its diff) undone one by one in the Changes list. */
+  undoneHunks?: number[];
 }
 
 export interface TurnChanges {
@@ -221,6 +223,7 @@ export type Action =
   | { type: "changes"; requestId: string; files: ChangedFile[]; truncated: boolean }
   | { type: "changes_failed"; requestId: string; message: string }
   | { type: "file_undone"; requestId: string; path: string }
+  | { type: "hunk_undone"; requestId: string; path: string; index: number }
   | { type: "mcp_servers"; servers: unknown }
   /** v3: a prompt sent with `queue: true` (the host's key); its request id once known. */
   | { type: "prompt_queued"; key: string; prompt: string; context?: ContextItem[] }

@@ -6,10 +6,16 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+/** Lines `nNN = NN` (c.py: far apart edits give a diff of two hunks). */
+function numbered(n) {
+  return Array.from({ length: n }, (_, i) => `n${String(i + 1).padStart(2, "0")} = ${i + 1}\n`);
+}
+
 /** The workspace's files before the request (b.py has no final newline on purpose). */
 export const CHANGES_FILES = {
   "a.py": "def add(a, b):\n    return a - b\n\n\nprint(add(1, 2))\n",
   "b.py": "VALUE = 1\nOTHER = 2",
+  "c.py": numbered(20).join(""),
 };
 const A_AFTER = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))\n";
 const B_AFTER = "VALUE = 10\nOTHER = 2";
@@ -43,6 +49,17 @@ const editOpenBuffer = {
     { steps: [{ text: "Raised OTHER.", chunks: 1 }, { finish: "stop" }] },
   ],
 };
+
+const HUNKS_PROMPT = "Change n02 and n18.";
+const editTwoHunks = {
+  turns: [
+    { steps: [{ tool_call: { name: "edit_file", arguments: { filepath: "c.py", old_text: "n02 = 2\n", new_text: "n02 = 200\n" } } }, { finish: "tool_calls" }] },
+    { steps: [{ tool_call: { name: "edit_file", arguments: { filepath: "c.py", old_text: "n18 = 18\n", new_text: "n18 = 1800\nn18b = 0\n" } } }, { finish: "tool_calls" }] },
+    { steps: [{ text: "Changed both.", chunks: 1 }, { finish: "stop" }] },
+  ],
+};
+/** c.py with the second hunk undone: the first hunk's change stays. */
+const C_FIRST_ONLY = CHANGES_FILES["c.py"].replace("n02 = 2\n", "n02 = 200\n");
 
 const PANEL_TITLE = "TunaCode";
 
@@ -316,5 +333,40 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     if (!/failed/.test(await row.innerText())) throw new Error(`the MCP list's row says ${JSON.stringify(await row.innerText())}`);
     await page.keyboard.press("Escape");
     return { mcp: text, mcpDetail: detail, mcpReason: reason };
+  });
+
+  await step("Undo of one hunk: its old lines back, the file's other change kept; a hunk edited since is refused", async () => {
+    await setScript(editTwoHunks);
+    const prompt = panel.locator("#prompt");
+    await prompt.fill(HUNKS_PROMPT);
+    await prompt.press("Enter");
+    const turn = panel.locator("article.turn").last();
+    await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
+    await turn.locator(".turn-review").click();
+    const row = turn.locator('.change-row[data-path="c.py"][data-status="modified"]');
+    await row.locator(".hunk-row").nth(1).waitFor();
+    const hunks = await row.locator(".hunk-row").count();
+    if (hunks !== 2) throw new Error(`c.py lists ${hunks} hunks, expected 2`);
+    const labels = await row.locator(".hunk-label").allInnerTexts();
+    await row.locator('.hunk-row[data-index="1"] .hunk-undo').click();
+    await row.locator('.hunk-row[data-index="1"][data-undone="true"]').waitFor();
+    await waitForBytes("c.py", C_FIRST_ONLY);
+    await shot("2a-undo-one-hunk");
+    // Someone edits the first hunk's new line: its Undo must refuse, not guess.
+    await page.keyboard.press("Control+P");
+    await page.locator(".quick-input-widget input").fill("c.py");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "c.py" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const editor = page.locator(".editor-instance .monaco-editor", { hasText: "n01" }).first();
+    await editor.locator(".view-lines", { hasText: "n02 = 200" }).waitFor();
+    const edited = C_FIRST_ONLY.replace("n02 = 200\n", "n02 = 201\n");
+    fs.writeFileSync(file("c.py"), edited);
+    await editor.locator(".view-lines", { hasText: "n02 = 201" }).waitFor({ timeout: 15_000 });
+    await row.locator('.hunk-row[data-index="0"] .hunk-undo').click();
+    await page.locator(".notifications-toasts .notification-toast", { hasText: "c.py no longer has the lines of this change" }).first().waitFor();
+    if (read("c.py") !== edited) throw new Error(`the refused Undo changed c.py: ${JSON.stringify(read("c.py"))}`);
+    if ((await row.locator('.hunk-row[data-index="0"][data-undone="true"]').count()) !== 0) throw new Error("the refused hunk is marked undone");
+    await shot("2b-undo-hunk-refused");
+    return { hunkLabels: labels };
   });
 }

@@ -125,6 +125,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
 
   let panel;
   let prompt;
+  let compareHeader;
   await step("open the TunaCode panel at 300 px", async () => {
     await page.goto(url);
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
@@ -247,6 +248,19 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     if (toasts !== 0) throw new Error("a false 'changed since this diff was recorded' toast");
     if ((await page.locator(".tabs-container .tab", { hasText: "Untitled" }).count()) !== 0) throw new Error("the diff opened as an Untitled document");
     await shot("43-unsaved-buffer-diff");
+    // The turn's checkpoint row (Cline's Compare / Restore): Compare opens the request's files
+    // in one multi-file diff editor, before ↔ now.
+    const links = (await turn.locator(".turn-changes > button").allInnerTexts()).map((t) => t.trim());
+    if (links.join("|") !== "Compare|Changes|Restore") throw new Error(`the turn's checkpoint row is ${JSON.stringify(links)}`);
+    await turn.locator(".turn-compare").click();
+    await page.locator(".tabs-container .tab", { hasText: "Changes of this request" }).first().waitFor();
+    const compared = page.locator(".multiDiffEditor .multiDiffEntry", { hasText: "calc.py" }).first();
+    await compared.locator(".editor.original .view-lines", { hasText: "return a - b" }).first().waitFor();
+    await compared.locator(".editor.modified .view-lines", { hasText: "return a + b" }).first().waitFor();
+    if ((await page.locator(".notifications-toasts .notification-toast", { hasText: "changed since" }).count()) !== 0) throw new Error("Compare says the buffer changed since");
+    const header = (await compared.locator(".header").first().innerText()).replace(/\s+/g, " ").trim();
+    compareHeader = header; // kept in the summary: the file's row (a rename would show "R")
+    await bothThemes("43b-compare-request");
     // Show full output of the edit's card: a read-only tab, not an Untitled document.
     const card = turn.locator(".tool-card").first();
     await card.locator("summary").click();
@@ -265,6 +279,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     if (!buffer.some((t) => t.includes("calc.py"))) throw new Error(`calc.py is no longer unsaved: ${JSON.stringify(buffer)}`);
     await shot("44-unsaved-buffer-undone");
     if (read("calc.py") === CALC_AGENT) throw new Error("the agent's edit was saved");
+    return { compareHeader };
   });
 
   await step("a refused API key: the error says so, with Open Settings and Set API Key and no Retry", async () => {
@@ -337,6 +352,35 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     await editCard.locator(".tool-result.tool-diff .diff-del", { hasText: "status: draft" }).waitFor();
     await shot("48-applied-diff");
     return { question, row: rowText };
+  });
+
+  await step("↓ Latest at 300 px: scrolled up, it sits below the conversation over no row, and jumps to the bottom", async () => {
+    const conversation = panel.locator("#conversation");
+    const jump = panel.locator("#jump-bottom");
+    const scrollable = await conversation.evaluate((node) => node.scrollHeight - node.clientHeight);
+    if (scrollable < 80) throw new Error(`the conversation does not scroll (${scrollable} px to spare)`);
+    // Up by a little: the last tool rows are just above the bottom edge, where the button shows.
+    await conversation.evaluate((node) => { node.scrollTop = node.scrollHeight - node.clientHeight - 60; });
+    await jump.waitFor({ state: "visible" });
+    const box = await jump.boundingBox();
+    const area = await conversation.boundingBox();
+    if (box.y < area.y + area.height - 0.5) throw new Error(`the button (top ${box.y}) overlaps the conversation (bottom ${area.y + area.height})`);
+    const covered = await conversation.evaluate((node, b) => {
+      const hits = [];
+      for (const row of node.querySelectorAll(".tool-card, .turn-text, .turn-changes, .turn-prompt")) {
+        const r = row.getBoundingClientRect();
+        const shown = r.bottom > node.getBoundingClientRect().top && r.top < node.getBoundingClientRect().bottom;
+        if (shown && r.bottom > b.y && r.top < b.y + b.height && r.right > b.x && r.left < b.x + b.width) hits.push(row.className);
+      }
+      return hits;
+    }, box);
+    if (covered.length > 0) throw new Error(`the button covers ${JSON.stringify(covered)}`);
+    await bothThemes("48b-jump-to-latest");
+    await jump.click();
+    await jump.waitFor({ state: "hidden" });
+    const left = await conversation.evaluate((node) => node.scrollHeight - node.scrollTop - node.clientHeight);
+    if (left > 2) throw new Error(`after the jump ${left} px are still below`);
+    return { gap: Math.round(box.y - (area.y + area.height)) };
   });
 
   await step("sessions at 300 px: two-line titles, ages that do not wrap, a search box, one ⋯ menu per row; delete names the session", async () => {

@@ -3,13 +3,14 @@
 // the scripted model on loopback. Run with Node 24 (code-server needs it):
 //
 //   node24 test/e2e/run-e2e.mjs --python REPO/.venv/bin/python [--artifacts DIR] [--summary FILE]
-//                                [--scenario main|changes|control]
+//                                [--scenario main|changes|control|firstrun]
 //
 // `main` (scenario.mjs): ask, links, output, history, settings, approvals, reload, stop,
 // resume, restart, broken server. `changes` (changes-scenario.mjs): an agent edit, the
 // Changes list, a diff, Undo of one file, Rewind with a conflict; files checked by bytes.
 // `control` (control-scenario.mjs): typing while the agent works (steer, queue, remove),
 // Edit and resend, Changes of an unsaved buffer as read-only documents, errors by kind.
+// `firstrun` (firstrun-scenario.mjs): a model with no key: the first-run view, Set API Key.
 // Paths of the tools come from REPO/.tools/vscode-e2e.env (written by scripts/setup-e2e.sh).
 // Writes a JSON summary, screenshots and logs into the artifacts folder; exits 0 only if
 // every step passed and every process it started is gone.
@@ -23,6 +24,7 @@ import { freePort, groupAlive, startGroup, stopGroup, waitForHttp } from "./proc
 import { runChangesScenario, CHANGES_FILES } from "./changes-scenario.mjs";
 import { runScenario } from "./scenario.mjs";
 import { runControlScenario, CONTROL_FILES, CONTROL_PERMISSIONS } from "./control-scenario.mjs";
+import { runFirstRunScenario, FIRST_RUN_MODEL } from "./firstrun-scenario.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CLIENT = path.resolve(HERE, "../..");
@@ -91,7 +93,8 @@ async function main() {
       TUNACODE_HOME: dirs["tunacode-home"],
       PATH: [venvBin, nodeBin, process.env.PATH].join(path.delimiter),
     };
-    for (const key of ["TUNACODE_MODEL", "TUNACODE_BASE_URL", "TUNACODE_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "VSCODE_IPC_HOOK_CLI"]) {
+    for (const key of ["TUNACODE_MODEL", "TUNACODE_BASE_URL", "TUNACODE_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "VSCODE_IPC_HOOK_CLI",
+      "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) {
       delete baseEnv[key];
     }
 
@@ -118,8 +121,8 @@ async function main() {
       if (consent.status !== 0) throw new Error(`recording MCP consent failed: ${consent.stderr}`);
     } else if (opts.scenario === "control") {
       for (const [name, bytes] of Object.entries(CONTROL_FILES)) fs.writeFileSync(path.join(dirs.workspace, name), bytes);
-    } else if (opts.scenario !== "main") {
-      throw new Error(`unknown --scenario ${opts.scenario} (main, changes or control)`);
+    } else if (opts.scenario !== "main" && opts.scenario !== "firstrun") {
+      throw new Error(`unknown --scenario ${opts.scenario} (main, changes, control or firstrun)`);
     }
 
     // The scripted model (its own process group; its port picked by itself).
@@ -161,6 +164,11 @@ async function main() {
       ...(opts.scenario === "changes" || opts.scenario === "control" ? { "files.autoSave": "off" } : {}),
       ...(opts.scenario === "control" ? { "tunacode.permissions": CONTROL_PERMISSIONS } : {}),
     };
+    if (opts.scenario === "firstrun") {
+      // A real provider's model with no key anywhere (the endpoint setting is for openai-compatible: only).
+      settings["tunacode.model"] = FIRST_RUN_MODEL;
+      delete settings["tunacode.baseUrl"];
+    }
     fs.mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
     const settingsFile = path.join(dirs["user-data"], "User/settings.json");
     fs.writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
@@ -225,7 +233,7 @@ async function main() {
     });
     summary.versions = { chromium: context.browser()?.version() };
 
-    const scenario = { changes: runChangesScenario, control: runControlScenario }[opts.scenario] ?? runScenario;
+    const scenario = { changes: runChangesScenario, control: runControlScenario, firstrun: runFirstRunScenario }[opts.scenario] ?? runScenario;
     summary.scenario = opts.scenario;
     await scenario({
       workspace: dirs.workspace,

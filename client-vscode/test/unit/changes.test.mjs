@@ -63,6 +63,24 @@ describe("changes of a request", () => {
     assert.equal(s.turns[0].changes.truncated, true);
   });
 
+  it("an undone hunk is marked on its file, once", () => {
+    let s = reduce(ended(), {
+      type: "changes",
+      requestId: RID,
+      truncated: false,
+      files: [
+        { path: "calc.py", status: "modified", diff: DIFF },
+        { path: "new.py", status: "added", diff: "+x" },
+      ],
+    });
+    s = reduce(s, { type: "hunk_undone", requestId: RID, path: "calc.py", index: 1 });
+    s = reduce(s, { type: "hunk_undone", requestId: RID, path: "calc.py", index: 1 });
+    s = reduce(s, { type: "hunk_undone", requestId: RID, path: "calc.py", index: 0 });
+    assert.deepEqual(s.turns[0].changes.files[0].undoneHunks, [1, 0]);
+    assert.equal(s.turns[0].changes.files[0].undone, undefined);
+    assert.equal(s.turns[0].changes.files[1].undoneHunks, undefined);
+  });
+
   it("a failed listing keeps its message", () => {
     const s = reduce(ended(), { type: "changes_failed", requestId: RID, message: "checkpoints are off" });
     assert.equal(s.turns[0].changes.error, "checkpoints are off");

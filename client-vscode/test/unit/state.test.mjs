@@ -388,6 +388,20 @@ describe("the plan box", () => {
     const rewound = reduce(s, { type: "session_loaded", session: { ...other, sessionId: SID }, events: kept });
     assert.equal(rewound.plan, undefined);
   });
+
+  it("after a switch, is the loaded session's own plan as the server replays it", () => {
+    const s = feed(sent("plan it"), planned);
+    const theirs = events(
+      [
+        { type: "request_start", prompt: "theirs" },
+        { type: "plan", items: [{ content: "their step", status: "pending" }] },
+        { type: "request_end", stopReason: "end_turn" },
+      ],
+      { requestId: "r-9" },
+    );
+    const switched = reduce(s, { type: "session_loaded", session: other, events: theirs.map((e) => ({ ...e, sessionId: "other" })) });
+    assert.deepEqual(switched.plan.map((i) => i.content), ["their step"]);
+  });
 });
 
 describe("one error-and-retry line", () => {

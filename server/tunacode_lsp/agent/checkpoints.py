@@ -43,7 +43,7 @@ import difflib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -756,6 +756,17 @@ async def _undo_buffer_edits(buffers: dict[Path, tuple[str, str]], root: Path, d
     return undone
 
 
+def _marked_last_lines(lines: Iterable[str]) -> Iterator[str]:
+    """difflib's lines with git's "\\ No newline at end of file" after a last line that has none,
+    so the diff applies to the text it was made from."""
+
+    for line in lines:
+        if line.endswith("\n"):
+            yield line
+        else:
+            yield line + "\n\\ No newline at end of file\n"
+
+
 def _with_buffer_edits(result: ChangesResult, buffers: dict[Path, tuple[str, str]], real_root: Path) -> ChangesResult:
     """Add the edits that live only in editors' buffers (the disk never saw them)."""
 
@@ -765,9 +776,9 @@ def _with_buffer_edits(result: ChangesResult, buffers: dict[Path, tuple[str, str
         shown_path = _relative(path, real_root)
         if shown_path in listed or before == after:
             continue
-        diff = "".join(difflib.unified_diff(
+        diff = "".join(_marked_last_lines(difflib.unified_diff(
             before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown_path}", f"b/{shown_path}", n=3,
-        ))
+        )))
         cut, truncated = _cut(diff.rstrip("\n"), MAX_DIFF_CHARS)
         added.append(ChangedFile(shown_path, "modified", cut + "\n(in the editor's buffer, not saved)"))
         result.truncated |= truncated

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tunacode_lsp.agent.error_kinds import error_kind
 from tunacode_lsp.agent.events import RequestState
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog
 from tunacode_lsp.agent.registry import ToolCallRecord, ToolCallRegistry, call_event, outcome_of, preview, update_event
@@ -176,7 +177,8 @@ class _Projector:
         if last.get("stop_reason") == "aborted":
             return RequestEnd("cancelled", usage)
         if last.get("stop_reason") == "error":
-            return RequestEnd("error", usage, ErrorInfo(str(last.get("error_message") or "the model provider returned an error")))
+            message = str(last.get("error_message") or "the model provider returned an error")
+            return RequestEnd("error", usage, ErrorInfo(message, error_kind(message)))
         return RequestEnd("end_turn", usage)
 
     def message(self, index: int, message: dict[str, Any]) -> None:

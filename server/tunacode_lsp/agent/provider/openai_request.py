@@ -6,7 +6,9 @@ session (openai_chat.stream_openai_chat). Also the chat-completions usage -> tin
 
 from __future__ import annotations
 
+import functools
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,13 @@ def encode_request_body(
     """The request body's bytes, exactly as httpx's `json=` encodes them (pure: it reads
     the context and builds new objects, so it runs on a worker thread).
 
+    Each message's encoded bytes are kept (`MESSAGE_BYTES`, by message object) and joined:
+    a turn of a long session converts and encodes only the messages added since the last
+    one, not the whole history (~16 MB at 30k messages, one `json.dumps` holding the GIL).
+    The messages that carry a cache hint (the system prompt, the last pruned output, the
+    last message) are encoded afresh. The same bytes as `json.dumps(build_request_body(...))`
+    (tests/unit/test_request_body_reuse.py).
+
     The cyclic garbage collector is paused meanwhile (`bulk_decoding`): converting a long
     history allocates a container per message and block, which would start collections
     that scan the whole heap while holding the GIL (hundreds of ms at 30k messages, the
@@ -51,11 +60,108 @@ def encode_request_body(
     """
 
     with bulk_decoding():
-        body = build_request_body(model, context, options)
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        quotable = not_the_models(body)  # the same strings, referenced: no copy
+        reasoning_back, signatures_back = sends_reasoning_back(model.id), model.provider == "gemini"
+        body = build_request_body(model, Context(system_prompt="", messages=[], tools=context.tools), options)
+        # The first `"messages":[]` is the key: in an encoded string every quote is escaped.
+        head, tail = _encode(body).split(b'"messages":[]', 1)
+        sources: list[Any] = []  # what each converted message came from (None: the system prompt)
+        entries: list[Encoded] = []
+        if context.system_prompt:
+            sources.append(None)
+            entries.append(_encoded({"role": "system", "content": context.system_prompt}))
+        for message in context.messages:
+            entry = MESSAGE_BYTES.get(message, reasoning_back, signatures_back)
+            if entry is not None:
+                sources.append(message)
+                entries.append(entry)
+        parts = [entry[0] for entry in entries]
+        if wants_cache_hints(model):
+            for position in _hint_positions(entries):
+                source = sources[position]
+                converted = (
+                    {"role": "system", "content": context.system_prompt}
+                    if source is None
+                    else _converted(source, reasoning_back, signatures_back)
+                )
+                if converted is not None:
+                    _mark(converted)
+                    parts[position] = _encode(converted)
+        content = head + b'"messages":[' + b",".join(parts) + b"]" + tail
+        quotable = [text for entry in entries for text in entry[1]]
         del body["messages"]
     return EncodedBody(body, content, quotable)
+
+
+# A converted message: its encoded bytes, its texts the model did not write, whether it is a
+# pruned tool output (a cache hint's place).
+Encoded = tuple[bytes, tuple[str, ...], bool]
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _encoded(converted: dict[str, Any]) -> Encoded:
+    return _encode(converted), tuple(not_the_models({"messages": [converted]})), _is_pruned_output(converted)
+
+
+def _converted(message: Any, reasoning_back: bool, signatures_back: bool) -> dict[str, Any] | None:
+    """One tinyagent message as `convert_messages` converts it (None: not sent)."""
+
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": _user_content(message)}
+    if isinstance(message, AssistantMessage):
+        return _assistant_json(message, reasoning_back=reasoning_back, signatures_back=signatures_back)
+    if isinstance(message, ToolResultMessage):
+        text = "".join(part.text or "" for part in message.content if isinstance(part, TextContent))
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}
+    return None
+
+
+def _hint_positions(entries: list[Encoded]) -> set[int]:
+    """Where `add_cache_hints` puts its markers, from the entries' pruned flags."""
+
+    last_pruned = next((i for i in range(len(entries) - 1, 0, -1) if entries[i][2]), None)
+    return {p for p in (0, len(entries) - 1, last_pruned) if p is not None and 0 <= p < len(entries)}
+
+
+class MessageBytes:
+    """Each message's `Encoded`, kept while the message object lives (a weak reference
+    drops the entry when it is freed, so an id is never reused for another message).
+
+    Messages are not changed once in the history (agent/model_input.py keeps their token
+    facts by identity on the same ground); a new object (a merged user message, a pruned
+    replacement made anew) is converted anew. Safe across worker threads: one dict
+    operation at a time, and an entry is only ever replaced by an equal one.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, bool, bool], tuple[weakref.ref[Any], Encoded | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, message: Any, reasoning_back: bool, signatures_back: bool) -> Encoded | None:
+        key = (id(message), reasoning_back, signatures_back)
+        kept = self._entries.get(key)
+        if kept is not None and kept[0]() is message:
+            return kept[1]
+        converted = _converted(message, reasoning_back, signatures_back)
+        entry = None if converted is None else _encoded(converted)
+        try:
+            ref: weakref.ref[Any] = weakref.ref(message, functools.partial(self._forget, key))
+        except TypeError:
+            return entry  # not weakly referable: not kept
+        self._entries[key] = (ref, entry)
+        return entry
+
+    def _forget(self, key: tuple[int, bool, bool], ref: weakref.ref[Any]) -> None:
+        kept = self._entries.get(key)
+        if kept is not None and kept[0] is ref:
+            self._entries.pop(key, None)
+
+
+MESSAGE_BYTES = MessageBytes()
 
 
 def not_the_models(body: dict[str, Any]) -> list[str]:
