@@ -34,10 +34,10 @@ def _listing_with_usage(usage: str) -> dict:
 
 @pytest.mark.parametrize(("usage", "stop", "calls"), [
     # a cost no float holds is no reported cost: the call is priced from its tokens (cheap here)
-    pytest.param('{"prompt_tokens": 10, "completion_tokens": 1, "cost": %s}' % HUGE, "end_turn", 4, id="cost"),
+    pytest.param('{"prompt_tokens": 10, "completion_tokens": 1, "cost": ' + HUGE + '}', "end_turn", 4, id="cost"),
     # a count held at the bound prices the call far over the cap: no second call
-    pytest.param('{"prompt_tokens": %s, "completion_tokens": 1}' % HUGE, "max_cost", 1, id="prompt-tokens"),
-    pytest.param('{"prompt_tokens": 10, "completion_tokens": %s}' % HUGE, "max_cost", 1, id="completion-tokens"),
+    pytest.param('{"prompt_tokens": ' + HUGE + ', "completion_tokens": 1}', "max_cost", 1, id="prompt-tokens"),
+    pytest.param('{"prompt_tokens": 10, "completion_tokens": ' + HUGE + '}', "max_cost", 1, id="completion-tokens"),
 ])
 async def test_usage_too_large_for_a_float_does_not_defeat_max_cost(lsp, model, usage, stop, calls):
     """Bug: the request ended `error` (OverflowError, then the store refused the >64-bit int)."""
