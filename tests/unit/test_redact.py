@@ -46,6 +46,8 @@ SHAPES = [
     "sk-abcdefghij0123456789", "sk-ant-api03-" + "x" * 40 + "9", "sk-proj-" + "a1" * 20, "glpat-" + "z" * 20,
     "AIza" + "Sy" * 17 + "x", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----",
+    "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQD6fakefakefakefakefakefakefake+AbC/dEf==",
+    "FwoGZXIvYXdzEBYaDFakeFakeFakeFakeFakeFakeFakeFakeFakeFakeFakeFakeFake0123",
 ]
 
 

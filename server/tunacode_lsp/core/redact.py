@@ -12,7 +12,9 @@ What counts as a secret (docs/tools.md "What is redacted"):
   `gho_`, `ghs_`, `ghu_`, `ghr_`, `github_pat_`), AWS access key ids (`AKIA`/`ASIA` + 16),
   npm (`npm_`), Slack (`xoxa-`, `xoxb-`, `xoxp-`, `xoxr-`, `xoxs-`), OpenAI / Anthropic /
   OpenRouter style (`sk-...`, `sk-ant-...`, `sk-proj-...`), GitLab (`glpat-`), Google API
-  keys (`AIza`), Google OAuth access tokens (`ya29.`, Vertex's, minted at run time), JSON web tokens (three base64url parts, the first `eyJ`), PEM private keys;
+  keys (`AIza`), Google OAuth access tokens (`ya29.`, Vertex's, minted at run time), AWS STS
+  session tokens (`IQoJb3JpZ2luX2`, `FwoGZXIvYXdz`), JSON web tokens (three base64url parts,
+  the first `eyJ`), PEM private keys;
 - credentials in transit: the value of an `Authorization: Basic|Bearer|Token ...` header (the
   `extraheader` actions/checkout leaves in `.git/config`) and the password of a URL
   (`https://user:password@host`).
@@ -61,6 +63,9 @@ TOKEN_SHAPES: dict[str, str] = {
     "google-api-key": r"AIza[A-Za-z0-9_-]{35}",
     # a Google OAuth access token (Vertex's, minted at run time: in no environment variable)
     "google-oauth-token": r"ya29\.[A-Za-z0-9_.-]{20,}",
+    # an AWS STS session token (X-Amz-Security-Token; from ~/.aws/credentials, in no environment
+    # variable): base64 that starts with the encoding of its fixed header
+    "aws-session-token": r"(?:IQoJb3JpZ2luX2|FwoGZXIvYXdz)[A-Za-z0-9+/]{40,}={0,2}",
     # sk-..., sk-ant-api03-..., sk-proj-..., sk-or-v1-...: 20+ characters with a digit in them
     "sk": _LEFT + r"sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}",
     "jwt": r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
@@ -77,7 +82,7 @@ CREDENTIAL_PATTERNS = [re.compile(p) for p in CREDENTIAL_SHAPES.values()]
 _AUTHORIZATION, _URL_PASSWORD = CREDENTIAL_PATTERNS
 # a token shape can only match where one of these stands (checked before any regex runs)
 TOKEN_HINTS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "npm_", "xox", "glpat-", "AIza", "ya29.",
-               "sk-", "eyJ", "PRIVATE KEY-----")
+               "IQoJb3JpZ2luX2", "FwoGZXIvYXdz", "sk-", "eyJ", "PRIVATE KEY-----")
 
 # What the stream redactor holds back at the end of what it has seen so far: from where a token
 # may start in the word being written (it may still grow), or a header whose value may still come.
@@ -89,7 +94,8 @@ _PEM_END = re.compile(r"-----END[A-Z ]*-----")
 # until it ends; (prefix, hold the whole word)
 HOLD_PREFIXES: tuple[tuple[str, bool], ...] = (
     *((p, False) for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "npm_", "xoxa-",
-                           "xoxb-", "xoxp-", "xoxr-", "xoxs-", "glpat-", "AIza", "ya29.", "sk-", "eyJ", "-----BEGIN")),
+                           "xoxb-", "xoxp-", "xoxr-", "xoxs-", "glpat-", "AIza", "ya29.", "IQoJb3JpZ2luX2", "FwoGZXIvYXdz",
+                           "sk-", "eyJ", "-----BEGIN")),
     ("://", True),
     ("authorization", True),
     ("authorisation", True),
