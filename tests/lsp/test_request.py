@@ -130,6 +130,7 @@ async def test_capabilities_advertise_every_command(lsp, model):
         "tunacode.session.export", "tunacode.session.import", "tunacode.session.fork", "tunacode.session.compact",
         "tunacode.commands.list", "tunacode.settings.consent",
         "tunacode.changes", "tunacode.session.rewind", "tunacode.steer", "tunacode.request.result",
+        "tunacode.session.allows",
     }
     assert caps.experimental == {"tunacode": {"protocolVersion": 3}}
     assert caps.text_document_sync.change == types.TextDocumentSyncKind.Incremental

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import os
 import shutil
 import signal as signals
@@ -14,6 +15,7 @@ import sys
 import time
 import unicodedata
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,8 @@ DRAIN_SECONDS = 1.0
 REAP_SECONDS = 2.0
 MARKER = "TUNACODE_TOOL_CALL"
 MAX_COMMAND_CHARS = 4_000  # longer commands are refused: an approval must show all of it
+
+log = logging.getLogger(__name__)
 
 
 # The shell's environment is this allowlist (plus `shellEnvPassthrough`), never the server's whole
@@ -156,6 +160,82 @@ async def _start_shell(argv: list[str], cwd: Path, env: dict[str, str], fds: tup
     )
 
 
+SANDBOX_START_ATTEMPTS = 2  # a sandbox whose child died before its network came up ran nothing: try once more
+
+
+async def _start_command(
+    argv_for: Callable[[int | None, int | None], list[str]], cwd: Path, env: dict[str, str], marker: str, *, pasta: bool,
+) -> tuple[asyncio.SubprocessTransport, _ShellProtocol, int]:
+    """Start the command; with `pasta`, in a sandbox held (bwrap --block-fd) until pasta gave its
+    network namespace a network. Returns the transport, its protocol and pasta's pid (0: none)."""
+
+    for attempt in range(1, SANDBOX_START_ATTEMPTS + 1):
+        fds: tuple[int, ...] = ()
+        info_r = block_w = -1
+        if pasta:
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            fds = (info_w, block_r)
+        try:
+            transport, protocol = await _start_shell(argv_for(*(fds or (None, None))), cwd, env, fds)
+        except OSError as exc:
+            for fd in (info_r, block_w):
+                if fd >= 0:
+                    os.close(fd)
+            raise ToolError(f"Cannot start the shell: {exc}.") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if not pasta:
+            return transport, protocol, 0
+        pasta_pid = 0
+        try:
+            pasta_pid = await start_network(info_r, {"PATH": env["PATH"], MARKER: marker})
+            os.write(block_w, b"1")  # the network is up: bwrap runs the command
+            return transport, protocol, pasta_pid
+        except BrokenPipeError as exc:  # the sandbox's child is gone before it read: nothing ran
+            failure: BaseException = exc
+        except (TimeoutError, OSError) as exc:
+            failure = exc
+            attempt = SANDBOX_START_ATTEMPTS  # not a child that died: no second try
+        except asyncio.CancelledError:
+            kill_group(transport.get_pid())
+            transport.close()
+            if pasta_pid:
+                stop_network(pasta_pid)
+                _to_reap.add(pasta_pid)
+            raise
+        finally:
+            os.close(info_r)
+            os.close(block_w)
+        kill_group(transport.get_pid())
+        if pasta_pid:
+            stop_network(pasta_pid)
+            _to_reap.add(pasta_pid)
+        said = await _said_before_exit(protocol) if attempt >= SANDBOX_START_ATTEMPTS else ""
+        transport.close()
+        if attempt >= SANDBOX_START_ATTEMPTS:
+            raise ToolError(
+                f"The sandbox's network (pasta) could not start: {failure}{said}. No command was run. Install passt, "
+                "or set shellNetwork to false to run commands without network."
+            ) from None
+        log.warning("the sandbox ended before its network came up (%s); starting it again", failure)
+    raise AssertionError("unreachable")
+
+
+async def _said_before_exit(protocol: _ShellProtocol) -> str:
+    """What bwrap printed before it ended (briefly, bounded), as a clause for the error."""
+
+    stream = protocol.stdout
+    if stream is None:
+        return ""
+    try:
+        text = (await asyncio.wait_for(stream.read(2000), 1.0)).decode(errors="replace").strip()
+    except (TimeoutError, OSError):
+        return ""
+    return f" (the sandbox said: {text[:500]})" if text else ""
+
+
 def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signals.SIGKILL)
@@ -267,48 +347,15 @@ def create_bash_tool(root: Path, settings: ToolSettings | None = None) -> AgentT
             return await start_background(settings, args["command"], cwd, env, marker, shell=shell, workspace=real_root,
                                           sandboxed=sandboxed, network=network, absent=absent)
         removed: list[str] = []
-        fds: tuple[int, ...] = ()
-        info_r = block_w = -1
-        if network == "pasta":
-            info_r, info_w = os.pipe()
-            block_r, block_w = os.pipe()
-            fds = (info_w, block_r)
-        argv = (
-            sandbox_argv(bwrap_path() or "bwrap", shell=shell, command=args["command"], cwd=cwd, workspace=real_root,
-                         network=network, home=env["HOME"], read_only=settings.shell_read_only_paths, info_fd=fds[0] if fds else None,
-                         block_fd=fds[1] if fds else None)
-            if sandboxed
-            else [shell, "-c", args["command"]]
-        )
-        try:
-            transport, protocol = await _start_shell(argv, cwd, env, fds)
-        except OSError as exc:
-            for fd in (info_r, block_w):
-                if fd >= 0:
-                    os.close(fd)
-            raise ToolError(f"Cannot start the shell: {exc}.") from None
-        finally:
-            for fd in fds:
-                os.close(fd)
-        pasta_pid = 0
-        if fds:
-            try:
-                pasta_pid = await start_network(info_r, {"PATH": env["PATH"], MARKER: marker})
-                os.write(block_w, b"1")  # the network is up: bwrap runs the command
-            except (TimeoutError, OSError) as exc:
-                kill_group(transport.get_pid())
-                transport.close()
-                raise ToolError(
-                    f"The sandbox's network (pasta) could not start: {exc}. No command was run. Install passt, "
-                    "or set shellNetwork to false to run commands without network."
-                ) from None
-            except asyncio.CancelledError:
-                kill_group(transport.get_pid())
-                transport.close()
-                raise
-            finally:
-                os.close(info_r)
-                os.close(block_w)
+
+        def argv_for(info_fd: int | None, block_fd: int | None) -> list[str]:
+            if not sandboxed:
+                return [shell, "-c", args["command"]]
+            return sandbox_argv(bwrap_path() or "bwrap", shell=shell, command=args["command"], cwd=cwd, workspace=real_root,
+                                network=network, home=env["HOME"], read_only=settings.shell_read_only_paths,
+                                info_fd=info_fd, block_fd=block_fd)
+
+        transport, protocol, pasta_pid = await _start_command(argv_for, cwd, env, marker, pasta=network == "pasta")
         pid = transport.get_pid()
         output = KeepingBuffer(settings.max_output_chars, settings.outputs_dir)
         assert protocol.stdout is not None
