@@ -342,7 +342,10 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     await prompt.press("Enter");
     const turn = panel.locator("article.turn").last();
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
+    // the result (its changed files) re-renders the row after request_end: click once it is there
+    await turn.locator(".turn-changes-text").waitFor();
     await turn.locator(".turn-review").click();
+    await turn.locator('.turn-review[aria-expanded="true"]').waitFor();
     const row = turn.locator('.change-row[data-path="c.py"][data-status="modified"]');
     await row.locator(".hunk-row").nth(1).waitFor();
     const hunks = await row.locator(".hunk-row").count();

@@ -235,6 +235,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
     const turn = panel.locator("article.turn").last();
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
     await editor.locator(".view-lines", { hasText: "return a + b" }).waitFor();
+    await turn.locator(".turn-changes-text").waitFor();  // the result re-renders the row: click after it
     await turn.locator(".turn-review").click();
     const row = turn.locator('.change-row[data-path="calc.py"]');
     await row.locator(".change-unsaved").waitFor();
