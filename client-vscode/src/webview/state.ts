@@ -17,8 +17,6 @@ import type {
   RequestResult,
   Session,
   StopReason,
-  ToolEndReason,
-  ToolKind,
   ToolStatus,
   TunaEvent,
   Usage,
@@ -411,18 +409,7 @@ const TOOL_STATUS_RANK: Record<ToolStatus, number> = {
 function upsertTool(
   turn: Turn,
   toolCallId: string,
-  patch: {
-    name?: string;
-    args?: Record<string, unknown>;
-    status: ToolStatus;
-    result?: string;
-    durationMs?: number;
-    summary?: string;
-    title?: string;
-    toolKind?: ToolKind;
-    reason?: ToolEndReason;
-    approval?: Approval;
-  },
+  patch: Partial<Omit<ToolItem, "kind" | "key" | "toolCallId" | "status">> & { status: ToolStatus },
 ): Turn {
   const idx = turn.items.findIndex((i) => i.kind === "tool" && i.toolCallId === toolCallId);
   if (idx < 0) {
