@@ -23,7 +23,6 @@ from tunacode_lsp.agent.provider.model import ProviderModel
 from tunacode_lsp.agent.provider.openai_chat import OpenAIChatStream, shared_client
 from tunacode_lsp.agent.provider.openai_request import THOUGHT_SIGNATURE
 from tunacode_lsp.core.abort import race_abort
-from tunacode_lsp.core.text import loads_text
 
 # Gemini's finishReason -> the chat streamer's finish reasons (its _finish_normally maps them)
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -76,13 +75,8 @@ class GeminiStream(OpenAIChatStream):
         return usage
 
     def _on_data(self, data: str) -> None:
-        try:
-            chunk = loads_text(data)
-        except ValueError:
-            self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
-            return
-        if not isinstance(chunk, dict):
-            self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
+        chunk = self._decoded_chunk(data)
+        if chunk is None:
             return
         if isinstance(chunk.get("usageMetadata"), dict):
             self._gemini_usage = chunk["usageMetadata"]

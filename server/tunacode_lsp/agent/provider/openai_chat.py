@@ -303,6 +303,18 @@ class OpenAIChatStream(AssembledStream):
 
     # ------------------------------------------------------------ chunks -> events
 
+    def _decoded_chunk(self, data: str) -> dict[str, Any] | None:
+        """One event's JSON object; None (the stream fails as malformed) when it is not one."""
+
+        try:
+            chunk = loads_text(data)
+        except ValueError:
+            chunk = None
+        if not isinstance(chunk, dict):
+            self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
+            return None
+        return chunk
+
     def _on_data(self, data: str) -> None:
         if self._saw_done:
             return
@@ -310,13 +322,8 @@ class OpenAIChatStream(AssembledStream):
             self._saw_done = True
             self._end_blocks()
             return
-        try:
-            chunk = loads_text(data)
-        except ValueError:
-            self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
-            return
-        if not isinstance(chunk, dict):
-            self._schedule_fail(f"malformed stream chunk: {data[:200]}", "malformed")
+        chunk = self._decoded_chunk(data)
+        if chunk is None:
             return
         if isinstance(chunk.get("usage"), dict):
             self._raw_usage = chunk["usage"]  # also when the chunk carries an error (OpenRouter)
