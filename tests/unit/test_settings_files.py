@@ -154,3 +154,17 @@ async def test_always_allow_never_consents_a_project_file_that_loosens_your_own_
     after = await effective_settings(options, homes["root"])
     assert after.options.shell_sandbox == "required" and after.options.shell_network is False
     assert after.rules.allow == ()
+
+
+async def test_a_project_file_cannot_shrink_the_checkpoint_bound_without_consent(homes: dict[str, Path]) -> None:
+    """A checked-in `checkpointMaxMegabytes: 1` would prune the checkpoints of every session in the
+    workspace (the user's rewinds): held back until the user consents to the file."""
+
+    write(homes["project"], {"checkpointMaxMegabytes": 1})
+    options, _ = parse_options({}, env={})
+    effective = await effective_settings(options, homes["root"])
+    assert effective.options.checkpoint_max_megabytes == options.checkpoint_max_megabytes
+    assert effective.files[1].held_back and any("held back" in n for n in effective.notices())
+    record_consent(homes["root"], effective.files[1].fingerprint)
+    effective = await effective_settings(options, homes["root"])
+    assert effective.options.checkpoint_max_megabytes == 1

@@ -11,7 +11,7 @@ A project file is checked in by someone else, so it never loosens anything by it
 `allow` rules, its hooks, and any value looser than the one below it (approval `auto`,
 `shellSandbox` other than `required`, `shellInheritSecrets: true`, `shellNetwork: true`,
 `webFetchPrivateAddresses: true`, `textToolCalls: "on"`, and any `baseUrl`, `headers`,
-`shellEnvPassthrough`, `shellReadOnlyPaths`) apply only after the user consented to the file's exact content
+`shellEnvPassthrough`, `shellReadOnlyPaths`, `checkpointMaxMegabytes`) apply only after the user consented to the file's exact content
 (agent/settings_consent.py); until then they are held back and a notice says so. Both files
 are read through the confined reader (a link out, a FIFO, a huge file are skipped).
 """
@@ -52,8 +52,9 @@ STRICTNESS: dict[str, tuple[Any, ...]] = {
     "webFetchPrivateAddresses": (False, True),
     "textToolCalls": ("off", "auto", "on"),
 }
-# where the prompts (and the key) go; what the shell gets of your environment and your disk
-ALWAYS_CONSENT = frozenset({"baseUrl", "headers", "shellEnvPassthrough", "shellReadOnlyPaths"})
+# where the prompts (and the key) go; what the shell gets of your environment and your disk;
+# how much of your checkpoints (of every session in this workspace) is kept
+ALWAYS_CONSENT = frozenset({"baseUrl", "headers", "shellEnvPassthrough", "shellReadOnlyPaths", "checkpointMaxMegabytes"})
 # A generic client may fill its settings from a file of the project (Helix's
 # `.helix/languages.toml`, Zed's `.zed/settings.json`, a Neovim project config), which no
 # consent covers: what runs code or widens permissions comes only from a settings file.
