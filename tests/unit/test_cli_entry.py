@@ -28,3 +28,13 @@ def test_stdio_flag_at_top_level_serves():
 def test_bad_tcp_address_is_a_usage_error():
     done = subprocess.run([sys.executable, "-m", "tunacode_lsp", "serve", "--tcp", "nowhere"], capture_output=True, timeout=60)
     assert done.returncode == 2 and b"HOST:PORT" in done.stderr
+
+
+def test_run_ends_at_once_with_its_exit_code_and_its_output_flushed():
+    """The program's `run` ends without the interpreter's teardown (cli/main.py exit_now):
+    its exit code and everything it wrote still arrive."""
+
+    done = subprocess.run([sys.executable, "-m", "tunacode_lsp", "run", "--max-turns", "0", "hi"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "tunacode-lsp run: --max-turns must be from 1 to 10000, got 0"

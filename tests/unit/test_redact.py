@@ -100,3 +100,30 @@ def test_plain_words_stream_live():
     stream = StreamRedactor(REDACTOR)
     pieces = [stream.feed(c) for c in "Hello world, this is fine. "]
     assert sum(1 for p in pieces if p) >= 10  # not held back a word at a time
+
+
+def test_attrs_instances_in_data_are_redacted_field_by_field():
+    """`Redactor.value` reaches into attrs instances (both the `attrs` and the older `attr`
+    API), though the module imports attrs only when one is met (start-up: the `run` client
+    imports it before it spawns the server)."""
+
+    import attr
+    import attrs
+
+    @attrs.frozen
+    class Item:
+        text: str
+        nested: list[str]
+        count: int = 3
+
+    @attr.s(auto_attribs=True)
+    class Old:
+        value: str
+
+    secret = ENV["OPENAI_API_KEY"]
+    item = Item(f"key {secret} here", ["ok", secret])
+    clean = REDACTOR.value({"item": item, "old": Old(secret)})
+    assert clean["item"] == Item(f"key {REDACTED} here", ["ok", REDACTED])
+    assert clean["old"].value == REDACTED
+    plain = Item("nothing", ["here"])
+    assert REDACTOR.value(plain) is plain  # unchanged: the same object

@@ -86,3 +86,16 @@ def test_an_idle_server_after_initialize_and_status_has_loaded_no_agent_or_provi
     loaded = {line.split("|")[-1].strip() for line in err.decode("utf-8", "replace").splitlines() if line.startswith("import time:")}
     assert "tunacode_lsp.lsp.server" in loaded  # the listing works
     assert sorted(m for m in loaded if m in FIRST_USE or m.split(".")[0] in HEAVY) == []
+
+
+def test_the_run_client_loads_nothing_heavy_before_it_spawns_the_server():
+    """`tunacode-lsp run` spawns the server once its arguments are checked; what it imports
+    before (the command line, the log redaction, the argument checks) is on the critical path
+    of every run: no attrs (~20 ms), no asyncio, no contract, no agent."""
+
+    code = ("import sys, json, tunacode_lsp.cli.main, tunacode_lsp.cli.run, tunacode_lsp.cli.inputs, "
+            "tunacode_lsp.store.locations; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs', 'asyncio', 'cattrs') "
+            "or m.startswith(('tunacode_lsp.contract', 'tunacode_lsp.agent', 'tunacode_lsp.lsp')))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == []

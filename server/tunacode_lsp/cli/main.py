@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from tunacode_lsp.core.redact import install_log_redaction
 
@@ -84,8 +86,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# subcommands whose program ends without the interpreter's teardown once they return
+ENDS_AT_ONCE = frozenset({"run"})
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the program at once, its output flushed: no teardown of the interpreter (freeing
+    every module's objects one by one: ~100 ms of `tunacode-lsp run`, after its answer was
+    printed). For a subcommand that has ended everything it started (`run` stopped and reaped
+    its server; its snapshot threads are daemons). Exit status 120 when stdout could not be
+    flushed, as Python's own exit gives."""
+
+    failed = False
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            failed = failed or stream is sys.stdout
+    logging.shutdown()
+    os._exit(120 if failed and code == 0 else code)
+
+
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # the program (the console script): no module from the working directory
+    program = argv is None
+    if program:  # the program (the console script): no module from the working directory
         from tunacode_lsp.cli.safe_path import drop_working_directory
 
         drop_working_directory()
@@ -94,9 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in DELEGATED:
         module, _ = DELEGATED[argv[0]]
         try:
-            return _delegate(module)(argv[1:])
+            code = _delegate(module)(argv[1:])
         except KeyboardInterrupt:  # Ctrl-C before a subcommand handles it: quiet, as a shell expects
-            return 130
+            code = 130
+        if program and argv[0] in ENDS_AT_ONCE:
+            exit_now(code)
+        return code
     parser = build_parser()
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         # `tunacode-lsp --stdio` (as language clients start servers) means serve

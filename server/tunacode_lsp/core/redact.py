@@ -38,10 +38,9 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
-
-import attrs
 
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 8
@@ -199,7 +198,9 @@ class Redactor:
             return {self.value(k) if isinstance(k, str) else k: self.value(v) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
             return type(obj)(self.value(v) for v in obj) if isinstance(obj, list) else tuple(self.value(v) for v in obj)
-        if attrs.has(type(obj)):
+        if "attr" in sys.modules and sys.modules["attr"].has(type(obj)):  # no attrs instance exists before attrs loads
+            import attrs  # not at start-up: the `run` client imports this module before it spawns the server
+
             changes = {}
             for field in attrs.fields(type(obj)):
                 if field.init:
