@@ -99,3 +99,37 @@ def test_the_run_client_loads_nothing_heavy_before_it_spawns_the_server():
             "or m.startswith(('tunacode_lsp.contract', 'tunacode_lsp.agent', 'tunacode_lsp.lsp')))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_the_run_client_loads_no_wire_type_while_the_server_starts():
+    """The headless client (cli/headless.py) is imported while the server starts, on the same
+    cores: it speaks the contract's names (cli/wire_names.py), not its attrs types, and loads
+    pathspec only in its snapshot's thread."""
+
+    code = ("import sys, json, tunacode_lsp.cli.main, tunacode_lsp.cli.run, tunacode_lsp.cli.headless; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('attr', 'attrs', 'cattrs', 'pathspec', 'pygls', 'lsprotocol', 'jsonschema') "
+            "or m.startswith(('tunacode_lsp.contract.protocol', 'tunacode_lsp.agent', 'tunacode_lsp.lsp')))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == []
+
+
+def test_the_client_wire_names_are_the_contracts():
+    from tunacode_lsp.cli import wire_names
+    from tunacode_lsp.contract import protocol
+
+    names = [n for n in vars(wire_names) if n.isupper()]
+    assert len(names) >= 8
+    assert {n: getattr(wire_names, n) for n in names} == {n: getattr(protocol, n) for n in names}
+
+
+def test_a_request_start_loads_no_json_schema_validator():
+    """A request builds its tools; their argument schemas are checked on each tool's first
+    call (tools/base.py), so jsonschema (~20 ms) and the schema checks (~20 ms) are no part
+    of a request's start."""
+
+    code = ("import sys, json, pathlib, tempfile, tunacode_lsp.agent.runner, tunacode_lsp.lsp.server; "
+            "from tunacode_lsp.tools import build_tools; build_tools(pathlib.Path(tempfile.mkdtemp()), apply_patch=True); "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == []

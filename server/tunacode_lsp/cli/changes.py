@@ -22,10 +22,12 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from tunacode_lsp.tools.confined_read import read_confined
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 MAX_FILES = 20_000
 HASH_BUDGET_BYTES = 64 * 1024 * 1024
@@ -73,7 +75,11 @@ def _rules(root: Path, rel: str, base: str, snapshot: Snapshot) -> tuple[str, Gi
     if not found.data:
         return None
     lines = found.data.decode("utf-8", errors="replace").splitlines()
-    return (base, GitIgnoreSpec.from_lines(lines)) if lines else None
+    if not lines:
+        return None
+    from pathspec import GitIgnoreSpec  # in the snapshot's thread, not with the client's start
+
+    return base, GitIgnoreSpec.from_lines(lines)
 
 
 def _ignored(rules: list[tuple[str, GitIgnoreSpec]], rel: str, is_dir: bool) -> bool:

@@ -48,12 +48,20 @@ log = logging.getLogger(__name__)
 AGENT_MODULES: tuple[str, ...] = ()
 
 
-def warm_up() -> None:
+def warm_up(shell_sandbox: str = "off") -> None:
+    """Once the client is initialized, on a worker thread: the shell sandbox's probe (a
+    bubblewrap process, ~30 ms, once per process; the first request and `tunacode.status`
+    wait for it otherwise), unless the sandbox is off."""
+
     import importlib
 
     try:
         for name in AGENT_MODULES:
             importlib.import_module(name)
+        if shell_sandbox != "off":
+            from tunacode_lsp.tools.sandbox import sandbox_state
+
+            sandbox_state(shell_sandbox)
     except Exception:  # the first request will import (and report) it again
         log.exception("warming up the agent modules failed")
 

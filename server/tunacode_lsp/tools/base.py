@@ -9,15 +9,17 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
 from tinyagent.agent_types import AgentTool, AgentToolResult, AgentToolUpdateCallback, TextContent
 
 from tunacode_lsp.core.text import clip
 from tunacode_lsp.tools.errors import ToolCancelled, ToolError, retry_hint
 from tunacode_lsp.tools.timeouts import timed_out_message
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,8 @@ def describe_validation_error(error: ValidationError) -> str:
 
 
 def validate_args(validator: Draft202012Validator, args: object) -> dict[str, Any]:
+    from jsonschema.exceptions import best_match
+
     if not isinstance(args, dict):
         raise ToolError(retry_hint("The arguments were not a JSON object", "send them as one JSON object"))
     error = best_match(validator.iter_errors(args))
@@ -98,7 +102,12 @@ def validate_args(validator: Draft202012Validator, args: object) -> dict[str, An
 
 @functools.lru_cache(maxsize=64)
 def _validator_for(schema_json: str) -> Draft202012Validator:
-    """Check each schema once per process: tools are built for every request."""
+    """Check each schema once per process, on the tool's first call (jsonschema's import and
+    the schema checks, ~40 ms, are no part of a request's start; tests/unit/tools/
+    test_tool_registry.py checks every built-in schema, agent/mcp/manager.py an MCP tool's
+    when its server connects)."""
+
+    from jsonschema import Draft202012Validator
 
     schema = json.loads(schema_json)
     Draft202012Validator.check_schema(schema)
@@ -123,7 +132,7 @@ def make_tool(
     arguments): a call still running then is cancelled and fails with an error naming the
     bound (tools/timeouts.py); `changes_files` says so in that error.
     """
-    validator = _validator_for(json.dumps(parameters, sort_keys=True))
+    schema_json = json.dumps(parameters, sort_keys=True)
 
     async def execute(
         tool_call_id: str,
@@ -135,7 +144,7 @@ def make_tool(
         call.check_abort()
         if prepare is not None and isinstance(args, dict):
             args = prepare(dict(args))
-        checked = validate_args(validator, args)
+        checked = validate_args(_validator_for(schema_json), args)
         if seconds is None:
             return await run(checked, call)
         bound = seconds(checked) if callable(seconds) else seconds
