@@ -15,6 +15,9 @@ from tunacode_lsp.core.redact import install_log_redaction
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from tunacode_lsp.lsp.start_up_gc import hold_full_collections
+
+    hold_full_collections()  # until initialize is answered (lsp/start_up_gc.py)
     from tunacode_lsp.lsp.logging_setup import setup_logging
     from tunacode_lsp.lsp.server import server
 

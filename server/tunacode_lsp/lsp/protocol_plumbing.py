@@ -36,6 +36,7 @@ from tunacode_lsp.contract.protocol import PROTOCOL_VERSION, REQUEST_CANCELLED
 from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.lsp.framing import FrameReader, OversizedMessage, check_message, error_response
 from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload
+from tunacode_lsp.lsp.start_up_gc import start_up_done
 
 if TYPE_CHECKING:
     from tunacode_lsp.lsp.server import TunaLanguageServer
@@ -111,6 +112,10 @@ class TunaProtocol(LanguageServerProtocol):
     def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"tunacode": {"protocolVersion": PROTOCOL_VERSION}}
+        try:
+            asyncio.get_running_loop().call_soon(start_up_done)  # once the answer is out (lsp/start_up_gc.py)
+        except RuntimeError:  # not on an event loop
+            start_up_done()
         return result
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)

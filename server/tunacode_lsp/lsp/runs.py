@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -49,9 +50,11 @@ AGENT_MODULES: tuple[str, ...] = ()
 
 
 def warm_up(shell_sandbox: str = "off") -> None:
-    """Once the client is initialized, on a worker thread: the shell sandbox's probe (a
-    bubblewrap process, ~30 ms, once per process; the first request and `tunacode.status`
-    wait for it otherwise), unless the sandbox is off."""
+    """On a worker thread: the agent modules once the client is initialized (none now), and
+    with the first request the shell sandbox's probe (a bubblewrap process, ~30 ms, once per
+    process), which then runs while the request imports the agent instead of after it. Not
+    at `initialized`: an idle server's `tunacode.status` would then meet the probe running
+    and need a second worker thread (~0.2 MB of idle RSS)."""
 
     import importlib
 
@@ -73,11 +76,15 @@ class LspRequests(RequestService):
         super().__init__(lambda: ls.sessions, lambda: ls.options, lambda: ls.workspace_root)
         self._ls = ls
         self._cancelled_by_rpc: set[str] = set()
+        self._sandbox_probe_started = False
 
     def begin_lsp(self, params: RequestParams, msg_id: Any) -> RequestSlot:
         """`begin`, with its `$/cancelRequest` route in the server's registry (lsp/cancels.py):
         a cancel that overtook the handler's start applies at once."""
 
+        if not self._sandbox_probe_started:  # see warm_up
+            self._sandbox_probe_started = True
+            asyncio.get_running_loop().run_in_executor(None, warm_up, self._ls.options.shell_sandbox)
         pending = self.begin(params, tag=msg_id)
         self._ls.cancels.register(msg_id, lambda: self._cancel_by_rpc(pending))
         return pending

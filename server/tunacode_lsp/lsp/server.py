@@ -246,7 +246,7 @@ async def on_initialized(ls: TunaLanguageServer, _params: types.InitializedParam
         log.warning("%s", warning)
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
     ls.pending_warnings = []
-    asyncio.get_running_loop().run_in_executor(None, warm_up, ls.options.shell_sandbox)  # the first request need not wait for the sandbox probe
+    asyncio.get_running_loop().run_in_executor(None, warm_up)  # the first request need not wait for imports
     # nor for the first snapshot (progress shown when it takes over a second)
     ls.track(first_snapshot_progress(ls, ls.requests.checkpoints.warm(ls.workspace_root)))
     try:
