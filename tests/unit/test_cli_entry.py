@@ -38,3 +38,14 @@ def test_run_ends_at_once_with_its_exit_code_and_its_output_flushed():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == "tunacode-lsp run: --max-turns must be from 1 to 10000, got 0"
+
+
+def test_serving_without_arguments_uses_the_parsers_defaults():
+    """`tunacode-lsp` and `tunacode-lsp --stdio` (how editors and `run` start the server) serve
+    without building the parser: its defaults, kept here, are the parser's own."""
+
+    from tunacode_lsp.cli.main import SERVE_DEFAULTS, build_parser
+
+    for argv in (["serve"], ["serve", "--stdio"]):
+        parsed = vars(build_parser().parse_args(argv))
+        assert {k: v for k, v in parsed.items() if k != "stdio"} == {k: v for k, v in vars(SERVE_DEFAULTS).items() if k != "stdio"}

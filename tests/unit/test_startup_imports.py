@@ -86,6 +86,7 @@ def test_an_idle_server_after_initialize_and_status_has_loaded_no_agent_or_provi
     loaded = {line.split("|")[-1].strip() for line in err.decode("utf-8", "replace").splitlines() if line.startswith("import time:")}
     assert "tunacode_lsp.lsp.server" in loaded  # the listing works
     assert sorted(m for m in loaded if m in FIRST_USE or m.split(".")[0] in HEAVY) == []
+    assert "argparse" not in loaded  # started without arguments: no parser (cli/main.py SERVE_DEFAULTS)
 
 
 def test_the_run_client_loads_nothing_heavy_before_it_spawns_the_server():
