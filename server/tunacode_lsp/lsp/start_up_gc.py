@@ -1,15 +1,15 @@
-"""The garbage collector while the server starts: its full pass waits until `initialize` is
-answered, and what start-up built is frozen after it.
+"""The garbage collector while the server starts: no full pass over what start-up builds,
+which is frozen once `initialize` is answered.
 
 Importing pygls, lsprotocol and the server makes ~55,000 objects that live as long as the
-process (modules, classes, functions). Python's collector passes over all of them once
-while they are imported (~30 ms, to free a few hundred objects); that pass now comes right
-after the `initialize` answer is written, not before it (the young generations are still
-collected during start-up: they free the imports' short-lived cycles). Then `gc.freeze`
-moves the survivors out of every later pass, so each full collection of the server's life
-skips them; nothing more is kept alive (the pass before the freeze freed what start-up
-left). What the pass freed is handed back to the system (glibc's `malloc_trim`): freed later
-than before, it would otherwise stay in the process (~0.2 MB of idle RSS).
+process (modules, classes, functions). Python's collector passed over all of them once while
+they were imported (~30 ms before the `initialize` answer, or on the first request when put
+after it) to free ~150 objects. Now start-up runs without full passes (the young
+generations are still collected: they free the imports' short-lived cycles), and once the
+`initialize` answer is written `gc.freeze` moves everything start-up made out of every later
+pass, so each full collection of the server's life skips it. The price: those ~150 objects
+(~0.1 MB) are never freed. The C heap's free pages go back to the system then (glibc's
+`malloc_trim`): idle RSS 45.8 -> 45.1 MB (docs/performance.md, "Start-up").
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _held: tuple[int, int, int] | None = None
 
 
 def hold_full_collections() -> None:
-    """First thing at start-up: the full pass waits for `start_up_done`."""
+    """First thing at start-up: no full pass until `start_up_done`."""
 
     global _held
     if _held is None:
@@ -31,12 +31,11 @@ def hold_full_collections() -> None:
 
 
 def start_up_done() -> None:
-    """Once `initialize` is answered: the full pass, the survivors frozen, thresholds back."""
+    """Once `initialize` is answered: what start-up made frozen, thresholds back."""
 
     global _held
     if _held is None:
         return
-    gc.collect()
     gc.freeze()
     gc.set_threshold(*_held)
     _held = None
