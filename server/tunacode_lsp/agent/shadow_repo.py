@@ -1051,7 +1051,32 @@ def _workspace_index(root: Path) -> tuple[bytes, int, str] | None:
         read = _read_regular(config, MAX_CONFIG_BYTES)
         if read is None or CONVERTING_CONFIG.search(read[0]):
             return None
+    if not _plain_objects(dot / "objects"):
+        return None
     index = _read_regular(dot / "index", MAX_SEED_INDEX_BYTES)
     if index is None:
         return None
     return index[0], index[1], str(dot / "objects")
+
+
+def _plain_objects(objects: Path) -> bool:
+    """Whether git may read the workspace's objects folder without waiting or going elsewhere:
+    no alternates of its own (its objects live in another repository), and every file git
+    opens by name there (packs, their indexes, commit graphs) a regular file, not a FIFO git
+    would wait on forever or a link. A loose object cannot be checked this cheaply: git
+    blocked on one is stopped (GitBlocked) and says so."""
+
+    if os.path.lexists(objects / "info" / "alternates") or os.path.lexists(objects / "info" / "http-alternates"):
+        return False
+    for folder in (objects / "pack", objects / "info", objects / "info" / "commit-graphs"):
+        try:
+            with os.scandir(folder) as found:
+                for entry in found:
+                    if not (entry.is_file(follow_symlinks=False)
+                            or (entry.name == "commit-graphs" and entry.is_dir(follow_symlinks=False))):
+                        return False
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+    return True
