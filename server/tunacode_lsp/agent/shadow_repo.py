@@ -21,20 +21,27 @@ and a commit on HEAD keeps its objects reachable. Not recorded: files `.gitignor
 `max_file_bytes`, nested git repositories; the last two are listed in the repository's
 `info/exclude` and checked again at every snapshot.
 
-The first snapshot of a git workspace starts from the workspace's own index (`seed`): its
-bytes are copied (never written back; git never runs in the workspace's repository, so its
-configuration is never read) and its objects borrowed read-only (`GIT_ALTERNATE_OBJECT_DIRECTORIES`,
-given only to the commands that read objects: a command that writes objects would "freshen"
-the workspace's copies, touching their times), so git hashes only what differs from it, as
-`git status` would; `write-tree --missing-ok` while borrowing, after the trees of the
-workspace's HEAD are copied in as one pack (`pack-objects` reads them, `index-pack` writes
-here), so that it reuses the index's cached trees instead of writing each again. Only when nothing in the
+The first snapshot of a git workspace starts from the workspace's own index (`_seed`): its
+bytes are read here (agent/git_index.py: checked, never written back; git never runs in the
+workspace's repository, so its configuration is never read), copied in with their time, and
+its objects borrowed read-only (`GIT_ALTERNATE_OBJECT_DIRECTORIES`, given only to the
+commands that read objects: a command that writes objects would "freshen" the workspace's
+copies, touching their times). One `ls-files -m -o` then lists what differs from it (the
+status of a repository with no commit yet), so git hashes only that, as `git status` would;
+meanwhile the index's cached trees are copied in as one pack, so that `write-tree
+--missing-ok` reuses them instead of writing each again. Only when nothing in the
 workspace's git could have changed bytes on their way into its index (no `.gitattributes`,
-no `autocrlf`, `eol`, `attributesFile`, `worktree` or include in its configuration files), and with no entry git
-would skip (assume-unchanged, skip-worktree, unmerged); what the full path leaves out (ignored
-files, files over the size limit, submodules) is taken out of the index first. The borrowed
-objects are then copied into the shadow repository (`absorb`, after the snapshot) and the
-alternates dropped, so the workspace's own `git gc` never takes a checkpoint's bytes.
+no `autocrlf`, `eol`, `attributesFile`, `worktree` or include in its configuration files), with no entry git
+would skip (assume-unchanged, skip-worktree, unmerged) or never write (a path with `..` or
+`.git`), and objects git can read without waiting or going elsewhere (no alternates of
+their own, no FIFO among the packs); what the full path leaves out (ignored files, files
+over the size limit, submodules) is taken out of the index first. The borrowed objects are
+then copied into the shadow repository (`absorb`, after the snapshot) and the alternates
+dropped, so the workspace's own `git gc` never takes a checkpoint's bytes.
+
+A new repository is made by hand (the files `git init --bare` and our configuration would
+leave, built beside it and renamed in), and a snapshot's commit object and branch ref are
+written in git's loose formats: three processes fewer for a first snapshot, two per later one.
 
 The repository is bounded (`bound`, run by agent/checkpoints.py off the request path): over
 the bound, the history is rewritten to hold only the trees still named (the current one,
@@ -352,6 +359,8 @@ class ShadowRepo:
         # `git init` and a `git config` for the excludes cost three processes per new repository
         try:
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+            for stale in self.git_dir.parent.glob(f".{self.git_dir.name}.new-*"):  # a crash's (we hold the lock)
+                shutil.rmtree(stale, ignore_errors=True)
             building = Path(tempfile.mkdtemp(prefix=f".{self.git_dir.name}.new-", dir=self.git_dir.parent))
         except OSError as exc:
             raise CheckpointError(f"cannot create the checkpoint repository {self.git_dir}: {exc.strerror}") from None
