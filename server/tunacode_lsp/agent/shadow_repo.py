@@ -26,7 +26,7 @@ bytes are read here (agent/git_index.py: checked, never written back; git never 
 workspace's repository, so its configuration is never read), copied in with their time, and
 its objects borrowed read-only (`GIT_ALTERNATE_OBJECT_DIRECTORIES`, given only to the
 commands that read objects: a command that writes objects would "freshen" the workspace's
-copies, touching their times). One `ls-files -m -o` then lists what differs from it (the
+copies, touching their times). `diff-files` and `ls-files -o` then list what differs from it (the
 status of a repository with no commit yet), so git hashes only that, as `git status` would;
 meanwhile the index's cached trees are copied in as one pack, so that `write-tree
 --missing-ok` reuses them instead of writing each again. Only when nothing in the
@@ -302,10 +302,15 @@ class ShadowRepo:
         finally:
             os.close(fd)
 
-    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,), timeout: float | None = None) -> bytes:
+    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,), timeout: float | None = None,
+             settings: tuple[tuple[str, str], ...] = ()) -> bytes:
         env = self._env
         if args and args[0] in READING_COMMANDS and (borrowed := self._borrowed()):
             env = {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": borrowed}
+        if settings:  # configuration for this command only
+            env = {**env, "GIT_CONFIG_COUNT": str(len(settings))}
+            for number, (key, value) in enumerate(settings):
+                env[f"GIT_CONFIG_KEY_{number}"], env[f"GIT_CONFIG_VALUE_{number}"] = key, value
         try:
             process = subprocess.Popen(
                 ["git", *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -746,9 +751,10 @@ class ShadowRepo:
         list what differs from it, as `git status` entries (`XY path`). None (and nothing left
         behind) when the workspace has no index that is safe to use.
 
-        Three git processes run at once, each reading the seeded index: the listing of modified
-        and untracked files (the status of a repository with no HEAD yet: `ls-files -m -o`),
-        the tracked files now ignored (they leave the index: the full path never records
+        Four git processes run at once, each reading the seeded index: the files that differ
+        from it (`diff-files`, which stats them on several threads as `status` does), the
+        untracked ones (`ls-files -o`; with those, the status of a repository with no commit
+        yet), the tracked files now ignored (they leave the index: the full path never records
         them), and the copy of the index's cached trees; meanwhile the index is read here
         (agent/git_index.py: anything git would skip or convert turns seeding off; gitlinks
         and files over the size limit leave the index)."""
@@ -761,9 +767,12 @@ class ShadowRepo:
         try:
             self._borrowed_file().write_text(objects, encoding="utf-8", errors="surrogateescape")
             self._write_index(data, mtime_ns)
-            with concurrent.futures.ThreadPoolExecutor(max_workers=3, thread_name_prefix="tunacode-seed") as pool:
-                # the listing (the longest) starts at once; the index is checked meanwhile, here
-                listed = pool.submit(self._git, "ls-files", "-z", "-t", "-m", "-o", "--exclude-standard")
+            with concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tunacode-seed") as pool:
+                # the listings start at once (the files that differ from the index: `diff-files`
+                # stats them on several threads, as `status` does; the untracked ones); the
+                # index is checked meanwhile, here
+                changed = pool.submit(self._git, "diff-files", "--name-only", "-z", "--ignore-submodules=all")
+                untracked = pool.submit(self._git, "ls-files", "-z", "-o", "--exclude-standard")
                 ignored = pool.submit(self._git, "ls-files", "-z", "-c", "-i", "--exclude-standard")
                 try:
                     facts = read_index(data, self.max_file_bytes)
@@ -771,7 +780,9 @@ class ShadowRepo:
                     log.info("the first snapshot of %s reads every file: its git index is not used (%s)", self.root, exc)
                     raise CheckpointError(str(exc)) from None
                 trees = pool.submit(self._copy_trees, facts.trees)
-                listing, left_out = listed.result(), {p for p in ignored.result().split(b"\0") if p}
+                left_out = {p for p in ignored.result().split(b"\0") if p}
+                listing = [b" M " + p for p in changed.result().split(b"\0") if p]
+                listing += [b"?? " + p for p in untracked.result().split(b"\0") if p]
                 trees.result()  # best effort: never raises; written before `write-tree` runs
             if facts.data is not data:  # extensions left out (an untracked cache, an fsmonitor's)
                 self._write_index(facts.data, mtime_ns)
@@ -782,10 +793,9 @@ class ShadowRepo:
                 self._git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
                           "--pathspec-file-nul", stdin=b"\0".join(sorted(drop)))
             entries: dict[bytes, bytes] = {}
-            for record in listing.split(b"\0"):
-                tag, path = record[:2], record[2:]
-                if path and path not in drop:
-                    entries[path] = b"?? " + path if tag == b"? " else b" M " + path
+            for record in listing:
+                if record[3:] not in drop:
+                    entries[record[3:]] = record
             # a file over the size limit is now untracked: recorded or excluded by its size now
             entries.update({p: b"?? " + p for p in big if p not in left_out and os.path.lexists(self.root / os.fsdecode(p))})
             if gitlinks:  # what is in a submodule's folder now (a nested repository: `sub/`)
@@ -813,7 +823,8 @@ class ShadowRepo:
             return
         try:
             self._git("pack-objects", "-q", "--window=0", str(self.git_dir / "objects" / "pack" / "pack"),
-                      stdin="".join(f"{t}\n" for t in trees).encode(), timeout=min(self.timeout, TREES_SECONDS))
+                      stdin="".join(f"{t}\n" for t in trees).encode(), timeout=min(self.timeout, TREES_SECONDS),
+                      settings=(("core.fsync", "none"),))  # a copy (the workspace has them): `absorb`'s repack syncs
         except CheckpointError as exc:
             log.info("the index's cached trees were not copied in (write-tree writes them): %s", exc)
 
