@@ -77,6 +77,7 @@ def test_an_index_naming_paths_outside_the_tree_or_in_git_is_not_recorded(tmp_pa
         (b"../outside.txt", outside, blob(root, b"planted\n")),
         (b"src/../../outside.txt", outside, blob(root, b"planted\n")),
         (b".git/hooks/post-checkout", hooks / "post-checkout", blob(root, b"#!/bin/sh\ntouch pwned\n")),
+        (b"src/planted/", root / "a.txt", blob(root, b"a\n")),
     ])
     before = dot_git_digest(root)
     seeded = ShadowRepo(root, tmp_path / "data" / "seeded")

@@ -4,12 +4,12 @@ would not record (submodules, files over the size limit), the ids of its cached 
 the same bytes with only the cached trees kept of its extensions.
 
 Formats 2, 3 and 4 with SHA-1 ids (git's own; `Documentation/gitformat-index.txt`). The
-checksum is checked, so a damaged or hand-made index is refused, not half read. Refused
+checksum is checked (git itself does not), so a damaged index is refused, not half read. Refused
 (`UnusableIndex`): an entry git would skip or that the workspace's git may have converted
 (unmerged, assume-unchanged, skip-worktree, a `.gitattributes`), a path git itself would
 never write (`..`, `.`, an empty part, `.git`, a leading `/`), a split or sparse index.
-Everything is found by byte searches and one pass over the entries' fixed headers, never by
-a Python object per entry (30,000 entries: ~20 ms)."""
+Everything is found by one pass over the entries' fixed headers and byte searches; a path
+is read only of an entry that needs a closer look (30,000 entries: ~20 ms of CPU)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ GITLINK = 0o160000
 KEPT_EXTENSIONS = {b"TREE"}
 DROPPED_EXTENSIONS = {b"REUC", b"UNTR", b"FSMN", b"EOIE", b"IEOT"}  # git rebuilds or ignores these
 # where a path may hold a part git never writes, or a `.gitattributes` (checked against the entry)
-SUSPECT = re.compile(rb"/\.(?:\.?(?:/|\0)|git(?:/|\0)|gitattributes\0)|//", re.IGNORECASE)
+SUSPECT = re.compile(rb"/\.(?:\.?(?:/|\0)|git(?:/|\0)|gitattributes\0)|//|/\0", re.IGNORECASE)
 
 
 class UnusableIndex(Exception):
@@ -146,7 +146,7 @@ def _walk_v4(data: bytes, count: int, max_file_bytes: int) -> tuple[list[tuple[i
         if end < 0 or strip > len(path):
             raise UnusableIndex("an entry's path has no end")
         path = path[:len(path) - strip] + data[at:end]
-        if path[:1] in (b".", b"/") or b"/." in path or b"//" in path or _odd(data, off, high):
+        if path[:1] in (b".", b"/") or path[-1:] == b"/" or b"/." in path or b"//" in path or _odd(data, off, high):
             odd.append((off, path))
         off = end + 1
     return odd, off
