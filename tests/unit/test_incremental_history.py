@@ -166,3 +166,27 @@ def test_a_cached_history_after_appends_equals_cleaning_everything_again():
         entry.append({"role": "assistant", "content": [call("call_dup")]}, (2, 2))  # renamed
         entry.append(result("call_dup~2", "x"), (3, 3))
         assert entry.build_view() == CachedHistory((0, 0), entry.stored, compaction).build_view()
+
+
+def test_bodies_joined_from_the_last_ones_equal_the_whole_encoding_across_sessions_and_divergence():
+    from tinyagent import Context, SimpleStreamOptions
+
+    from tests.unit.test_request_body_reuse import URL, turn, whole
+    from tunacode_lsp.agent.provider.model import OpenAICompatModel
+    from tunacode_lsp.agent.provider.openai_request import encode_request_body
+
+    model = OpenAICompatModel(provider="openrouter", id="anthropic/claude-sonnet-4.5", base_url=URL)  # cache hints
+    sessions = {name: [m for n in range(30) for m in turn(n)] for name in ("a", "b")}
+    rng = random.Random(5)
+    for step in range(40):
+        name = rng.choice("ab")
+        history = sessions[name]
+        if step % 7 == 3:  # a message in the middle replaced by another object (a pruning step)
+            at = rng.randrange(len(history))
+            history[at] = history[at].model_copy()
+        history += turn(100 + step)
+        prompt = rng.choice(["s", "s", "another system prompt", ""])
+        context = Context(system_prompt=prompt, messages=list(history))
+        encoded = encode_request_body(model, context, SimpleStreamOptions())
+        content, quotable = whole(model, context, SimpleStreamOptions())
+        assert encoded.content == content and encoded.quotable == quotable

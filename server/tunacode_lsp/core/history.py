@@ -407,10 +407,34 @@ def plan_pruning(
     step's cut started at the first output before, and such a call reused ~nothing).
     """
     results = is_result if is_result is not None else [p is not None for p in pruned_tokens]
-    replay = PruningReplay(token_budget=token_budget, keep_recent=keep_recent, target_ratio=target_ratio, head_ratio=head_ratio)
-    for count, small, result in zip(tokens, pruned_tokens, results, strict=True):
-        replay.push(count, small, result)
-    return set(replay.chosen)
+    target = int(token_budget * target_ratio)
+    head = int(token_budget * head_ratio)
+    chosen: set[int] = set()
+    total = 0
+    grown = 0  # the estimate of the history so far, nothing pruned: where the head ends
+    result_positions: list[int] = []
+    cursor = 0  # index into result_positions: everything before it was considered
+    for index, count in enumerate(tokens):
+        total += count
+        grown += count
+        if results[index] and grown > head:
+            result_positions.append(index)
+        if total <= token_budget:
+            continue
+        # The `keep_recent` latest results are spared when the step reaches the target
+        # without them; else the step goes on into them (sparing the very latest), since a
+        # step too small to reach the target would be followed by another on every turn.
+        for spare in (max(0, keep_recent), min(1, max(0, keep_recent))):
+            limit = max(0, len(result_positions) - spare)
+            while total > target and cursor < limit:
+                position = result_positions[cursor]
+                cursor += 1
+                small = pruned_tokens[position]
+                if small is None or small >= tokens[position]:
+                    continue
+                total += small - tokens[position]
+                chosen.add(position)
+    return chosen
 
 
 class PruningReplay:
@@ -422,7 +446,9 @@ class PruningReplay:
     they took, and returns the positions no longer pruned. After any sequence of both,
     `chosen` and `total` equal `plan_pruning` over the messages currently pushed and the
     estimate of the input with them pruned: the model's input of a long session is
-    planned in O(new messages) per turn instead of O(history).
+    planned in O(new messages) per turn instead of O(history). `push` is `plan_pruning`'s
+    loop body: a change to the policy there is made here too
+    (tests/unit/test_incremental_history.py compares the two).
     """
 
     def __init__(
