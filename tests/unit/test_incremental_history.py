@@ -15,10 +15,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tunacode_lsp.agent.model_input import ModelInput, common_prefix
+from tunacode_lsp.agent.model_input import ModelInput
 from tunacode_lsp.agent.sessions import CachedHistory
 from tunacode_lsp.core.codec import dump_message, load_message
-from tunacode_lsp.core.history import HistoryCleaner, PruningReplay, clean_history, plan_pruning
+from tunacode_lsp.core.history import HistoryCleaner, PruningReplay, clean_history, common_prefix, plan_pruning
 
 CALL_IDS = st.sampled_from(["c0", "c1", "c2", "c0~2", "c1~2", "unnamed_call", None])
 TEXTS = st.sampled_from(["", "a", "b", "hello"])
@@ -190,3 +190,10 @@ def test_bodies_joined_from_the_last_ones_equal_the_whole_encoding_across_sessio
         encoded = encode_request_body(model, context, SimpleStreamOptions())
         content, quotable = whole(model, context, SimpleStreamOptions())
         assert encoded.content == content and encoded.quotable == quotable
+
+
+def test_the_common_prefix_is_of_the_same_objects_not_of_equal_ones():
+    a, b, c = user("x"), user("x"), user("y")
+    assert common_prefix([a, c, a], [a, c]) == 2 and common_prefix([a, c], [a, c, a]) == 2
+    assert common_prefix([a, c], [b, c]) == 0  # equal, not the same object
+    assert common_prefix([a, c, a], [a, c, b]) == 2 and common_prefix([], [a]) == 0

@@ -26,8 +26,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from tunacode_lsp.agent.model_input import ModelInput, common_prefix
-from tunacode_lsp.core.history import estimate_tokens
+from tunacode_lsp.agent.model_input import ModelInput
+from tunacode_lsp.core.history import common_prefix, estimate_tokens
 
 MIN_MESSAGES = 2_000  # shorter histories validate in a few ms: not kept
 MAX_SESSIONS = 2

@@ -16,7 +16,6 @@ request of the session starts with the same models, agent/history_models.py), wi
 from __future__ import annotations
 
 import itertools
-import operator
 import threading
 from bisect import bisect_right
 from typing import Any
@@ -24,18 +23,13 @@ from typing import Any
 from tinyagent import TextContent
 
 from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
-from tunacode_lsp.core.history import PruningReplay, estimate_tokens, pruned_replacement
+from tunacode_lsp.core.history import PruningReplay, common_prefix, estimate_tokens, pruned_replacement
 
 # (message, token estimate, (pruned replacement, its estimate) or None)
 Facts = tuple[Any, int, tuple[Any, int] | None]
 
 
 LLM_ROLES = ("user", "assistant", "tool_result")
-
-
-def common_prefix(a: list[Any], b: list[Any]) -> int:
-    """How many leading items of `a` and `b` are the same objects (compared in C, not a Python loop)."""
-    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)), min(len(a), len(b)))
 
 
 class ModelInput:

@@ -27,7 +27,7 @@ from tunacode_lsp.agent.error_kinds import error_kind
 from tunacode_lsp.agent.events import EventTable, RequestState, tool_result_text
 from tunacode_lsp.agent.hooks import HookRunner
 from tunacode_lsp.agent.instructions import NestedInstructions
-from tunacode_lsp.agent.model_input import ModelInput, common_prefix
+from tunacode_lsp.agent.model_input import ModelInput
 from tunacode_lsp.agent.ports import AgentSink, ApprovalDecision, ApprovalRequest, MessageLog, RequestSpec
 from tunacode_lsp.agent.projection import NotingSink, plan_items, plan_of, save_request_end, stored_results_for
 from tunacode_lsp.agent.provider.stream import make_stream_fn
@@ -49,6 +49,7 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import bulk_decoding, load_message
 from tunacode_lsp.core.history import (
+    common_prefix,
     estimate_tokens,
     prune_tool_outputs,
     unanswered_tool_calls,

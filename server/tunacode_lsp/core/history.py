@@ -31,7 +31,9 @@ What the server knows of a message beyond tinyagent's dump is structured, never 
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+import operator
 from collections import deque
 from typing import Any
 
@@ -358,6 +360,14 @@ class HistoryCleaner:
                     waiting.setdefault(original, deque()).append(final_id)
                 open_calls[final_id] = call
             cleaned.append(assistant)
+
+
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading items of `a` and `b` are the same objects (compared in C, not a
+    Python loop): a long history grows at its end, so a turn redoes only what follows."""
+    if all(map(operator.is_, a, b)):  # the usual case, about twice as fast as finding where
+        return min(len(a), len(b))
+    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)))
 
 
 # ---------------------------------------------------------------- budget

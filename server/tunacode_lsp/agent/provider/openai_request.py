@@ -7,9 +7,7 @@ session (openai_chat.stream_openai_chat). Also the chat-completions usage -> tin
 from __future__ import annotations
 
 import functools
-import itertools
 import json
-import operator
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -30,7 +28,7 @@ from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.model import OpenAICompatModel
 from tunacode_lsp.core.codec import bulk_decoding
-from tunacode_lsp.core.history import PRUNED_MARK_PREFIX
+from tunacode_lsp.core.history import PRUNED_MARK_PREFIX, common_prefix
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ def encode_request_body(
                 if converted is not None:
                     _mark(converted)
                     parts[position] = _encode(converted)
-        content = head + b'"messages":[' + b",".join(parts) + b"]" + tail
+        content = b"".join((head, b'"messages":[', b",".join(parts), b"]", tail))  # one copy of the messages, not four
         quotable = list(joined.quotable)
         del body["messages"]
     return EncodedBody(body, content, quotable)
@@ -191,7 +189,7 @@ class LastJoins:
         best, same = None, 0
         for joined in kept:
             if joined.key == key:
-                length = _common_prefix(messages, joined.messages)
+                length = common_prefix(messages, joined.messages)
                 if best is None or length > same:
                     best, same = joined, length
         if best is not None and same > 0:
@@ -224,10 +222,6 @@ class LastJoins:
     def clear(self) -> None:
         with self._lock:
             self._kept = []
-
-
-def _common_prefix(a: list[Any], b: list[Any]) -> int:
-    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)), min(len(a), len(b)))
 
 
 LAST_JOINS = LastJoins()
