@@ -378,8 +378,15 @@ def estimate_tokens(messages: list[Message]) -> int:
     return sum(_message_tokens(message) for message in messages)
 
 
-PRUNE_TARGET_RATIO = 0.5
-PRUNE_HEAD_RATIO = 0.25  # of the budget: the start of the history, never pruned (see plan_pruning)
+# The pruning policy (issue 28, Anthropic prompt cache). A step's call reads from the
+# provider's cache only the input before its first newly pruned output: about the head, so
+# ~head/target of that call; every call between steps reads all but what it appends, so
+# ~1 - appended/input. A lower target makes steps rarer and larger (each frees at least
+# 60% of the budget), a larger head makes a step's call read more: with 0.4 and 0.3 a step
+# call reads ~3/4 of its input (0.5 and 0.25: ~1/2). Measured by `python -m bench --only
+# anthropic_cache prefix_reuse` (docs/performance.md, issue 28 third session).
+PRUNE_TARGET_RATIO = 0.4  # of the budget: where a step brings the estimate back to
+PRUNE_HEAD_RATIO = 0.3  # of the budget: the start of the history, never pruned (see plan_pruning)
 
 
 PRUNED_MARK_PREFIX = "[output pruned: "
