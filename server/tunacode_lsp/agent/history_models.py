@@ -39,6 +39,10 @@ class Carry:
     models: list[Any]  # models[i] validated from dumps[i]
     totals: list[int]  # totals[i]: the token estimate of dumps[:i]
     model_input: ModelInput
+    # the last list `estimate` compared, and how many of its leading dumps are ours: `load`
+    # of the same list, unchanged (a request's history is never changed in place), needs
+    # no second pass
+    checked: tuple[list[dict[str, Any]], int, int] | None = None
 
 
 _kept: OrderedDict[str, Carry] = OrderedDict()
@@ -71,14 +75,31 @@ def estimate(session_id: str, dumps: list[dict[str, Any]]) -> int:
         carry = _kept.get(session_id)
     if carry is None:
         return estimate_tokens(dumps)
-    same = common_prefix(dumps, carry.dumps)
+    same = _same(carry, dumps)
     return carry.totals[same] + estimate_tokens(dumps[same:])
+
+
+def reused(carry: Carry | None, dumps: list[dict[str, Any]]) -> int:
+    """How many of `dumps` `load` will take from `carry` instead of validating them."""
+
+    return 0 if carry is None else _same(carry, dumps)
+
+
+def _same(carry: Carry, dumps: list[dict[str, Any]]) -> int:
+    """How many leading dumps of `dumps` are the carry's own objects."""
+
+    checked = carry.checked
+    if checked is not None and checked[0] is dumps and checked[1] == len(dumps):
+        return checked[2]
+    same = common_prefix(dumps, carry.dumps)
+    carry.checked = (dumps, len(dumps), same)
+    return same
 
 
 def load(session_id: str, dumps: list[dict[str, Any]], previous: Carry | None) -> Carry:
     """The models of `dumps`, reusing `previous`'s for its prefix of the same dump objects."""
 
-    same = common_prefix(dumps, previous.dumps) if previous is not None else 0
+    same = _same(previous, dumps) if previous is not None else 0
     model_input = previous.model_input if previous is not None else ModelInput()
     models = previous.models[:same] if previous is not None else []
     totals = previous.totals[: same + 1] if previous is not None else [0]

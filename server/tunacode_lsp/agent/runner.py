@@ -49,7 +49,6 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.abort import race_abort
 from tunacode_lsp.core.codec import bulk_decoding, load_message
 from tunacode_lsp.core.history import (
-    common_prefix,
     estimate_tokens,
     prune_tool_outputs,
     unanswered_tool_calls,
@@ -346,8 +345,7 @@ class AgentRequest:
 
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
             previous = history_models.take(self.spec.session_id)  # the last request's models, by dump
-            same = common_prefix(self.spec.history, previous.dumps) if previous is not None else 0
-            long = len(self.spec.history) - same >= PROMOTE_HISTORY_MIN
+            long = len(self.spec.history) - history_models.reused(previous, self.spec.history) >= PROMOTE_HISTORY_MIN
             if long:
                 gc.collect(1)  # the young garbage first (earlier requests' leftovers), not promoted below
             self._carry = history_models.load(self.spec.session_id, self.spec.history, previous)
