@@ -22,6 +22,7 @@ when it ends (`keep`).
 from __future__ import annotations
 
 import threading
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +38,7 @@ MAX_SESSIONS = 2
 class Carry:
     dumps: list[dict[str, Any]]  # the history the models were made from
     models: list[Any]  # models[i] validated from dumps[i]
-    totals: list[int]  # totals[i]: the token estimate of dumps[:i]
+    totals: array[int]  # totals[i]: the token estimate of dumps[:i] (an array: never traversed by the collector)
     model_input: ModelInput
     # the last list `estimate` compared, and how many of its leading dumps are ours: `load`
     # of the same list, unchanged (a request's history is never changed in place), needs
@@ -102,7 +103,7 @@ def load(session_id: str, dumps: list[dict[str, Any]], previous: Carry | None) -
     same = _same(previous, dumps) if previous is not None else 0
     model_input = previous.model_input if previous is not None else ModelInput()
     models = previous.models[:same] if previous is not None else []
-    totals = previous.totals[: same + 1] if previous is not None else [0]
+    totals = previous.totals[: same + 1] if previous is not None else array("q", [0])
     total = totals[-1]
     for dump in dumps[same:]:
         model = model_input.load(dump)

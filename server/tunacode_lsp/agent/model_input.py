@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from array import array
 from bisect import bisect_right
 from typing import Any
 
@@ -41,7 +42,7 @@ class ModelInput:
     def _reset(self, token_budget: int) -> None:
         self._inputs: list[Any] = []  # the messages of the last build
         self._llm: list[Any] = []  # their model input, unpruned (user runs merged)
-        self._ends: list[int] = []  # per item of _llm: the index in _inputs after its last message
+        self._ends = array("q")  # per item of _llm: the index in _inputs after its last message (not a list: never traversed by the collector)
         self._out: list[Any] = []  # _llm with the chosen outputs pruned
         self._replay = PruningReplay(token_budget=token_budget)
 

@@ -34,6 +34,7 @@ import copy
 import itertools
 import math
 import operator
+from array import array
 from collections import deque
 from typing import Any
 
@@ -454,6 +455,10 @@ def plan_pruning(
     return chosen
 
 
+NOT_PRUNABLE = -1  # a pruned estimate is at least TOKENS_PER_MESSAGE
+MARK_FIELDS = 5
+
+
 class PruningReplay:
     """`plan_pruning`, one message at a time, and back to any earlier length.
 
@@ -483,21 +488,23 @@ class PruningReplay:
         self.total = 0  # the estimate of the messages pushed, as pruned
         self.chosen: set[int] = set()
         self._grown = 0  # the estimate of the history so far, nothing pruned: where the head ends
-        self._tokens: list[int] = []
-        self._pruned_tokens: list[int | None] = []
-        self._result_positions: list[int] = []
+        # arrays, not lists: the collector never traverses them (a 30k-item list of ints is
+        # 30k objects touched by every full pass)
+        self._tokens = array("q")
+        self._pruned_tokens = array("q")  # NOT_PRUNABLE: None in plan_pruning's list
+        self._result_positions = array("q")
         self._cursor = 0  # index into _result_positions: everything before it was considered
-        self._chosen_order: list[int] = []
-        self._marks: list[tuple[int, int, int, int, int]] = []  # the state before each position
+        self._chosen_order = array("q")
+        self._marks = array("q")  # the state before each position, MARK_FIELDS values each
 
     def __len__(self) -> int:
         return len(self._tokens)
 
     def push(self, count: int, small: int | None, is_result: bool) -> list[int]:
         index = len(self._tokens)
-        self._marks.append((self.total, self._grown, len(self._result_positions), self._cursor, len(self._chosen_order)))
+        self._marks.extend((self.total, self._grown, len(self._result_positions), self._cursor, len(self._chosen_order)))
         self._tokens.append(count)
-        self._pruned_tokens.append(small)
+        self._pruned_tokens.append(NOT_PRUNABLE if small is None else small)
         self.total += count
         self._grown += count
         if is_result and self._grown > self.head:
@@ -516,7 +523,7 @@ class PruningReplay:
                 position = positions[self._cursor]
                 self._cursor += 1
                 pruned = pruned_tokens[position]
-                if pruned is None or pruned >= tokens[position]:
+                if pruned == NOT_PRUNABLE or pruned >= tokens[position]:
                     continue
                 self.total += pruned - tokens[position]
                 self.chosen.add(position)
@@ -527,9 +534,10 @@ class PruningReplay:
     def truncate(self, length: int) -> list[int]:
         if length >= len(self._tokens):
             return []
-        self.total, self._grown, results, self._cursor, chosen = self._marks[length]
-        del self._marks[length:], self._tokens[length:], self._pruned_tokens[length:], self._result_positions[results:]
-        dropped = self._chosen_order[chosen:]
+        self.total, self._grown, results, self._cursor, chosen = self._marks[length * MARK_FIELDS:(length + 1) * MARK_FIELDS]
+        del self._marks[length * MARK_FIELDS:], self._tokens[length:], self._pruned_tokens[length:]
+        del self._result_positions[results:]
+        dropped = list(self._chosen_order[chosen:])
         del self._chosen_order[chosen:]
         self.chosen.difference_update(dropped)
         return dropped

@@ -10,6 +10,7 @@ import functools
 import json
 import threading
 import weakref
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,12 +163,12 @@ class Joined:
 
     key: tuple[str, bool, bool]  # the system prompt and the two conversion flags
     messages: list[Any]
-    ends: list[int]  # ends[i]: how many entries messages[:i + 1] (and the system prompt) gave
+    ends: array[int]  # ends[i]: how many entries messages[:i + 1] (and the system prompt) gave
     sources: list[Any]  # what each entry came from (None: the system prompt)
     entries: list[Encoded]
     parts: list[bytes]  # each entry's bytes
     quotable: list[str]  # the entries' texts the model did not write, in order
-    quotable_ends: list[int]  # quotable_ends[j]: how many of them entries[:j + 1] gave
+    quotable_ends: array[int]  # quotable_ends[j]: how many of them entries[:j + 1] gave (arrays: never traversed by the collector)
 
 
 class LastJoins:
@@ -198,7 +199,8 @@ class LastJoins:
             ends, sources, entries = best.ends[:same], best.sources[:count], best.entries[:count]
             parts, quotable, quotable_ends = best.parts[:count], best.quotable[:texts], best.quotable_ends[:count]
         else:
-            ends, sources, entries, parts, quotable, quotable_ends = [], [], [], [], [], []
+            ends, quotable_ends = array("q"), array("q")
+            sources, entries, parts, quotable = [], [], [], []
 
         def add(source: Any, entry: Encoded) -> None:
             sources.append(source)
