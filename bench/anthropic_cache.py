@@ -13,6 +13,18 @@ the no-pruning run; the goal (issue 28) is reuse >= 0.90 at the default history 
 "Before" is the same run's request bodies with the breakpoints the adapter placed until
 2026-11-27 (the last tool, the system prompt, the latest turn: `earlier_breakpoints`), so
 the two placements are compared on identical input.
+
+The note also gives the ceiling at that budget (`ceiling`): no call can read from the cache
+what it appends (the model's last turn and its tool result were never sent before), and
+under the budget no input is longer than the longest the pruned run sent; so call n reads
+at most 1 - appended_n / min(its no-pruning length, that longest input), even if pruning
+steps cost nothing. With 20 KB appended per turn at the default budget that is ~0.898:
+the goal's 0.90 is above what any pruning within 100k tokens can reach on this session.
+The model of the cache follows Anthropic's prompt-caching page (prefix in the order tools,
+system, messages; an entry written at each `cache_control` block; a hit looked up at a
+breakpoint and up to 20 blocks before it; 4 breakpoints at most). It leaves out the minimum
+cacheable length (1,024 tokens for Sonnet: every prefix here holds the tools and the system
+prompt, ~3,000 tokens) and the 5-minute lifetime (the bench's calls are seconds apart).
 """
 
 from __future__ import annotations
@@ -81,6 +93,28 @@ def cached_shares(bodies: list[dict[str, Any]]) -> list[float]:
     return shares
 
 
+def ceiling(baseline: list[dict[str, Any]], longest: int) -> float:
+    """The best mean cached share of any pruning that keeps each input at most `longest`
+    (see module doc): per call, 1 - appended / min(its no-pruning length, longest)."""
+
+    shares = cached_shares(baseline)
+    lengths = [input_length(body) for body in baseline[1:]]
+    return mean([1 - length * (1 - share) / min(length, longest) for share, length in zip(shares, lengths, strict=True)])
+
+
+def input_cost(bodies: list[dict[str, Any]]) -> float:
+    """The input's price over calls 2.., in characters at the base input price: a cache read
+    costs 0.1 of it, the rest is written at the latest turn's breakpoint (1.25, 5-minute
+    entries), as Anthropic prices them."""
+
+    lengths = [input_length(body) for body in bodies[1:]]
+    return sum(0.1 * share * n + 1.25 * (1 - share) * n for share, n in zip(cached_shares(bodies), lengths, strict=True))
+
+
+def input_length(body: dict[str, Any]) -> int:
+    return sum(len(text) for text, _ in blocks_of(body))
+
+
 def earlier_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
     """The body with the breakpoints of the adapter's first version: last tool, system, latest turn."""
 
@@ -101,7 +135,7 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-async def one_run(workspace: Path, budget: int, turns: int) -> tuple[float, float]:
+async def one_run(workspace: Path, budget: int, turns: int) -> list[dict[str, Any]]:
     with ScriptedModelServer(script(turns)) as model:
         env = {"ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": model.base_url.removesuffix("/v1")}
         spec = RequestSpec(
@@ -118,28 +152,31 @@ async def one_run(workspace: Path, budget: int, turns: int) -> tuple[float, floa
         result = await AgentRequest(spec, NullSink(), MemoryLog()).run()
         if result.stop_reason != "end_turn":
             raise RuntimeError(f"anthropic cache: the request ended with {result.stop_reason}: {result.error}")
-        bodies = model.requests
-    return mean(cached_shares(bodies)), mean(cached_shares([earlier_breakpoints(b) for b in bodies]))
+        return list(model.requests)
 
 
 async def run(config: BenchConfig) -> list[Row]:
     workspace = config.folder("anthropic-cache")
     turns = config.reps(TURNS, 12)
     make_files(workspace, turns)
-    results = {name: await one_run(workspace, budget, turns) for name, budget in BUDGETS.items()}
-    base, _ = results["no pruning (baseline)"]
+    runs = {name: await one_run(workspace, budget, turns) for name, budget in BUDGETS.items()}
+    baseline = runs.pop("no pruning (baseline)")
+    base = mean(cached_shares(baseline))
     rows = []
-    for name, (reuse, before) in results.items():
-        if name == "no pruning (baseline)":
-            continue
+    for name, bodies in runs.items():
+        reuse = mean(cached_shares(bodies))
+        before = mean(cached_shares([earlier_breakpoints(b) for b in bodies]))
+        best = ceiling(baseline, max(input_length(b) for b in bodies))
+        cost = input_cost(bodies) / input_cost(baseline)
         rows.append(Row(
             f"Anthropic: input not read from the prompt cache, {turns} turns x 20 KB, {name}",
             Samples([1 - reuse], unit="share"), Samples([1 - base], unit="share"),
             f"no pruning: {1 - base:.3f} not cached", Goal("p50", 0.10),
             note=(
-                f"cached share {reuse:.3f} (no pruning {base:.3f}; the same bodies with the earlier "
-                f"breakpoints, tools, system, latest turn: {before:.3f}); breakpoints once pruned: "
-                "system, head end, last pruned output, latest turn"
+                f"cached share {reuse:.3f} (no pruning {base:.3f}; ceiling within this budget, pruning "
+                f"steps free: {best:.3f}; the same bodies with the earlier breakpoints, tools, system, "
+                f"latest turn: {before:.3f}); input price {cost:.2f} of the no-pruning run's (cache reads "
+                "0.1, writes 1.25); breakpoints once pruned: system, head end, last pruned output, latest turn"
             ),
         ))
     return rows

@@ -13,9 +13,7 @@ local tunacode = H.plugin()
 local approve = require('tunacode.approve')
 local view = require('tunacode.view')
 
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
+H.record_notices(results.notices)
 
 -- the user's answer to each approval float: pressed as keys, as a person would
 local answers = { 'g2', 'g3' }
@@ -29,14 +27,7 @@ timer:start(20, 20, vim.schedule_wrap(function()
   end
 end))
 
-local function ask(prompt)
-  local before = tunacode.state.last_result
-  vim.cmd('TunaAsk ' .. prompt)
-  H.wait(60000, function()
-    return not tunacode.state.busy and tunacode.state.last_result ~= before
-  end, 'the answer to ' .. prompt)
-  return tunacode.state.last_result
-end
+local ask = H.ask
 
 local function statusline()
   return vim.api.nvim_eval_statusline(vim.o.statusline, {}).str

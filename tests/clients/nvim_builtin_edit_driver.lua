@@ -16,24 +16,10 @@ local results = { errors = {}, shell_events = {}, events = {}, notices = {} }
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
 H.start(results)
 
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
--- with this autocommand Neovim never asks W11/W12 itself: each would be recorded here
-vim.api.nvim_create_autocmd('FileChangedShell', {
-  callback = function(ev)
-    table.insert(results.shell_events, { file = ev.file, reason = vim.v.fcs_reason })
-  end,
-})
+H.record_notices(results.notices)
+H.record_shell_events(results.shell_events)
 
 local wait = H.wait
-
-local function disk(path)
-  local file = assert(io.open(path, 'rb'))
-  local bytes = file:read('*a')
-  file:close()
-  return bytes
-end
 
 local function lines(buf)
   return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -42,17 +28,9 @@ end
 --- The buffer now, then :checktime (as Neovim does when it regains focus) and what it did.
 local function state(buf, path)
   local before = lines(buf)
-  vim.v.warningmsg = ''
-  local events = #results.shell_events
-  vim.cmd('checktime')
-  return {
-    before_checktime = before,
-    lines = lines(buf),
-    disk = disk(path),
-    modified = vim.bo[buf].modified,
-    warning = vim.v.warningmsg,
-    shell_events = #results.shell_events - events,
-  }
+  local seen = H.checktime(buf, path, results.shell_events)
+  seen.before_checktime = before
+  return seen
 end
 
 local ended = {}
@@ -117,18 +95,7 @@ local function scenario()
   results.calc_saved = state(calc, calc_path)
 
   -- 3. the code-action menu of the built-in client, on lines 1-2 of calc.py
-  local offered
-  vim.ui.select = function(items, opts, on_choice)
-    offered = vim.tbl_map(function(item)
-      return opts.format_item and opts.format_item(item) or tostring(item)
-    end, items)
-    for i, item in ipairs(items) do
-      if item.action and item.action.title == 'TunaCode: Explain' then
-        return on_choice(item, i)
-      end
-    end
-    on_choice(nil)
-  end
+  local menu = H.pick_code_action('TunaCode: Explain')
   local before = #ended
   vim.api.nvim_set_current_buf(calc)
   -- as a charwise Visual selection of lines 1-2 gives it (Neovim's end column is inclusive)
@@ -137,7 +104,7 @@ local function scenario()
   wait(30000, function()
     return #ended > before
   end, 'the request of the code action')
-  results.offered = offered
+  results.offered = menu.offered
   results.code_action_end = ended[#ended]
 end
 

@@ -13,9 +13,7 @@ local tunacode = H.plugin()
 local view = require('tunacode.view')
 local chat = require('tunacode.chat')
 
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
+H.record_notices(results.notices)
 
 local function answered(before)
   H.wait(60000, function()

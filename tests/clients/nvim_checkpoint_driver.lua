@@ -13,15 +13,8 @@ local finish = H.start(results)
 
 local tunacode = H.plugin()
 
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
--- an autocommand here means Neovim never asks W11/W12 itself: each would be recorded instead
-vim.api.nvim_create_autocmd('FileChangedShell', {
-  callback = function(ev)
-    table.insert(results.shell_events, { file = ev.file, reason = vim.v.fcs_reason })
-  end,
-})
+H.record_notices(results.notices)
+H.record_shell_events(results.shell_events)
 local picks = {}
 vim.ui.select = function(items, opts, on_choice)
   table.insert(results.prompts, { prompt = opts.prompt, items = items })
@@ -29,13 +22,6 @@ vim.ui.select = function(items, opts, on_choice)
 end
 
 local wait = H.wait
-
-local function disk(path)
-  local file = assert(io.open(path, 'rb'))
-  local bytes = file:read('*a')
-  file:close()
-  return bytes
-end
 
 --- The buffer's text as the bytes :write would give (lines, eol, fixeol).
 local function buffer_bytes(buf)
@@ -46,30 +32,15 @@ local function buffer_bytes(buf)
   return text
 end
 
-local function ask(prompt)
-  local before = tunacode.state.last_result
-  vim.cmd('TunaAsk ' .. prompt)
-  wait(60000, function()
-    return not tunacode.state.busy and tunacode.state.last_result ~= before
-  end, 'the answer to ' .. prompt)
-  return tunacode.state.last_result
-end
+local ask = H.ask
 
 --- The buffer and the file now (before any reload), then :checktime's warnings and events.
 local function state(buf, path)
-  local seen = buffer_bytes(buf)
-  vim.v.warningmsg = ''
-  local events = #results.shell_events
-  vim.cmd('checktime')
-  return {
-    before_checktime = seen,
-    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
-    buffer = buffer_bytes(buf),
-    disk = disk(path),
-    modified = vim.bo[buf].modified,
-    warning = vim.v.warningmsg,
-    shell_events = #results.shell_events - events,
-  }
+  local before = buffer_bytes(buf)
+  local seen = H.checktime(buf, path, results.shell_events)
+  seen.before_checktime = before
+  seen.buffer = buffer_bytes(buf)
+  return seen
 end
 
 local function rewind(choices, what)
@@ -161,18 +132,7 @@ local function scenario()
 
   -- 7. the code-action menu on lines 1-2 of calc.py: the plugin runs `TunaCode: Explain`
   -- like :TunaAsk (the answer streams into the answer buffer), with the selection
-  local offered
-  vim.ui.select = function(items, opts, on_choice)
-    offered = vim.tbl_map(function(item)
-      return opts.format_item and opts.format_item(item) or tostring(item)
-    end, items)
-    for i, item in ipairs(items) do
-      if item.action and item.action.title == 'TunaCode: Explain' then
-        return on_choice(item, i)
-      end
-    end
-    on_choice(nil)
-  end
+  local menu = H.pick_code_action('TunaCode: Explain')
   local before = tunacode.state.last_result
   vim.api.nvim_set_current_win(editor_win)
   local second_line = vim.api.nvim_buf_get_lines(buf, 1, 2, true)[1]
@@ -180,7 +140,7 @@ local function scenario()
   wait(30000, function()
     return not tunacode.state.busy and tunacode.state.last_result ~= before
   end, 'the answer to the code action')
-  results.offered = offered
+  results.offered = menu.offered
   results.explained = tunacode.state.last_result
   results.answer_lines = require('tunacode.view').lines()
 end

@@ -81,17 +81,7 @@ vim.api.nvim_echo = function(chunks, history, opts)
   end, chunks)))
   return echo(chunks, history, opts)
 end
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
-
---- :checkhealth tunacode -> the lines of its report
-local function checkhealth()
-  vim.cmd('checkhealth tunacode')
-  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
-  vim.cmd('bwipeout!')
-  return lines
-end
+H.record_notices(results.notices)
 
 local function scenario()
   -- 0. bad input is refused with a message, nothing is sent
@@ -100,7 +90,7 @@ local function scenario()
   tunacode.setup({ cmd = { '/nonexistent/tunacode-lsp' } })
   vim.cmd('TunaAsk hello?')
   results.idle = { busy = tunacode.state.busy, notices = vim.deepcopy(results.notices), lines = view.lines() }
-  results.health_missing = checkhealth()
+  results.health_missing = H.checkhealth()
   -- a server command that starts but exits at once: the message names the cause from its stderr
   tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp_missing' } })
   vim.cmd('TunaAsk hello?')
@@ -185,13 +175,13 @@ local function scenario()
   results.code_action = { result = tunacode.state.last_result, lines = view.lines() }
   client.request = nil
   results.calc_uri = vim.uri_from_bufnr(0)
-  results.health_running = checkhealth()
+  results.health_running = H.checkhealth()
   tunacode.setup({ cmd = { env.TUNA_PYTHON, '-m', 'tunacode_lsp' }, settings = { model = 'openai:gpt-4.1' } })
   vim.lsp.stop_client(vim.lsp.get_clients({ name = 'tunacode' }), true)
   wait(5000, function()
     return #vim.lsp.get_clients({ name = 'tunacode' }) == 0
   end, 'the server to stop')
-  results.health_stopped = checkhealth()
+  results.health_stopped = H.checkhealth()
 end
 
 H.run(scenario, { immediate = true })

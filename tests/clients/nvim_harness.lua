@@ -2,7 +2,9 @@
 -- and quits (exit code 0, else cquit with the code); a watchdog finishes with code 3 after
 -- TUNA_WATCHDOG_MS; `wait` waits for a condition, bounded, or raises naming it; `run` runs the
 -- scenario after VimEnter and finishes; `plugin` loads the plugin and sets it up against the
--- scripted model. A driver loads it with dofile next to itself (see nvim_driver.lua).
+-- scripted model; `record_notices`, `record_shell_events`, `ask`, `checkhealth`, `disk`,
+-- `checktime` and `pick_code_action` are the small pieces several drivers use the same way. A driver loads it
+-- with dofile next to itself (see nvim_driver.lua).
 
 local H = {}
 
@@ -70,6 +72,94 @@ function H.setup(settings)
     settings = vim.tbl_extend('force', { model = 'openai-compatible:scripted', baseUrl = vim.env.TUNA_MODEL_URL },
       settings or {}),
   })
+end
+
+--- vim.notify records each message into `into` (with `levels`, as { message, level }).
+---@param into table
+---@param levels? boolean
+function H.record_notices(into, levels)
+  vim.notify = function(message, level)
+    table.insert(into, levels and { message = message, level = level } or message)
+  end
+end
+
+--- A FileChangedShell autocommand records each event into `into`: with it Neovim never asks
+--- W11/W12 itself.
+---@param into table
+function H.record_shell_events(into)
+  vim.api.nvim_create_autocmd('FileChangedShell', {
+    callback = function(ev)
+      table.insert(into, { file = ev.file, reason = vim.v.fcs_reason })
+    end,
+  })
+end
+
+--- :TunaAsk `prompt`, then wait (60 s) for the plugin's request to end; returns its result.
+---@param prompt string
+function H.ask(prompt)
+  local tunacode = require('tunacode')
+  local before = tunacode.state.last_result
+  vim.cmd('TunaAsk ' .. prompt)
+  H.wait(60000, function()
+    return not tunacode.state.busy and tunacode.state.last_result ~= before
+  end, 'the answer to ' .. prompt)
+  return tunacode.state.last_result
+end
+
+--- :checkhealth tunacode -> the lines of its report
+function H.checkhealth()
+  vim.cmd('checkhealth tunacode')
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  vim.cmd('bwipeout!')
+  return lines
+end
+
+--- The bytes of the file at `path` on disk.
+---@param path string
+function H.disk(path)
+  local file = assert(io.open(path, 'rb'))
+  local bytes = file:read('*a')
+  file:close()
+  return bytes
+end
+
+--- :checktime on `buf` (as Neovim does when it regains focus) and what it did: the buffer's
+--- lines, the bytes of the file at `path`, whether the buffer is modified, the warning shown,
+--- and how many FileChangedShell events (recorded into `shell_events`) it gave.
+---@param buf integer
+---@param path string
+---@param shell_events table
+function H.checktime(buf, path, shell_events)
+  vim.v.warningmsg = ''
+  local events = #shell_events
+  vim.cmd('checktime')
+  return {
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    disk = H.disk(path),
+    modified = vim.bo[buf].modified,
+    warning = vim.v.warningmsg,
+    shell_events = #shell_events - events,
+  }
+end
+
+--- vim.ui.select (the code-action menu) picks the action titled `title`, else nothing; the
+--- menu's items as shown land in the returned table's `offered`.
+---@param title string
+---@return {offered?: string[]}
+function H.pick_code_action(title)
+  local menu = {}
+  vim.ui.select = function(items, opts, on_choice)
+    menu.offered = vim.tbl_map(function(item)
+      return opts.format_item and opts.format_item(item) or tostring(item)
+    end, items)
+    for i, item in ipairs(items) do
+      if item.action and item.action.title == title then
+        return on_choice(item, i)
+      end
+    end
+    on_choice(nil)
+  end
+  return menu
 end
 
 return H

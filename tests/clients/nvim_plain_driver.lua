@@ -12,9 +12,7 @@ local results = { errors = {}, notices = {} }
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/nvim_harness.lua')
 H.start(results)
 
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
+H.record_notices(results.notices)
 
 local function scenario()
   vim.lsp.config('*', {

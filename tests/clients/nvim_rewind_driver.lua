@@ -12,9 +12,7 @@ H.start(results)
 
 local tunacode = H.plugin()
 
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
+H.record_notices(results.notices)
 local picks = {}
 vim.ui.input = function(opts, on_confirm)
   table.insert(results.prompts, { prompt = opts.prompt, default = opts.default })
@@ -31,14 +29,7 @@ end
 
 local wait = H.wait
 
-local function ask(prompt)
-  local before = tunacode.state.last_result
-  vim.cmd('TunaAsk ' .. prompt)
-  wait(60000, function()
-    return not tunacode.state.busy and tunacode.state.last_result ~= before
-  end, 'the answer to ' .. prompt)
-  return tunacode.state.last_result
-end
+local ask = H.ask
 
 local function rewind(command, choices, what)
   local count = #results.notices

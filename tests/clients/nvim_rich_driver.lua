@@ -86,9 +86,7 @@ local function snippet(name)
 end
 
 results.early_notices = {}
-vim.notify = function(message)
-  table.insert(results.early_notices, message)
-end
+H.record_notices(results.early_notices)
 
 --- 0. typing in insert mode while an approval arrives never answers it: the keys go through
 --- Neovim's typeahead as a person's do (<Cmd> steps in between): the float opens after

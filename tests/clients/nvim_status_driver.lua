@@ -12,9 +12,7 @@ H.start(results)
 
 local tunacode = H.plugin()
 
-vim.notify = function(message, level)
-  table.insert(results.notices, { message = message, level = level })
-end
+H.record_notices(results.notices, true)
 
 local wait = H.wait
 
@@ -24,14 +22,6 @@ results.asked = {}
 vim.ui.select = function(_, opts, on_choice)
   table.insert(results.asked, opts.prompt)
   on_choice(nil)
-end
-
---- :checkhealth tunacode -> the lines of its report
-local function checkhealth()
-  vim.cmd('checkhealth tunacode')
-  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
-  vim.cmd('bwipeout!')
-  return lines
 end
 
 local function settled(status)
@@ -48,7 +38,7 @@ local function scenario()
     settings = { model = 'openai-compatible:scripted', baseUrl = env.TUNA_MODEL_URL, approval = 'read-only',
       mcpStartupTimeout = 20, mcpServers = vim.json.decode(env.TUNA_MCP_SERVERS) },
   })
-  results.health_stopped = checkhealth()
+  results.health_stopped = H.checkhealth()
   -- vim.lsp.enable starts the server for a file (no .git: no root marker, no root_dir);
   -- :TunaStatus must use that server, not start a second one for the same folder
   vim.lsp.enable('tunacode')
@@ -77,7 +67,7 @@ local function scenario()
     return false
   end, 'the MCP servers to settle: ' .. vim.inspect(last and last.status and last.status.mcpServers))
   results.shown = results.notices[#results.notices]
-  results.health_running = checkhealth()
+  results.health_running = H.checkhealth()
   results.clients = #vim.lsp.get_clients({ name = 'tunacode' })
 end
 

@@ -11,9 +11,7 @@ H.start(results)
 
 local tunacode = H.plugin()
 
-vim.notify = function(message)
-  table.insert(results.notices, message)
-end
+H.record_notices(results.notices)
 vim.api.nvim_create_autocmd('User', {
   pattern = 'TunaCodeEvent',
   callback = function(ev)

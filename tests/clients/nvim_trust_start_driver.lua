@@ -12,9 +12,7 @@ H.start(results)
 
 local tunacode = H.plugin()
 
-vim.notify = function(message, level)
-  table.insert(results.notices, { message = message, level = level })
-end
+H.record_notices(results.notices, true)
 
 local function scenario()
   tunacode.setup({

@@ -14,16 +14,14 @@ session); `@` file completion. The panel is 300 px wide; screenshots in both the
 from __future__ import annotations
 
 import pytest
-from tests.clients.test_vscode_e2e import REPO, _run_scenario
+from tests.clients.test_vscode_e2e import REPO, _run_steps
 
 pytestmark = pytest.mark.vscode
 
 
 @pytest.mark.timeout(480)
 def test_steer_queue_edit_unsaved_buffer_and_errors_in_real_vscode() -> None:
-    summary, report = _run_scenario("control", REPO / "test-artifacts" / "vscode-control")
-    names = [step["name"] for step in summary["steps"]]
-    assert names == [
+    summary, report = _run_steps("control", REPO / "test-artifacts" / "vscode-control", [
         "open the TunaCode panel at 300 px",
         "typing while the agent works: Enter steers; the steer shows in the turn when the model saw it",
         "Alt+Enter and Queue queue prompts as pending rows; one is removed; the other runs next",
@@ -34,8 +32,7 @@ def test_steer_queue_edit_unsaved_buffer_and_errors_in_real_vscode() -> None:
         "↓ Latest at 300 px: scrolled up, it sits below the conversation over no row, and jumps to the bottom",
         "sessions at 300 px: two-line titles, ages that do not wrap, a search box, one ⋯ menu per row; delete names the session",
         "@ offers the workspace's files; Tab takes one",
-    ], report
-    assert all(step["ok"] for step in summary["steps"]), report
+    ])
     assert abs(summary["steps"][0]["sidebarWidth"] - 300) <= 4, report
     assert summary["steps"][2]["modelCalls"] == 2, report
     assert summary["steps"][6]["question"] == "Allow this command?", report

@@ -100,11 +100,17 @@ def _run_scenario(scenario: str, artifacts: Path) -> tuple[dict, str]:
     return summary, report
 
 
+def _run_steps(scenario: str, artifacts: Path, names: list[str]) -> tuple[dict, str]:
+    """Runs one scenario (see _run_scenario): its steps are `names`, in order, each passed."""
+    summary, report = _run_scenario(scenario, artifacts)
+    assert [step["name"] for step in summary["steps"]] == names, report
+    assert all(step["ok"] for step in summary["steps"]), report
+    return summary, report
+
+
 @pytest.mark.timeout(480)
 def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
-    summary, report = _run_scenario("main", ARTIFACTS)
-    names = [step["name"] for step in summary["steps"]]
-    assert names == [
+    summary, report = _run_steps("main", ARTIFACTS, [
         "open the TunaCode panel",
         "ask: streamed answer and a completed tool card",
         "the model menu: real models with the one in use first, written to user settings only",
@@ -118,8 +124,7 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
         "resume the earlier session and see its history",
         "restart the server from the command palette",
         "a broken server command: one clear message with Retry, the prompt kept",
-    ], report
-    assert all(step["ok"] for step in summary["steps"]), report
+    ])
     assert 0 <= summary["stopToCancelledMs"] < 1000, report
 
 
@@ -127,9 +132,7 @@ def test_panel_asks_stops_and_resumes_in_real_vscode() -> None:
 def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
     """An agent edit of two files; the Changes list, a diff, Undo of one file (its bytes
     back), Rewind with a conflict (someone else's edit) and Overwrite: every byte back."""
-    summary, report = _run_scenario("changes", REPO / "test-artifacts" / "vscode-changes")
-    names = [step["name"] for step in summary["steps"]]
-    assert names == [
+    summary, report = _run_steps("changes", REPO / "test-artifacts" / "vscode-changes", [
         "open the TunaCode panel",
         "an agent edit of two files: the turn says 2 files changed",
         "the Changes list shows a file's diff in VS Code's diff editor",
@@ -141,8 +144,7 @@ def test_changes_diff_undo_and_rewind_in_real_vscode() -> None:
         "an edit of a buffer with unsaved changes: Changes says unsaved, Rewind gives the buffer its text back",
         "the footer shows the MCP servers' state from tunacode.status, why one failed, and lists them when clicked",
         "Undo of one hunk: its old lines back, the file's other change kept; a hunk edited since is refused",
-    ], report
-    assert all(step["ok"] for step in summary["steps"]), report
+    ])
     assert "b.py" in summary["steps"][4]["conflictText"], report
     assert summary["steps"][6]["prompt"].startswith("Explain"), report
     assert summary["steps"][7]["tabOrder"][-1] == "prompt", report

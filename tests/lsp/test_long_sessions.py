@@ -49,9 +49,12 @@ async def test_pruning_keeps_the_previous_input_as_a_prefix_between_rare_steps(l
     assert any("[output pruned" in model_input(b) for b in bodies)
     kept = kept_previous(bodies)
     # Steps are rare: most calls append to the previous input unchanged (the old pruning
-    # changed an early message on every call past the budget).
+    # changed an early message on every call past the budget). Each 20 KB output is a
+    # quarter of this budget and the never-pruned head (0.3 of it) holds the first one, so
+    # here a step comes every other call, and keeps the head: the calls share more of their
+    # input than with the earlier head of 0.25 (a step every third call that kept nothing).
     steps = kept.count(False)
-    assert 1 <= steps <= len(kept) // 3, kept
+    assert 1 <= steps <= len(kept) // 2, kept
     # A step keeps what was pruned before byte-identical: the input up to the first newly
     # pruned output is shared.
     for n, ok in enumerate(kept, start=1):

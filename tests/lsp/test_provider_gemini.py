@@ -115,3 +115,17 @@ async def test_gemini_thoughts_and_a_signed_call_without_arguments(lsp, replay):
     model_turn = replay.requests[1].json()["contents"][1]
     assert model_turn["parts"] == [{"functionCall": {"name": "read_theme", "args": {}}, "thoughtSignature": signature}]
     assert result["usage"]["outputTokens"] == 58 + 183 + 23 + 302  # candidates and thoughts, both calls
+
+
+async def test_gemini_usage_with_cached_content(lsp, replay):
+    # the recorded answer, its last chunk carrying a live usage record that read 4 tokens from the cache
+    answer = chunks("gemini-reasoning-gemini3.chunks.txt")
+    usage = json.loads(chunks("gemini-usage-cached.chunks.txt")[0])["usageMetadata"]
+    last = json.loads(answer[-1])
+    last["usageMetadata"] = usage
+    replay.replies.append(Reply(sse([*answer[:-1], json.dumps(last)]), SSE))
+    await lsp.start(init_options={"model": MODEL}, env=gemini_env(replay))
+    result = await lsp.command("tunacode.request", {"prompt": "r in strawberry?"})
+    assert result["stopReason"] == "end_turn", result
+    assert result["usage"]["cacheReadTokens"] == 4 and result["usage"]["inputTokens"] == 12 - 4
+    assert result["usage"]["outputTokens"] == 71 + 89

@@ -1,4 +1,4 @@
-"""Recorded Anthropic and OpenAI Responses streams replayed byte for byte through the real
+"""Recorded Anthropic, OpenAI Responses and Azure OpenAI streams replayed byte for byte through the real
 server and the vendors' SDKs (tests/fixtures/provider_streams, sources in its README)."""
 
 from __future__ import annotations
@@ -77,3 +77,34 @@ async def test_responses_error_event(lsp, model):
     await lsp.start(init_options={"model": "openai:gpt-5-nano", "maxRetries": 0}, env=openai_env(model))
     result = await lsp.command("tunacode.request", {"prompt": "hi"})
     assert result["stopReason"] == "error" and "quota" in result["error"]["message"]
+
+
+def azure_env(model) -> dict[str, str]:
+    return {
+        "AZURE_OPENAI_API_KEY": "az-key",
+        "AZURE_OPENAI_ENDPOINT": model.base_url.removesuffix("/v1"),
+        "OPENAI_API_KEY": "sk-not-for-azure",
+    }
+
+
+async def test_azure_tool_call_then_text_from_recorded_streams(lsp, model):
+    model.set_script([replay("azure-tool-call.chunks.txt"), replay("azure-text.chunks.txt")])
+    await lsp.start(init_options={"model": "azure:my-deployment", "approval": "auto"}, env=azure_env(model))
+    result = await lsp.command("tunacode.request", {"prompt": "weather in San Francisco?"})
+    assert result["turns"] == 2 and result["text"] == "Hello"
+    assert model.paths_seen == ["/openai/v1/responses"] * 2
+    assert {h["authorization"] for h in model.headers_seen} == {"Bearer az-key"}
+    assert model.requests[0]["model"] == "my-deployment"
+    call = next(i for i in model.requests[1]["input"] if i.get("type") == "function_call")
+    assert call["call_id"] == "call_H5DxLSFnsGhiROnUiDHmgyc8" and json.loads(call["arguments"]) == {"location": "San Francisco"}
+    output = next(i for i in model.requests[1]["input"] if i.get("type") == "function_call_output")
+    assert output["call_id"] == "call_H5DxLSFnsGhiROnUiDHmgyc8"
+    assert result["usage"]["outputTokens"] == 24 + 11 and result["usage"]["inputTokens"] == 45 + 11
+
+
+async def test_responses_stream_cut_midway_is_an_error(lsp, model):
+    model.set_script([replay("openai-responses-reasoning-tool-call.chunks.txt", keep=20)])
+    await lsp.start(init_options={"model": "openai:gpt-5.1-codex-max", "maxRetries": 0}, env=openai_env(model))
+    result = await lsp.command("tunacode.request", {"prompt": "(12+7)*3*10"})
+    assert result["stopReason"] == "error", result
+    assert "ended before" in result["error"]["message"], result["error"]

@@ -261,7 +261,8 @@ def test_prune_replaces_oldest_large_outputs_down_to_half_the_budget() -> None:
     before = copy.deepcopy(history)
     budget = estimate_tokens(history) - 3000  # passed at the fourth output
     assert estimate_tokens(history[:7]) <= budget < estimate_tokens(history[:9])
-    pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=3)
+    # head_ratio 0.25: the first output outside the head (at the default 0.3 it fits in it)
+    pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=3, head_ratio=0.25)
     texts = [m["content"][0]["text"] for m in pruned if m["role"] == "tool_result"]
     marker = "[output pruned: 8000 chars; re-run the tool if needed]"
     # At the fourth output, sparing the three latest would not reach half the budget: all
@@ -278,7 +279,7 @@ def test_prune_spares_the_recent_outputs_when_it_can_and_the_latest_always() -> 
     budget = estimate_tokens(history) - 100  # passed at the last (small) output
     pruned = prune_tool_outputs(history, token_budget=budget, keep_recent=3, head_ratio=0)  # no kept head
     texts = [m["content"][0]["text"][:7] for m in pruned if m["role"] == "tool_result"]
-    assert texts == ["[output"] * 5 + ["x" * 7] * 4  # half the budget reached before the three latest
+    assert texts == ["[output"] * 5 + ["x" * 7] * 4  # the target reached before the three latest
     history = conversation_with_outputs([8000, 8000, 8000])
     pruned = prune_tool_outputs(history, token_budget=1, keep_recent=3)
     assert pruned[-1] == history[-1]

@@ -1,4 +1,4 @@
-"""The head of a history (a quarter of the budget from the start) is never pruned."""
+"""The head of a history (PRUNE_HEAD_RATIO of the budget from the start, 0.3) is never pruned."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def pruned_flags(messages: list[dict[str, Any]]) -> list[bool]:
 
 def test_outputs_inside_the_head_stay_and_the_step_cuts_after_them() -> None:
     history = conversation([8000] * 12)  # ~2,000 tokens each
-    budget = 10_000  # head 2,500: the first output only
+    budget = 10_000  # head 3,000: the first output only
     flags = pruned_flags(prune_tool_outputs(history, token_budget=budget))
     assert flags[0] is False and flags[1] is True, flags
     assert estimate_tokens(prune_tool_outputs(history, token_budget=budget)) <= budget

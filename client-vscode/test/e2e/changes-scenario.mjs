@@ -5,6 +5,7 @@
 // conversation is cut back. Every file check reads the bytes on disk.
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { scenarioKit } from "./kit.mjs";
 
 /** Lines `nNN = NN` (c.py: far apart edits give a diff of two hunks). */
 function numbered(n) {
@@ -61,26 +62,11 @@ const editTwoHunks = {
 /** c.py with the second hunk undone: the first hunk's change stays. */
 const C_FIRST_ONLY = CHANGES_FILES["c.py"].replace("n02 = 2\n", "n02 = 200\n");
 
-const PANEL_TITLE = "TunaCode";
-
 export async function runChangesScenario({ context, url, extensionId, modelRoot, artifacts, summary, log, workspace }) {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(20_000);
+  const { page, shot, setScript, modelRequests, step, openPanel, send, runCommand, quickOpen, typeUnsavedLine, dialogButton } =
+    await scenarioKit({ context, extensionId, modelRoot, artifacts, summary, log });
   const file = (name) => path.join(workspace, name);
   const read = (name) => (fs.existsSync(file(name)) ? fs.readFileSync(file(name), "utf8") : null);
-  const shot = async (name) => {
-    const out = path.join(artifacts, `${name}.png`);
-    await page.screenshot({ path: out });
-    summary.screenshots.push(out);
-  };
-  const setScript = async (script) => {
-    const res = await fetch(`${modelRoot}/_scripted/script`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(script),
-    });
-    if (!res.ok) throw new Error(`setting the model's script failed: ${res.status} ${await res.text()}`);
-  };
   /** Polls the bytes on disk (the extension host writes them, not this process). */
   const waitForBytes = async (name, expected, timeoutMs = 10_000) => {
     const deadline = Date.now() + timeoutMs;
@@ -89,40 +75,17 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
       await page.waitForTimeout(100);
     }
   };
-  const step = async (name, fn) => {
-    const t0 = Date.now();
-    log(`step: ${name}`);
-    try {
-      const detail = await fn();
-      summary.steps.push({ name, ok: true, ms: Date.now() - t0, ...(detail ?? {}) });
-    } catch (err) {
-      summary.steps.push({ name, ok: false, ms: Date.now() - t0, error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
-      await shot(`failure-${summary.steps.length}-${name.replace(/\W+/g, "-")}`).catch(() => undefined);
-      throw err;
-    }
-  };
-  const dialogButton = (label) => page.locator(".monaco-dialog-box").getByRole("button", { name: label, exact: true });
 
   let panel;
   await step("open the TunaCode panel", async () => {
     await page.goto(url);
-    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-    const entry = page.locator(`.activitybar a.action-label[aria-label^="${PANEL_TITLE}"]`);
-    await entry.waitFor({ timeout: 60_000 });
-    const item = entry.locator("xpath=ancestor::li[contains(@class, 'action-item')][1]");
-    if (!((await item.getAttribute("class")) ?? "").includes("checked")) await entry.click();
-    panel = page.frameLocator(`iframe.webview[src*="extensionId=${extensionId}"]`).frameLocator("#active-frame");
-    await panel.locator("#prompt").waitFor({ timeout: 60_000 });
-    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
+    panel = await openPanel();
   });
 
   let turn;
   await step("an agent edit of two files: the turn says 2 files changed", async () => {
     await setScript(editTwoFiles);
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(EDIT_PROMPT);
-    await prompt.press("Enter");
-    turn = panel.locator("article.turn").last();
+    turn = await send(EDIT_PROMPT);
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
     await turn.locator(".turn-changes-text", { hasText: "2 files changed" }).waitFor();
     await waitForBytes("a.py", A_AFTER);
@@ -176,14 +139,9 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
 
   await step("Ask about Selection from the editor's context menu sends the selection and an @file mention", async () => {
     // Close the diff editor, open a.py and select its first two lines.
-    await page.keyboard.press("F1");
-    await page.locator(".quick-input-widget input").fill(">View: Close All Editors");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "View: Close All Editors" }).first().click();
+    await runCommand("View: Close All Editors");
     await page.locator(".monaco-diff-editor").first().waitFor({ state: "detached" });
-    await page.keyboard.press("Control+P");
-    await page.locator(".quick-input-widget input").fill("a.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "a.py" }).first().waitFor();
-    await page.keyboard.press("Enter");
+    await quickOpen("a.py");
     const editor = page.locator(".editor-instance .monaco-editor", { hasText: "def add" }).first();
     await editor.locator(".view-lines", { hasText: "def add" }).waitFor();
     await editor.locator(".view-line", { hasText: "def add" }).click();
@@ -199,16 +157,13 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     const chip = panel.locator("#attachments .attachment", { hasText: "a.py:1-2" });
     await chip.waitFor();
     await setScript(explain);
-    const before = (await (await fetch(`${modelRoot}/_scripted/requests`)).json()).length;
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(CONTEXT_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const before = (await modelRequests()).length;
+    const turn = await send(CONTEXT_PROMPT);
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
     await turn.locator(".prompt-context-item", { hasText: "a.py:1-2" }).waitFor();
     await turn.locator(".prompt-context-item", { hasText: "b.py" }).waitFor();
     if ((await panel.locator("#attachments .attachment").count()) !== 0) throw new Error("the chips stayed after sending");
-    const requests = await (await fetch(`${modelRoot}/_scripted/requests`)).json();
+    const requests = await modelRequests();
     if (requests.length !== before + 1) throw new Error(`${requests.length - before} model requests, expected 1`);
     const sent = JSON.stringify(requests[requests.length - 1].messages);
     for (const expected of ["Context from the editor:", "Selection in a.py, lines 1-2", "def add(a, b):", "File b.py", "OTHER = 2", CONTEXT_PROMPT]) {
@@ -284,20 +239,9 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     for (let n = await panel.locator("#attachments .attachment").count(); n > 0; n--) {
       await panel.locator("#attachments .attachment-remove").first().click();
     }
-    await page.keyboard.press("Control+P");
-    await page.locator(".quick-input-widget input").fill("b.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "b.py" }).first().waitFor();
-    await page.keyboard.press("Enter");
-    const editor = page.locator(".editor-instance .monaco-editor", { hasText: "OTHER" }).first();
-    await editor.locator(".view-line", { hasText: "OTHER = 2" }).click();
-    await page.keyboard.press("Control+End");
-    await page.keyboard.type("\n# mine");
-    await page.locator(".tabs-container .tab.dirty", { hasText: "b.py" }).waitFor();
+    const editor = await typeUnsavedLine("b.py", "OTHER", "OTHER = 2");
     await setScript(editOpenBuffer);
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(BUFFER_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(BUFFER_PROMPT);
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
     await turn.locator(".turn-changes-text", { hasText: "1 file changed" }).waitFor();
     await editor.locator(".view-lines", { hasText: "OTHER = 3" }).waitFor();
@@ -337,10 +281,7 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
 
   await step("Undo of one hunk: its old lines back, the file's other change kept; a hunk edited since is refused", async () => {
     await setScript(editTwoHunks);
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(HUNKS_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(HUNKS_PROMPT);
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
     // the result (its changed files) re-renders the row after request_end: click once it is there
     await turn.locator(".turn-changes-text").waitFor();
@@ -356,10 +297,7 @@ export async function runChangesScenario({ context, url, extensionId, modelRoot,
     await waitForBytes("c.py", C_FIRST_ONLY);
     await shot("2a-undo-one-hunk");
     // Someone edits the first hunk's new line: its Undo must refuse, not guess.
-    await page.keyboard.press("Control+P");
-    await page.locator(".quick-input-widget input").fill("c.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "c.py" }).first().waitFor();
-    await page.keyboard.press("Enter");
+    await quickOpen("c.py");
     const editor = page.locator(".editor-instance .monaco-editor", { hasText: "n01" }).first();
     await editor.locator(".view-lines", { hasText: "n02 = 200" }).waitFor();
     const edited = C_FIRST_ONLY.replace("n02 = 200\n", "n02 = 201\n");

@@ -6,6 +6,7 @@
 // and a refused API key's error with its own buttons. Screenshots in both themes at 300 px.
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { scenarioKit } from "./kit.mjs";
 
 export const CONTROL_FILES = {
   "calc.py": "def add(a, b):\n    return a - b\n",
@@ -69,91 +70,25 @@ const approvals = {
   ],
 };
 
-const PANEL_TITLE = "TunaCode";
-const LIGHT = "Light Modern";
-const DARK = "Dark Modern";
-
 export async function runControlScenario({ context, url, extensionId, modelRoot, artifacts, summary, log, workspace }) {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(20_000);
+  const { page, shot, setScript, modelRequests, step, openPanel, send, sidebarWidth, typeUnsavedLine, dialogButton, bothThemes } =
+    await scenarioKit({ context, extensionId, modelRoot, artifacts, summary, log });
   const read = (name) => fs.readFileSync(path.join(workspace, name), "utf8");
-  const shot = async (name) => {
-    const out = path.join(artifacts, `${name}.png`);
-    await page.screenshot({ path: out });
-    summary.screenshots.push(out);
-  };
-  const setScript = async (script) => {
-    const res = await fetch(`${modelRoot}/_scripted/script`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(script),
-    });
-    if (!res.ok) throw new Error(`setting the model's script failed: ${res.status} ${await res.text()}`);
-  };
-  const modelRequests = async () => (await fetch(`${modelRoot}/_scripted/requests`)).json();
-  const step = async (name, fn) => {
-    const t0 = Date.now();
-    log(`step: ${name}`);
-    try {
-      const detail = await fn();
-      summary.steps.push({ name, ok: true, ms: Date.now() - t0, ...(detail ?? {}) });
-    } catch (err) {
-      summary.steps.push({ name, ok: false, ms: Date.now() - t0, error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
-      await shot(`failure-${summary.steps.length}-${name.replace(/\W+/g, "-")}`).catch(() => undefined);
-      throw err;
-    }
-  };
-  const dialogButton = (label) => page.locator(".monaco-dialog-box").getByRole("button", { name: label, exact: true });
-  /** The colour theme, chosen as a person does: the palette's "Preferences: Color Theme". */
-  const setTheme = async (theme, cls) => {
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget input");
-    await input.fill(">Preferences: Color Theme");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Preferences: Color Theme" }).first().click();
-    await input.fill(theme);
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor();
-    await page.keyboard.press("Enter");
-    await page.locator(`.monaco-workbench.${cls}`).waitFor();
-  };
-  /** Both themes (dark first, then light, then dark again), each a screenshot. */
-  const bothThemes = async (name) => {
-    await shot(`${name}-dark`);
-    await setTheme(LIGHT, "vs");
-    await shot(`${name}-light`);
-    await setTheme(DARK, "vs-dark");
-  };
 
   let panel;
   let prompt;
   let compareHeader;
   await step("open the TunaCode panel at 300 px", async () => {
     await page.goto(url);
-    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-    const entry = page.locator(`.activitybar a.action-label[aria-label^="${PANEL_TITLE}"]`);
-    await entry.waitFor({ timeout: 60_000 });
-    const item = entry.locator("xpath=ancestor::li[contains(@class, 'action-item')][1]");
-    if (!((await item.getAttribute("class")) ?? "").includes("checked")) await entry.click();
-    panel = page.frameLocator(`iframe.webview[src*="extensionId=${extensionId}"]`).frameLocator("#active-frame");
+    panel = await openPanel();
     prompt = panel.locator("#prompt");
-    await prompt.waitFor({ timeout: 60_000 });
-    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
     // Drag the side bar's edge so the panel is 300 px wide (the issue's narrow case).
-    const bar = await page.locator(".part.sidebar").boundingBox();
-    const y = bar.y + bar.height / 2;
-    await page.mouse.move(bar.x + bar.width - 1, y);
-    await page.mouse.down();
-    await page.mouse.move(bar.x + 300, y, { steps: 8 });
-    await page.mouse.up();
-    const width = Math.round((await page.locator(".part.sidebar").boundingBox()).width);
-    if (Math.abs(width - 300) > 4) throw new Error(`the side bar is ${width} px wide, not 300`);
-    return { sidebarWidth: width };
+    return { sidebarWidth: await sidebarWidth(300) };
   });
 
   await step("typing while the agent works: Enter steers; the steer shows in the turn when the model saw it", async () => {
     await setScript(steerScript);
-    await prompt.fill(STEER_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(STEER_PROMPT);
     await turn.locator('xpath=self::*[@data-status="running"]').waitFor();
     // The composer stays usable: Send says Steer, and Queue is offered.
     await panel.locator("#send:not([disabled])", { hasText: "Steer" }).waitFor();
@@ -176,9 +111,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
   await step("Alt+Enter and Queue queue prompts as pending rows; one is removed; the other runs next", async () => {
     await setScript(queueScript);
     const before = (await modelRequests()).length;
-    await prompt.fill(SLOW_PROMPT);
-    await prompt.press("Enter");
-    const slow = panel.locator("article.turn").last();
+    const slow = await send(SLOW_PROMPT);
     await slow.locator('xpath=self::*[@data-status="running"]').waitFor();
     await prompt.fill(QUEUED_PROMPT);
     await prompt.press("Alt+Enter");
@@ -220,19 +153,9 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
   });
 
   await step("an agent edit of a buffer with unsaved changes: diff and full output read-only, Undo in the buffer", async () => {
-    await page.keyboard.press("Control+P");
-    await page.locator(".quick-input-widget input").fill("calc.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "calc.py" }).first().waitFor();
-    await page.keyboard.press("Enter");
-    const editor = page.locator(".editor-instance .monaco-editor", { hasText: "def add" }).first();
-    await editor.locator(".view-line", { hasText: "return a - b" }).click();
-    await page.keyboard.press("Control+End");
-    await page.keyboard.type("\n# mine");
-    await page.locator(".tabs-container .tab.dirty", { hasText: "calc.py" }).waitFor();
+    const editor = await typeUnsavedLine("calc.py", "def add", "return a - b");
     await setScript(editBuffer);
-    await prompt.fill(BUFFER_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(BUFFER_PROMPT);
     await turn.locator('xpath=self::*[@data-status="end_turn"]').waitFor({ timeout: 30_000 });
     await editor.locator(".view-lines", { hasText: "return a + b" }).waitFor();
     await turn.locator(".turn-changes-text").waitFor();  // the result re-renders the row: click after it
@@ -285,9 +208,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
 
   await step("a refused API key: the error says so, with Open Settings and Set API Key and no Retry", async () => {
     await setScript(refusedKey);
-    await prompt.fill(KEY_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(KEY_PROMPT);
     await turn.locator('xpath=self::*[@data-status="error"]').waitFor({ timeout: 30_000 });
     const actions = turn.locator('.turn-error-actions[data-kind="auth"]');
     await actions.waitFor();
@@ -300,9 +221,7 @@ export async function runControlScenario({ context, url, extensionId, modelRoot,
 
   await step("approvals at 300 px: the command wraps at spaces and is not repeated, the diff has no headers, answered cards close, no todo_write card", async () => {
     await setScript(approvals);
-    await prompt.fill(APPROVE_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(APPROVE_PROMPT);
     const bash = turn.locator('.tool-card[data-approval="asking"]', { has: panel.locator(".approval-command") });
     await bash.waitFor({ timeout: 30_000 });
     const question = (await bash.locator(".approval-question").innerText()).trim();

@@ -5,72 +5,22 @@
 // VS Code's SecretStorage and restarts the server with it: the first-run view goes and Send is
 // enabled. Nothing is sent (the model is a real provider's: no request may leave the machine).
 // The panel is 300 px wide; screenshots in both themes.
+import { scenarioKit } from "./kit.mjs";
 
 /** The model of this scenario (user settings): a real provider's, with no key anywhere. */
 export const FIRST_RUN_MODEL = "openai:gpt-4.1";
 const VARIABLE = "OPENAI_API_KEY";
 const FAKE_KEY = "sk-e2e-not-a-real-key";
 
-const PANEL_TITLE = "TunaCode";
-const LIGHT = "Light Modern";
-const DARK = "Dark Modern";
-
 export async function runFirstRunScenario({ context, url, extensionId, artifacts, summary, log }) {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(20_000);
-  const shot = async (name) => {
-    const out = `${artifacts}/${name}.png`;
-    await page.screenshot({ path: out });
-    summary.screenshots.push(out);
-  };
-  const step = async (name, fn) => {
-    const t0 = Date.now();
-    log(`step: ${name}`);
-    try {
-      const detail = await fn();
-      summary.steps.push({ name, ok: true, ms: Date.now() - t0, ...(detail ?? {}) });
-    } catch (err) {
-      summary.steps.push({ name, ok: false, ms: Date.now() - t0, error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
-      await shot(`failure-${summary.steps.length}-${name.replace(/\W+/g, "-")}`).catch(() => undefined);
-      throw err;
-    }
-  };
-  const setTheme = async (theme, cls) => {
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget input");
-    await input.fill(">Preferences: Color Theme");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Preferences: Color Theme" }).first().click();
-    await input.fill(theme);
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor();
-    await page.keyboard.press("Enter");
-    await page.locator(`.monaco-workbench.${cls}`).waitFor();
-  };
-  const bothThemes = async (name) => {
-    await shot(`${name}-dark`);
-    await setTheme(LIGHT, "vs");
-    await shot(`${name}-light`);
-    await setTheme(DARK, "vs-dark");
-  };
+  const { page, step, openPanel, sidebarWidth, bothThemes } = await scenarioKit({ context, extensionId, artifacts, summary, log });
 
   let panel;
   await step("open the TunaCode panel at 300 px", async () => {
     await page.goto(url);
-    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-    const entry = page.locator(`.activitybar a.action-label[aria-label^="${PANEL_TITLE}"]`);
-    await entry.waitFor({ timeout: 60_000 });
-    const item = entry.locator("xpath=ancestor::li[contains(@class, 'action-item')][1]");
-    if (!((await item.getAttribute("class")) ?? "").includes("checked")) await entry.click();
-    panel = page.frameLocator(`iframe.webview[src*="extensionId=${extensionId}"]`).frameLocator("#active-frame");
-    await panel.locator("#prompt").waitFor({ timeout: 60_000 });
-    const bar = await page.locator(".part.sidebar").boundingBox();
-    const y = bar.y + bar.height / 2;
-    await page.mouse.move(bar.x + bar.width - 1, y);
-    await page.mouse.down();
-    await page.mouse.move(bar.x + 300, y, { steps: 8 });
-    await page.mouse.up();
-    const width = Math.round((await page.locator(".part.sidebar").boundingBox()).width);
-    if (Math.abs(width - 300) > 4) throw new Error(`the side bar is ${width} px wide, not 300`);
-    return { sidebarWidth: width };
+    // Send stays disabled here (no key for the model): the prompt is enough.
+    panel = await openPanel({ serverReady: false });
+    return { sidebarWidth: await sidebarWidth(300) };
   });
 
   await step("no key for the model: the first-run view names the model and the variable, Send is disabled", async () => {

@@ -11,6 +11,7 @@
 // `control` (control-scenario.mjs): typing while the agent works (steer, queue, remove),
 // Edit and resend, Changes of an unsaved buffer as read-only documents, errors by kind.
 // `firstrun` (firstrun-scenario.mjs): a model with no key: the first-run view, Set API Key.
+// The scenarios share kit.mjs: the page, steps, screenshots, the scripted model, the panel.
 // Paths of the tools come from REPO/.tools/vscode-e2e.env (written by scripts/setup-e2e.sh).
 // Writes a JSON summary, screenshots and logs into the artifacts folder; exits 0 only if
 // every step passed and every process it started is gone.

@@ -17,75 +17,23 @@ import {
   slowAnswer,
   toolThenAnswer,
 } from "./scripts.mjs";
-
-const PANEL_TITLE = "TunaCode";
-
-/** Polls fn (about every 100 ms) until it returns a value other than undefined, or the timeout. */
-async function waitFor(fn, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+import { scenarioKit, waitFor } from "./kit.mjs";
 
 export async function runScenario({ workspace, context, url, extensionId, modelRoot, artifacts, summary, log, readSettings, writeMachineSettings, serverCommand, brokenPython }) {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(20_000);
-  const shot = async (name) => {
-    const file = path.join(artifacts, `${name}.png`);
-    await page.screenshot({ path: file });
-    summary.screenshots.push(file);
-  };
-  const setScript = async (script) => {
-    const res = await fetch(`${modelRoot}/_scripted/script`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(script),
-    });
-    if (!res.ok) throw new Error(`setting the model's script failed: ${res.status} ${await res.text()}`);
-  };
-  const modelRequests = async () => (await (await fetch(`${modelRoot}/_scripted/requests`)).json()).length;
-
-  /** Runs one step; a failure is recorded (with a screenshot) and stops the scenario. */
-  const step = async (name, fn) => {
-    const t0 = Date.now();
-    log(`step: ${name}`);
-    try {
-      const detail = await fn();
-      summary.steps.push({ name, ok: true, ms: Date.now() - t0, ...(detail ?? {}) });
-    } catch (err) {
-      summary.steps.push({ name, ok: false, ms: Date.now() - t0, error: err instanceof Error ? err.message.split("\n")[0] : String(err) });
-      await shot(`failure-${summary.steps.length}-${name.replace(/\W+/g, "-")}`).catch(() => undefined);
-      throw err;
-    }
-  };
+  const kit = await scenarioKit({ context, extensionId, modelRoot, artifacts, summary, log });
+  const { page, shot, setScript, step, runCommand, openPanel, send, newSession } = kit;
+  const modelRequests = async () => (await kit.modelRequests()).length;
 
   let panel;
-  const openPanel = async () => {
-    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-    const entry = page.locator(`.activitybar a.action-label[aria-label^="${PANEL_TITLE}"]`);
-    await entry.waitFor({ timeout: 60_000 });
-    const item = entry.locator("xpath=ancestor::li[contains(@class, 'action-item')][1]");
-    if (!((await item.getAttribute("class")) ?? "").includes("checked")) await entry.click();
-    panel = page.frameLocator(`iframe.webview[src*="extensionId=${extensionId}"]`).frameLocator("#active-frame");
-    await panel.locator("#prompt").waitFor({ timeout: 60_000 });
-    // Send is enabled once the language server is running.
-    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
-  };
   await step("open the TunaCode panel", async () => {
     await page.goto(url);
-    await openPanel();
+    panel = await openPanel();
   });
 
   let firstSessionId;
   await step("ask: streamed answer and a completed tool card", async () => {
     await setScript(toolThenAnswer);
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(ASK_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(ASK_PROMPT);
     await turn.locator(".user-prompt-text", { hasText: ASK_PROMPT }).waitFor();
     const card = turn.locator('.tool-card[data-tool="list_files"]');
     await card.locator('xpath=self::*[@data-status="completed"]').waitFor();
@@ -128,14 +76,6 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
   });
 
   const editorTab = (name) => page.locator(".tabs-container .tab", { hasText: name });
-
-  const runCommand = async (title) => {
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget input");
-    await input.fill(`>${title}`);
-    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
-    await row.click();
-  };
 
   /** Edits the user settings as a person would: settings.json in the editor, saved. */
   const writeSettings = async (changes) => {
@@ -234,13 +174,9 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
   });
 
   await step("a setting changed mid-request applies live; stop with the keybinding from the editor", async () => {
-    await panel.locator("#new-session").click();
-    await panel.locator("article.turn").first().waitFor({ state: "detached" });
+    await newSession();
     await setScript(slowAnswer);
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(SLOW_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(SLOW_PROMPT);
     await turn.locator(".answer").waitFor();
     // Change agent settings while the request runs (the setting is for new sessions: the
     // session keeps its model, and the footer keeps saying so)...
@@ -273,13 +209,9 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
 
   await step("an approval waits in the card; the status bar shows it; deny shows denied", async () => {
     await writeSettings({ "tunacode.approval": "ask" });
-    await panel.locator("#new-session").click();
-    await panel.locator("article.turn").first().waitFor({ state: "detached" });
+    await newSession();
     await setScript(approvalThenAnswer);
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(APPROVAL_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(APPROVAL_PROMPT);
     const card = turn.locator('.tool-card[data-tool="bash"]');
     await card.locator('xpath=self::*[@data-status="awaiting_approval"]').waitFor();
     await card.locator(".tool-state", { hasText: "waiting for approval" }).waitFor();
@@ -315,7 +247,7 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
     // The panel was open before the reload and comes back by itself; clicking the activity
     // bar while its state still settles could hide it again. If it does not come back, open it.
     const back = await panel.locator("#prompt").waitFor({ timeout: 20_000 }).then(() => true, () => false);
-    if (!back) await openPanel();
+    if (!back) panel = await openPanel();
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 60_000 });
     const replayed = panel.locator('article.turn[data-replayed="true"]');
     await replayed.first().locator(".user-prompt-text", { hasText: APPROVAL_PROMPT }).waitFor();
@@ -327,13 +259,9 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
   });
 
   await step("stop a slow answer: cancelled within a second", async () => {
-    await panel.locator("#new-session").click();
-    await panel.locator("article.turn").first().waitFor({ state: "detached" });
+    await newSession();
     await setScript(slowAnswer);
-    const prompt = panel.locator("#prompt");
-    await prompt.fill(SLOW_PROMPT);
-    await prompt.press("Enter");
-    const turn = panel.locator("article.turn").last();
+    const turn = await send(SLOW_PROMPT);
     await turn.locator(".answer").waitFor(); // the first words have streamed in
     const statusItem = page.locator(".statusbar-item", { hasText: "TunaCode" });
     await statusItem.first().waitFor(); // the status-bar item shows while the request runs
@@ -370,8 +298,7 @@ export async function runScenario({ workspace, context, url, extensionId, modelR
   });
 
   await step("resume the earlier session and see its history", async () => {
-    await panel.locator("#new-session").click();
-    await panel.locator("article.turn").first().waitFor({ state: "detached" });
+    await newSession();
     await panel.locator("#toggle-sessions").click();
     const rows = panel.locator(".session-row");
     await rows.nth(1).waitFor(); // both sessions are listed

@@ -79,6 +79,7 @@ class ScriptedModelServer:
         self._cond = threading.Condition()
         self._recorded: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []  # each model call's request headers (lower-case names)
+        self.paths_seen: list[str] = []  # each model call's request path, without its query
         self._open_streams = 0
         self._accepted_connections = 0
         self._turns: deque[Turn] = deque()
@@ -297,6 +298,7 @@ class ScriptedModelServer:
             return await _send_json(writer, 200, {"remaining_turns": self.remaining_turns})
         if request.method == "POST" and route[1].endswith(("/chat/completions", "/messages", "/responses")):
             self.headers_seen.append({k: v for k, v in request.headers.items()})
+            self.paths_seen.append(route[1])
             return await self._chat_completion(request, reader, writer)
         return await _send_json(
             writer, 404, _error_body(f"no route for {request.method} {request.path}", "not_found")
