@@ -293,3 +293,32 @@ async def test_restoring_a_file_where_the_user_put_a_file_in_place_of_its_folder
     assert (workspace / "d").read_text() == "the user's work\n"
     rewound = await lsp.command("tunacode.session.rewind", {**args, "force": True})
     assert rewound["restored"] == ["d/f"] and (workspace / "d" / "f").read_text() == "f\n"
+
+
+async def test_a_hostile_workspace_index_and_git_objects_never_stop_checkpoints(lsp, model, workspace, tmp_path):
+    """Bug: the first snapshot of a git workspace starts from the workspace's own index; one
+    naming a path outside the tree (`../x`, which git itself never writes, but a checkout can
+    ship) made every snapshot fail (`git add`: "is outside repository"), and a FIFO among the
+    workspace's objects (git reads them through the alternates) turned checkpoints off: the
+    request had no changes and nothing could be rewound. Now such an index or objects folder
+    is not used (the first snapshot reads every file)."""
+
+    from tests.unit.test_shadow_repo_hostile_git import blob, write_index
+    from tests.unit.test_shadow_repo_seed import GIT_ENV
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("beside the workspace\n")
+    (workspace / "a.txt").write_text("the user's a\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "c"]):
+        subprocess.run(["git", *args], cwd=workspace, env=GIT_ENV, check=True, capture_output=True)
+    write_index(workspace, [(b"a.txt", workspace / "a.txt", blob(workspace, b"the user's a\n")),
+                            (b"../outside.txt", outside, blob(workspace, b"planted\n"))])
+    os.mkfifo(workspace / ".git" / "objects" / "info" / "commit-graph")
+    await _start(lsp, model, [shell("echo agent > a.txt && echo new > new.txt"), DONE])
+    result = await lsp.command("tunacode.request", {"prompt": "go"})
+    assert result["stopReason"] == "end_turn"
+    assert result["changedFiles"] == ["a.txt", "new.txt"]
+    rewound = await lsp.command("tunacode.session.rewind", {"sessionId": result["sessionId"], "requestId": result["requestId"]})
+    assert sorted(rewound["restored"]) == ["a.txt", "new.txt"]
+    assert (workspace / "a.txt").read_text() == "the user's a\n" and not (workspace / "new.txt").exists()
+    assert outside.read_text() == "beside the workspace\n"

@@ -28,7 +28,10 @@ def _load(tmp_path: Path, session_id: str, history: list[dict[str, Any]]) -> lis
         model=resolve_model("openai-compatible:scripted", base_url="http://127.0.0.1:9/v1", env={}),
         workspace_root=tmp_path, approval="auto",
     )
-    return AgentRequest(spec, None, None)._load_history()  # type: ignore[arg-type]
+    request = AgentRequest(spec, None, None)  # type: ignore[arg-type]
+    models = request._load_history()
+    request._keep_history()  # as the request's end does
+    return models
 
 
 def test_the_next_request_of_a_long_session_validates_only_its_new_messages(tmp_path: Path):
@@ -39,11 +42,13 @@ def test_the_next_request_of_a_long_session_validates_only_its_new_messages(tmp_
     assert all(a is b for a, b in zip(first, second, strict=False))  # the same messages, not validated again
     assert len(second) == len(first) + 1 and second[-1] not in first
     assert [dump_message(m) for m in second] == [dump_message(m) for m in _load(tmp_path, "other", grown)]
-    # a dump replaced by another object (a compaction, a rewind, another process's write) is validated anew
-    changed = [{"role": "user", "content": [{"type": "text", "text": "rewritten"}]}, *grown[1:]]
+    # a dump replaced by another object (a compaction, a rewind, another process's write) is
+    # validated anew, and everything after it
+    changed = [*grown[:10], {"role": "user", "content": [{"type": "text", "text": "rewritten"}]}, *grown[11:]]
     third = _load(tmp_path, "long", changed)
-    assert third[0] is not second[0] and dump_message(third[0])["content"][0]["text"] == "rewritten"
-    assert third[1] is second[1]
+    assert all(a is b for a, b in zip(third[:10], second, strict=False))
+    assert third[10] is not second[10] and dump_message(third[10])["content"][0]["text"] == "rewritten"
+    assert third[11] is not second[11] and dump_message(third[11]) == dump_message(second[11])
 
 
 def test_a_short_session_and_old_sessions_are_not_kept(tmp_path: Path):

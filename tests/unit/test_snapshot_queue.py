@@ -15,22 +15,32 @@ from tunacode_lsp.agent.checkpoints import SnapshotQueue
 from tunacode_lsp.agent.shadow_repo import ShadowRepo
 
 
+class Watched(ShadowRepo):
+    """The real repository, telling when a snapshot starts (the worker has taken it)."""
+
+    def __init__(self, root: Path, git_dir: Path) -> None:
+        super().__init__(root, git_dir)
+        self.started = threading.Event()
+
+    def snapshot(self) -> str:
+        self.started.set()
+        return super().snapshot()
+
+
 async def test_callers_share_a_queued_snapshot_and_the_default_pool_stays_free(tmp_path: Path):
     root = tmp_path / "ws"
     root.mkdir()
     (root / "a.txt").write_text("a\n")
-    repo = ShadowRepo(root, tmp_path / "data" / "repo")
+    repo = Watched(root, tmp_path / "data" / "repo")
     repo.lock_path.parent.mkdir(parents=True, exist_ok=True)
     held = os.open(repo.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(held, fcntl.LOCK_EX)  # the first snapshot starts and waits for the lock
     queue = SnapshotQueue()
     try:
         first = queue.submit(repo)
-        for _ in range(500):  # bounded: the worker starts it at once (until then, asking shares it)
-            second = queue.submit(repo)
-            if second is not first:
-                break
-            await asyncio.sleep(0.01)
+        # the worker starts it at once (until then, asking shares it)
+        assert await asyncio.get_running_loop().run_in_executor(None, repo.started.wait, 30)
+        second = queue.submit(repo)
         assert first.running() and second is not first
         later = [second, *(queue.submit(repo) for _ in range(199))]
         assert len({id(f) for f in later}) == 1 and later[0] is not first  # one snapshot after the running one

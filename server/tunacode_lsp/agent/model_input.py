@@ -5,27 +5,50 @@
 two user messages in a row, and when the history passes the budget replaces the tool outputs
 `plan_pruning` (core/history.py) chooses: a pure function of the history as it grew, so
 consecutive turns share their input as a prefix.
+
+`build` is incremental: it keeps what it made of the last list it was given and redoes only
+from the first message that is not the same object as before (a turn appends; the next
+request of the session starts with the same models, agent/history_models.py), with
+`PruningReplay` for the plan. Its result equals building the whole list again
+(tests/unit/test_model_input_incremental.py).
 """
 
 from __future__ import annotations
 
+import itertools
+import threading
+from array import array
+from bisect import bisect_right
 from typing import Any
 
 from tinyagent import TextContent
 
 from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
-from tunacode_lsp.core.history import estimate_tokens, plan_pruning, pruned_replacement
+from tunacode_lsp.core.history import PruningReplay, common_prefix, estimate_tokens, pruned_replacement
 
 # (message, token estimate, (pruned replacement, its estimate) or None)
 Facts = tuple[Any, int, tuple[Any, int] | None]
 
 
+LLM_ROLES = ("user", "assistant", "tool_result")
+
+
 class ModelInput:
     def __init__(self) -> None:
         self._facts: dict[int, Facts] = {}  # id(message) -> its facts
+        self._lock = threading.Lock()
+        self._reset(0)
+
+    def _reset(self, token_budget: int) -> None:
+        self._inputs: list[Any] = []  # the messages of the last build
+        self._llm: list[Any] = []  # their model input, unpruned (user runs merged)
+        self._ends = array("q")  # per item of _llm: the index in _inputs after its last message (not a list: never traversed by the collector)
+        self._out: list[Any] = []  # _llm with the chosen outputs pruned
+        self._replay = PruningReplay(token_budget=token_budget)
 
     def clear(self) -> None:
         self._facts = {}
+        self._reset(0)
 
     def load(self, dump: dict[str, Any]) -> Any:
         """A stored message as a tinyagent model, its facts taken from the dump at hand."""
@@ -44,29 +67,50 @@ class ModelInput:
     def build(self, messages: list[Any], token_budget: int) -> tuple[list[Any], int]:
         """What the model is sent (pruned, `plan_pruning`) and its estimated tokens."""
 
-        with bulk_decoding():  # no collector pass over the whole heap (holding the GIL) meanwhile
+        # one build at a time: an aborted turn's build may still run on its thread when the
+        # session's next request builds on the same state
+        with self._lock, bulk_decoding():  # no collector pass over the whole heap (holding the GIL) meanwhile
             return self._build(messages, token_budget)
 
     def _build(self, messages: list[Any], token_budget: int) -> tuple[list[Any], int]:
-        llm = merge_user_runs([m for m in messages if getattr(m, "role", None) in ("user", "assistant", "tool_result")])
-        facts = [self.facts_of(m) for m in llm]
-        estimate = sum(f[1] for f in facts)
-        if estimate <= token_budget:
-            return llm, estimate  # no prefix of the history passed the budget: nothing is pruned
-        chosen = plan_pruning(
-            [f[1] for f in facts],
-            [None if f[2] is None else f[2][1] for f in facts],
-            token_budget=token_budget,
-            is_result=[getattr(m, "role", None) == "tool_result" for m in llm],
-        )
-        out: list[Any] = []
-        for position, (message, fact) in enumerate(zip(llm, facts, strict=True)):
-            replacement = fact[2]
-            out.append(replacement[0] if position in chosen and replacement is not None else message)
-        estimate = sum(
-            pruned[1] if i in chosen and (pruned := facts[i][2]) is not None else facts[i][1] for i in range(len(llm))
-        )
-        return out, estimate
+        if token_budget != self._replay.token_budget:
+            self._reset(token_budget)
+        same = common_prefix(messages, self._inputs)
+        # the items made only of messages that are still the same are kept (a user message
+        # after the last one is merged into it below)
+        self._truncate(bisect_right(self._ends, same))
+        start = self._ends[-1] if self._ends else 0
+        self._inputs = list(messages)
+        llm, ends, out, replay = self._llm, self._ends, self._out, self._replay
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if getattr(message, "role", None) not in LLM_ROLES:
+                continue
+            if llm and message.role == "user" and llm[-1].role == "user":  # two user messages in a row
+                merged = merge_user_runs([llm[-1], message])[0]
+                self._truncate(len(llm) - 1)
+                llm.append(merged)
+            else:
+                llm.append(message)
+            ends.append(index + 1)
+            out.append(llm[-1])
+            fact = self.facts_of(llm[-1])
+            for position in replay.push(fact[1], None if fact[2] is None else fact[2][1], llm[-1].role == "tool_result"):
+                pruned = self.facts_of(llm[position])[2]
+                assert pruned is not None  # only a prunable output is chosen
+                out[position] = pruned[0]
+        if len(self._facts) > 2 * len(llm) + 1_000:  # models of earlier requests, no longer sent
+            live = {id(m) for m in itertools.chain(messages, llm)}
+            self._facts = {key: fact for key, fact in self._facts.items() if key in live}
+        return list(out), replay.total
+
+    def _truncate(self, length: int) -> None:
+        """Forget the model input from item `length` on, and the pruning those items decided."""
+
+        for position in self._replay.truncate(length):
+            if position < length:
+                self._out[position] = self._llm[position]
+        del self._llm[length:], self._ends[length:], self._out[length:]
 
     def facts_of(self, message: Any) -> Facts:
         cached = self._facts.get(id(message))

@@ -120,6 +120,7 @@ class AgentRequest:
         self._semaphore = asyncio.Semaphore(spec.tool_concurrency)
         self._agent: Agent | None = None
         self._model_input = ModelInput()  # the history's token facts, kept between turns
+        self._carry: history_models.Carry | None = None  # a long session's models, for its next request
         self._approved: dict[str, str] = {}  # tool call id -> digest of the change the user approved
         self.hooks = HookRunner(
             spec.hooks, spec.workspace_root, spec.tool_settings,
@@ -235,7 +236,7 @@ class AgentRequest:
 
         def past_threshold() -> bool:  # O(history): in a thread, the raw estimate first
             with_prompt = [*spec.history, prompt]
-            if estimate_tokens(with_prompt) <= limit:
+            if history_models.estimate(spec.session_id, spec.history) + estimate_tokens([prompt]) <= limit:
                 return False  # pruning only lowers it
             return estimate_tokens(prune_tool_outputs(with_prompt, token_budget=spec.history_token_budget)) > limit
 
@@ -322,11 +323,20 @@ class AgentRequest:
     def _release_history(self, agent: Agent) -> None:
         """Let the history's models go by reference counting when the run ends: the agent and
         this run refer to each other (its callbacks are our methods), so without this they
-        wait for a full collector pass, which at 30k messages holds the GIL for ~0.3-0.9 s."""
+        wait for a full collector pass, which at 30k messages holds the GIL for ~0.3-0.9 s.
+        A long session's models and model input are kept for its next request instead."""
 
         agent.clear_messages()
-        self._model_input.clear()
+        self._keep_history()
         self._agent = None
+
+    def _keep_history(self) -> None:
+        """The session's models and model input to its next request (a long session's)."""
+
+        if self._carry is not None:
+            history_models.keep(self.spec.session_id, self._carry)
+            self._carry = None
+        self._model_input = ModelInput()
 
     def _load_history(self) -> list[Any]:
         """The history as tinyagent messages (full validation), with their token facts
@@ -335,11 +345,12 @@ class AgentRequest:
 
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
             previous = history_models.take(self.spec.session_id)  # the last request's models, by dump
-            fresh = sum(1 for dump in self.spec.history if history_models.reusable(previous, dump) is None)
-            long = fresh >= PROMOTE_HISTORY_MIN
+            long = len(self.spec.history) - history_models.reused(previous, self.spec.history) >= PROMOTE_HISTORY_MIN
             if long:
                 gc.collect(1)  # the young garbage first (earlier requests' leftovers), not promoted below
-            models = self._load_history_now(previous)
+            self._carry = history_models.load(self.spec.session_id, self.spec.history, previous)
+            self._model_input = self._carry.model_input
+            models = list(self._carry.models)
             if long:
                 # The models live for the whole request: move them (and whatever else is young)
                 # straight to the oldest generation, or the next young passes scan all of them
@@ -347,21 +358,6 @@ class AgentRequest:
                 # reference counting when the run ends (_release_history).
                 gc.freeze()
                 gc.unfreeze()
-        return models
-
-    def _load_history_now(self, previous: dict[int, history_models.Entry] | None = None) -> list[Any]:
-        models: list[Any] = []
-        kept: dict[int, history_models.Entry] = {}
-        for dump in self.spec.history:
-            entry = history_models.reusable(previous or {}, dump)
-            if entry is None:
-                model = self._model_input.load(dump)
-                entry = (dump, *self._model_input.facts_of(model))
-            else:
-                self._model_input.adopt(entry[1], entry[2], entry[3])
-            kept[id(dump)] = entry
-            models.append(entry[1])
-        history_models.keep(self.spec.session_id, kept)  # the next request validates only what is new
         return models
 
     def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:

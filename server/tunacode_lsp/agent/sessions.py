@@ -11,6 +11,7 @@ import asyncio
 import builtins
 import logging
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -20,7 +21,7 @@ import attrs
 
 from tunacode_lsp.contract.errors import CommandError
 from tunacode_lsp.contract.protocol import SESSION_BUSY, ParamsError, SessionInfo, Usage
-from tunacode_lsp.core.history import clean_history
+from tunacode_lsp.core.history import HistoryCleaner
 from tunacode_lsp.core.redact import process_redactor
 from tunacode_lsp.store.errors import SessionBusy, SessionNotFound
 from tunacode_lsp.store.leases import new_owner
@@ -64,7 +65,9 @@ class CachedHistory:
 
     `version` is the store's (modified_us, message_count): every write to the session, from
     any process, changes it, so the entry is current exactly while the store reports the
-    same version. This server's own appends extend the entry (no reload).
+    same version. This server's own appends extend the entry (no reload), and the view is
+    cleaned on from where it ended (`HistoryCleaner`), not again whole: the same view as
+    cleaning everything, in O(appended) (tests/unit/test_cached_history.py).
     """
 
     def __init__(self, version: tuple[int, int], stored: list[dict[str, Any]], compaction: dict[str, Any] | None) -> None:
@@ -72,11 +75,36 @@ class CachedHistory:
         self.stored = stored
         self.compaction = compaction
         self.view: list[dict[str, Any]] | None = None  # cleaned; None until needed again
+        self._cleaner: HistoryCleaner | None = None
+        self._cleaned_count = 0  # how many of `stored` the cleaner has seen
+        self._building = threading.Lock()  # one build at a time (the store's pool has 2 threads)
+        self._changing = threading.Lock()  # held a moment: an append against a view being set
+
+    def append(self, message: dict[str, Any], version: tuple[int, int]) -> None:
+        """This server stored `message`, and the session is now at `version`."""
+        with self._changing:
+            self.stored.append(message)
+            self.version = version
+            self.view = None
 
     def build_view(self) -> list[dict[str, Any]]:
-        if self.view is None:
-            self.view = clean_history(compacted_view(self.stored, self.compaction))
-        return self.view
+        """The cleaned view of `stored` (on a store thread: O(appended) after appends)."""
+        with self._building:
+            view = self.view
+            if view is not None:
+                return view
+            count = len(self.stored)
+            cleaner = self._cleaner
+            first_kept = self.compaction["firstKept"] if self.compaction is not None else 0
+            if cleaner is None or first_kept > self._cleaned_count or not cleaner.extend(self.stored[self._cleaned_count:count]):
+                cleaner = self._cleaner = HistoryCleaner()
+                cleaner.feed(compacted_view(self.stored[:count], self.compaction))
+            self._cleaned_count = count
+            view = cleaner.view()
+            with self._changing:
+                if len(self.stored) == count:  # else an append came meanwhile: the next call extends
+                    self.view = view
+            return view
 
     def stored_index_of(self, message: object) -> int | None:
         """Index in `stored` of a message of the view (by identity), None if it was rebuilt."""
@@ -147,9 +175,10 @@ class SessionService:
         self._histories[session_id] = entry
         while len(self._histories) > MAX_CACHED_SESSIONS:
             self._histories.pop(next(iter(self._histories)))
-        if entry.view is None:
-            await asyncio.get_running_loop().run_in_executor(self._pool, entry.build_view)
-        return list(entry.build_view())
+        view = entry.view
+        if view is None:
+            view = await asyncio.get_running_loop().run_in_executor(self._pool, entry.build_view)
+        return list(view)
 
     def start_compaction(self, session_id: str) -> asyncio.Event:
         """The abort signal of a `tunacode.session.compact` running on the session."""
@@ -253,9 +282,7 @@ class SessionService:
         entry = self._histories.get(session_id)
         if entry is not None:
             if entry.version == before:  # nobody else wrote in between: extend the entry
-                entry.stored.append(message)
-                entry.version = after
-                entry.view = None
+                entry.append(message, after)
             else:
                 del self._histories[session_id]
         return int(after[1])

@@ -21,20 +21,27 @@ and a commit on HEAD keeps its objects reachable. Not recorded: files `.gitignor
 `max_file_bytes`, nested git repositories; the last two are listed in the repository's
 `info/exclude` and checked again at every snapshot.
 
-The first snapshot of a git workspace starts from the workspace's own index (`seed`): its
-bytes are copied (never written back; git never runs in the workspace's repository, so its
-configuration is never read) and its objects borrowed read-only (`GIT_ALTERNATE_OBJECT_DIRECTORIES`,
-given only to the commands that read objects: a command that writes objects would "freshen"
-the workspace's copies, touching their times), so git hashes only what differs from it, as
-`git status` would; `write-tree --missing-ok` while borrowing, after the trees of the
-workspace's HEAD are copied in as one pack (`pack-objects` reads them, `index-pack` writes
-here), so that it reuses the index's cached trees instead of writing each again. Only when nothing in the
+The first snapshot of a git workspace starts from the workspace's own index (`_seed`): its
+bytes are read here (agent/git_index.py: checked, never written back; git never runs in the
+workspace's repository, so its configuration is never read), copied in with their time, and
+its objects borrowed read-only (`GIT_ALTERNATE_OBJECT_DIRECTORIES`, given only to the
+commands that read objects: a command that writes objects would "freshen" the workspace's
+copies, touching their times). `diff-files` and `ls-files -o` then list what differs from it (the
+status of a repository with no commit yet), so git hashes only that, as `git status` would;
+meanwhile the index's cached trees are copied in as one pack, so that `write-tree
+--missing-ok` reuses them instead of writing each again. Only when nothing in the
 workspace's git could have changed bytes on their way into its index (no `.gitattributes`,
-no `autocrlf`, `eol`, `attributesFile`, `worktree` or include in its configuration files), and with no entry git
-would skip (assume-unchanged, skip-worktree, unmerged); what the full path leaves out (ignored
-files, files over the size limit, submodules) is taken out of the index first. The borrowed
-objects are then copied into the shadow repository (`absorb`, after the snapshot) and the
-alternates dropped, so the workspace's own `git gc` never takes a checkpoint's bytes.
+no `autocrlf`, `eol`, `attributesFile`, `worktree` or include in its configuration files), with no entry git
+would skip (assume-unchanged, skip-worktree, unmerged) or never write (a path with `..` or
+`.git`), and objects git can read without waiting or going elsewhere (no alternates of
+their own, no FIFO among the packs); what the full path leaves out (ignored files, files
+over the size limit, submodules) is taken out of the index first. The borrowed objects are
+then copied into the shadow repository (`absorb`, after the snapshot) and the alternates
+dropped, so the workspace's own `git gc` never takes a checkpoint's bytes.
+
+A new repository is made by hand (the files `git init --bare` and our configuration would
+leave, built beside it and renamed in), and a snapshot's commit object and branch ref are
+written in git's loose formats: three processes fewer for a first snapshot, two per later one.
 
 The repository is bounded (`bound`, run by agent/checkpoints.py off the request path): over
 the bound, the history is rewritten to hold only the trees still named (the current one,
@@ -47,22 +54,28 @@ until the repository fits (a running session's never). A pruned session is noted
 
 from __future__ import annotations
 
+import concurrent.futures
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
 import re
+import shutil
 import stat
 import subprocess
+import tempfile
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tunacode_lsp.agent.git_index import UnusableIndex, read_index
 from tunacode_lsp.tools.confined_read import read_confined
 
 log = logging.getLogger(__name__)
@@ -100,8 +113,8 @@ MAX_CONFIG_BYTES = 1024 * 1024
 # a git configuration that may have changed bytes on their way into the index (or hides where)
 # the commands that may read a borrowed object; never one that writes objects (see the docstring)
 READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse", "pack-objects", "rev-list"})
+TREES_SECONDS = 10.0  # the copy of the workspace's cached trees is given up after this (write-tree writes them)
 CONVERTING_CONFIG = re.compile(rb"autocrlf|eol|attributesfile|include|worktree", re.IGNORECASE)
-DEBUG_ENTRY = re.compile(rb"(?:\A|\n)([^\0]*)\0  ctime: [^\n]*\n  mtime: [^\n]*\n  dev: [^\n]*\n  uid: [^\n]*\n  size: (\d+)\t")
 
 
 class CheckpointError(Exception):
@@ -172,6 +185,31 @@ def _git_env(git_dir: Path, root: Path) -> dict[str, str]:
         "LC_ALL": "C",
     })
     return env
+
+
+def _config_value(value: str) -> str:
+    """`value` quoted for a git configuration file."""
+
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def _write_new(path: Path, data: bytes, mode: int, *, replace: bool = False) -> None:
+    """Write `path` whole or not at all (a temporary file renamed in); an object that exists
+    is left as it is (the same id, the same bytes)."""
+
+    if not replace and path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _waits_on_a_fifo(pid: int) -> bool:
@@ -264,10 +302,15 @@ class ShadowRepo:
         finally:
             os.close(fd)
 
-    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+    def _git(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,), timeout: float | None = None,
+             settings: tuple[tuple[str, str], ...] = ()) -> bytes:
         env = self._env
         if args and args[0] in READING_COMMANDS and (borrowed := self._borrowed()):
             env = {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": borrowed}
+        if settings:  # configuration for this command only
+            env = {**env, "GIT_CONFIG_COUNT": str(len(settings))}
+            for number, (key, value) in enumerate(settings):
+                env[f"GIT_CONFIG_KEY_{number}"], env[f"GIT_CONFIG_VALUE_{number}"] = key, value
         try:
             process = subprocess.Popen(
                 ["git", *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -277,7 +320,8 @@ class ShadowRepo:
             raise CheckpointsOff("git is not installed (checkpoints need it)") from None
         except OSError as exc:
             raise CheckpointError(f"cannot run git: {exc.strerror}") from None
-        deadline = time.monotonic() + self.timeout
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
         given = stdin
         while True:
             try:
@@ -291,7 +335,7 @@ class ShadowRepo:
                     process.communicate()
                     if blocked:
                         raise GitBlocked(f"git {args[0]} waits on a FIFO in the workspace") from None
-                    raise GitTimeout(f"git {args[0]} took longer than {self.timeout:g} s") from None
+                    raise GitTimeout(f"git {args[0]} took longer than {limit:g} s") from None
         done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
         if done.returncode not in ok:
             message = done.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -316,60 +360,72 @@ class ShadowRepo:
             )
         if not self.root.is_dir():
             raise CheckpointError(f"the workspace {self.root} is not a folder")
-        self.git_dir.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in self._env.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+        # built beside it and renamed into place (a crash leaves no half repository), by hand:
+        # `git init` and a `git config` for the excludes cost three processes per new repository
         try:
-            subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], env=env, capture_output=True,
-                           timeout=self.timeout, check=True)
-        except FileNotFoundError:
-            raise CheckpointsOff("git is not installed (checkpoints need it)") from None
-        except (subprocess.SubprocessError, OSError) as exc:
-            raise CheckpointError(f"cannot create the checkpoint repository {self.git_dir}: {exc}") from None
-        # the whole configuration in one write (a `git config` per key cost ~15 processes)
-        sections: dict[str, list[str]] = {"core": ["repositoryformatversion = 0", "filemode = true"]}
-        for key, value in CONFIG:
-            section, name = key.split(".", 1)
-            sections.setdefault(section, []).append(f"{name} = {value}")
-        (self.git_dir / "config").write_text(
-            "".join(f"[{section}]\n" + "".join(f"\t{line}\n" for line in lines) for section, lines in sections.items()))
-        (self.git_dir / "info").mkdir(exist_ok=True)
-        (self.git_dir / "info" / "attributes").write_bytes(ATTRIBUTES)
-        self._sync_workspace_excludes()
+            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+            for stale in self.git_dir.parent.glob(f".{self.git_dir.name}.new-*"):  # a crash's (we hold the lock)
+                shutil.rmtree(stale, ignore_errors=True)
+            building = Path(tempfile.mkdtemp(prefix=f".{self.git_dir.name}.new-", dir=self.git_dir.parent))
+        except OSError as exc:
+            raise CheckpointError(f"cannot create the checkpoint repository {self.git_dir}: {exc.strerror}") from None
+        try:
+            for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
+                (building / folder).mkdir(parents=True)
+            excludes = self._copy_workspace_excludes(building)
+            sections: dict[str, list[str]] = {"core": ["repositoryformatversion = 0", "filemode = true",
+                                                       f"excludesFile = {_config_value(excludes)}"]}
+            for key, value in CONFIG:
+                section, name = key.split(".", 1)
+                sections.setdefault(section, []).append(f"{name} = {value}")
+            (building / "config").write_text(
+                "".join(f"[{section}]\n" + "".join(f"\t{line}\n" for line in lines) for section, lines in sections.items()),
+                encoding="utf-8", errors="surrogateescape")
+            (building / "info" / "attributes").write_bytes(ATTRIBUTES)
+            (building / "HEAD").write_text("ref: refs/heads/master\n")
+            os.rename(building, self.git_dir)  # replaces an empty folder
+        except OSError as exc:
+            shutil.rmtree(building, ignore_errors=True)
+            raise CheckpointError(f"cannot create the checkpoint repository {self.git_dir}: {exc.strerror}") from None
+        self._excludes_checked = self._config_state(excludes)
+
+    def _copy_workspace_excludes(self, git_dir: Path) -> str:
+        """Copy the workspace's `.git/info/exclude` into `git_dir` (when it changed); the path
+        `core.excludesFile` names (in this repository), or the null device when there is none."""
+
+        found = read_confined(self.root, ".git/info/exclude", limit=MAX_EXCLUDE_BYTES)
+        if found.data is None:
+            return os.devnull
+        copy = git_dir / "info" / "workspace-exclude"
+        try:
+            same = copy.read_bytes() == found.data
+        except OSError:
+            same = False
+        if not same:  # rewritten only when it changed (git's untracked cache keys on it)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(found.data)
+        return str(self.git_dir / "info" / "workspace-exclude")
+
+    def _config_state(self, excludes: str) -> tuple[object, ...] | None:
+        try:
+            seen = (self.git_dir / "config").stat()
+        except OSError:
+            return None
+        return (excludes, seen.st_ino, seen.st_mtime_ns, seen.st_size)
 
     def _sync_workspace_excludes(self) -> None:
         """Honour the workspace's own `.git/info/exclude` (read, never written): its content is
         read with the confined reader (a FIFO, a link out or a huge file is left out) and
         copied into this repository, so git itself never opens the workspace's file."""
 
-        found = read_confined(self.root, ".git/info/exclude", limit=MAX_EXCLUDE_BYTES)
-        copy = self.git_dir / "info" / "workspace-exclude"
-        if found.data is None:
-            wanted = os.devnull
-        else:
-            wanted = str(copy)
-            try:
-                same = copy.read_bytes() == found.data
-            except OSError:
-                same = False
-            if not same:  # rewritten only when it changed (git's untracked cache keys on it)
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                copy.write_bytes(found.data)
-        config = self.git_dir / "config"
-        try:
-            seen = config.stat()
-            key: tuple[object, ...] | None = (wanted, seen.st_ino, seen.st_mtime_ns, seen.st_size)
-        except OSError:
-            key = None
+        wanted = self._copy_workspace_excludes(self.git_dir)
+        key = self._config_state(wanted)
         if key is not None and key == self._excludes_checked:
             return  # the configuration file is as it was when it last named `wanted` (a process saved per snapshot)
         current = self._git("config", "--get", "core.excludesFile", ok=(0, 1)).decode().strip()
         if current != wanted:
             self._git("config", "core.excludesFile", wanted)
-        try:
-            seen = config.stat()
-            self._excludes_checked = (wanted, seen.st_ino, seen.st_mtime_ns, seen.st_size)
-        except OSError:
-            self._excludes_checked = None
+        self._excludes_checked = self._config_state(wanted)
 
     # ------------------------------------------------------------ exclusions
 
@@ -413,11 +469,23 @@ class ShadowRepo:
             return None
         return commit if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None
 
+    def _unborn(self) -> bool:
+        """Whether HEAD names a branch that has no commit yet (no loose ref, no packed refs)."""
+
+        try:
+            head = (self.git_dir / "HEAD").read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            return False
+        return (head.startswith("ref: refs/heads/") and ".." not in head
+                and not os.path.lexists(self.git_dir / head[5:]) and not os.path.lexists(self.git_dir / "packed-refs"))
+
     def head_tree(self) -> str | None:
         commit = self._head_commit()
         if commit is not None and commit == self._head[0]:
             return self._head[1]  # the same commit as last time: no git process (one per snapshot)
         if commit is None:
+            if self._unborn():
+                return None  # a new repository: no process
             out = self._git("rev-parse", "-q", "--verify", "HEAD^{tree}", ok=(0, 1)).strip()
             return out.decode() if out else None
         out = self._git("rev-parse", "-q", "--verify", f"{commit}^{{tree}}", ok=(0, 1)).strip()
@@ -450,12 +518,16 @@ class ShadowRepo:
                 self._save_excluded(kept)
                 excluded = kept
             head = self.head_tree()
-            if head is None and self.seed_from_workspace and not (self.git_dir / "index").exists() and self._seed():
-                head = self.head_tree()
-            status = self._git("status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all")
-            entries = [e for e in status.split(b"\0") if e]
-            if not entries and head is not None:
-                return head
+            seeded = None
+            if head is None and self.seed_from_workspace and not (self.git_dir / "index").exists():
+                seeded = self._seed()
+            if seeded is not None:
+                entries = seeded  # what differs from the workspace's index (no status: no HEAD yet)
+            else:
+                status = self._git("status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all")
+                entries = [e for e in status.split(b"\0") if e]
+                if not entries and head is not None:
+                    return head
             if len(entries) > MAX_FILES:
                 raise TooManyFiles(
                     f"{len(entries):,} files changed at once (the limit is {MAX_FILES:,}): this workspace is not recorded"
@@ -505,7 +577,7 @@ class ShadowRepo:
                 excluded.update(newly)
                 self._save_excluded(excluded)
             if untrack:
-                self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
+                self._git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
                           stdin=b"\0".join(untrack))
             if len(add) > WHOLE_TREE_ADD:
                 # git matches each path against every pathspec: 30,000 of them took 14 s, while
@@ -515,11 +587,35 @@ class ShadowRepo:
                 self._git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=b"\0".join(add))
             tree = self._git("write-tree", *(["--missing-ok"] if self.borrowing() else [])).decode().strip()
             if tree != head:
-                parents = ["-p", "HEAD"] if head is not None else []
-                commit = self._git("commit-tree", tree, *parents, "-m", "checkpoint").decode().strip()
-                self._git("update-ref", "HEAD", commit)
-                self._head = (commit, tree)
+                self._head = (self._commit(tree, head is not None), tree)
             return tree
+
+    def _commit(self, tree: str, on_head: bool) -> str:
+        """Commit `tree` (on HEAD's commit when `on_head`) and move HEAD's branch to it. The
+        commit object and the ref are written here in git's loose formats (what `commit-tree`
+        and `update-ref` would write: two processes fewer per snapshot); git's commands when
+        HEAD is not a branch with a loose ref (a repository changed by hand)."""
+
+        parent = self._head_commit() if on_head else None
+        try:
+            branch = (self.git_dir / "HEAD").read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            branch = ""
+        ref = self.git_dir / branch[5:] if branch.startswith("ref: refs/heads/") and ".." not in branch else None
+        if ref is None or (on_head and parent is None) or (not on_head and not self._unborn()):
+            commit = self._git("commit-tree", tree, *(["-p", "HEAD"] if on_head else []), "-m", "checkpoint").decode().strip()
+            self._git("update-ref", "HEAD", commit)
+            return commit
+        who = f"{IDENTITY} <tunacode@localhost> {int(time.time())} +0000"
+        body = (f"tree {tree}\n" + (f"parent {parent}\n" if parent else "") + f"author {who}\ncommitter {who}\n\ncheckpoint\n").encode()
+        raw = b"commit %d\0" % len(body) + body
+        commit = hashlib.sha1(raw).hexdigest()
+        try:
+            _write_new(self.git_dir / "objects" / commit[:2] / commit[2:], zlib.compress(raw), 0o444)
+            _write_new(ref, f"{commit}\n".encode(), 0o644, replace=True)
+        except OSError as exc:
+            raise CheckpointError(f"cannot write the checkpoint commit: {exc.strerror}") from None
+        return commit
 
     # ------------------------------------------------------------ the size bound
 
@@ -650,73 +746,87 @@ class ShadowRepo:
     def borrowing(self) -> bool:
         return self._borrowed() is not None
 
-    def _seed(self) -> bool:
-        """Start the index from the workspace's own git index (see the module's docstring).
-        False (and nothing left behind) when the workspace has none that is safe to use."""
+    def _seed(self) -> list[bytes] | None:
+        """Start the index from the workspace's own git index (see the module's docstring) and
+        list what differs from it, as `git status` entries (`XY path`). None (and nothing left
+        behind) when the workspace has no index that is safe to use.
+
+        Four git processes run at once, each reading the seeded index: the files that differ
+        from it (`diff-files`, which stats them on several threads as `status` does), the
+        untracked ones (`ls-files -o`; with those, the status of a repository with no commit
+        yet), the tracked files now ignored (they leave the index: the full path never records
+        them), and the copy of the index's cached trees; meanwhile the index is read here
+        (agent/git_index.py: anything git would skip or convert turns seeding off; gitlinks
+        and files over the size limit leave the index)."""
 
         found = _workspace_index(self.root)
         if found is None:
-            return False
+            return None
         data, mtime_ns, objects = found
         index = self.git_dir / "index"
         try:
             self._borrowed_file().write_text(objects, encoding="utf-8", errors="surrogateescape")
-            index.write_bytes(data)
-            os.utime(index, ns=(mtime_ns, mtime_ns))  # git's racy-entry check keys on the index's own time
-            entries = self._git("ls-files", "-v", "-s", "-z").split(b"\0")
-            gitlinks: list[bytes] = []
-            for entry in entries:
-                if not entry:
-                    continue
-                head, _, path = entry.partition(b"\t")
-                tag, mode, _, stage = head.split(b" ")
-                if tag != b"H" or stage != b"0" or path.rsplit(b"/", 1)[-1] == b".gitattributes":
-                    raise CheckpointError("the workspace's index has entries git skips or converts")
-                if mode == b"160000":
-                    gitlinks.append(path)  # a submodule: the full path records none
-            drop = gitlinks + [p for p in self._git("ls-files", "-z", "-c", "-i", "--exclude-standard").split(b"\0") if p]
-            # entries over the size limit leave the index: the status then sees each file as new,
-            # and the usual rules record or exclude it by its size now
-            big = [m[1] for m in DEBUG_ENTRY.finditer(self._git("ls-files", "-z", "--debug")) if int(m[2]) > self.max_file_bytes]
-            drop += big
+            self._write_index(data, mtime_ns)
+            with concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tunacode-seed") as pool:
+                # the listings start at once (the files that differ from the index: `diff-files`
+                # stats them on several threads, as `status` does; the untracked ones); the
+                # index is checked meanwhile, here
+                changed = pool.submit(self._git, "diff-files", "--name-only", "-z", "--ignore-submodules=all")
+                untracked = pool.submit(self._git, "ls-files", "-z", "-o", "--exclude-standard")
+                ignored = pool.submit(self._git, "ls-files", "-z", "-c", "-i", "--exclude-standard")
+                try:
+                    facts = read_index(data, self.max_file_bytes)
+                except UnusableIndex as exc:
+                    log.info("the first snapshot of %s reads every file: its git index is not used (%s)", self.root, exc)
+                    raise CheckpointError(str(exc)) from None
+                trees = pool.submit(self._copy_trees, facts.trees)
+                left_out = {p for p in ignored.result().split(b"\0") if p}
+                listing = [b" M " + p for p in changed.result().split(b"\0") if p]
+                listing += [b"?? " + p for p in untracked.result().split(b"\0") if p]
+                trees.result()  # best effort: never raises; written before `write-tree` runs
+            if facts.data is not data:  # extensions left out (an untracked cache, an fsmonitor's)
+                self._write_index(facts.data, mtime_ns)
+            gitlinks, big = facts.gitlinks, facts.big
+            left_out |= set(gitlinks)
+            drop = left_out | set(big)
             if drop:
                 self._git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
-                          "--pathspec-file-nul", stdin=b"\0".join(drop))
-            # the seeded index as the first commit: the snapshot's status then lists only what
-            # differs from it (its trees are written here, its blobs borrowed)
-            self._copy_head_trees()
-            tree = self._git("write-tree", "--missing-ok").decode().strip()
-            commit = self._git("commit-tree", tree, "-m", "seeded from the workspace's git index").decode().strip()
-            self._git("update-ref", "HEAD", commit)
-            return True
+                          "--pathspec-file-nul", stdin=b"\0".join(sorted(drop)))
+            entries: dict[bytes, bytes] = {}
+            for record in listing:
+                if record[3:] not in drop:
+                    entries[record[3:]] = record
+            # a file over the size limit is now untracked: recorded or excluded by its size now
+            entries.update({p: b"?? " + p for p in big if p not in left_out and os.path.lexists(self.root / os.fsdecode(p))})
+            if gitlinks:  # what is in a submodule's folder now (a nested repository: `sub/`)
+                others = self._git("ls-files", "-z", "-o", "--exclude-standard", "--", *map(os.fsdecode, gitlinks))
+                entries.update({p: b"?? " + p for p in others.split(b"\0") if p})
+            return list(entries.values())
         except (CheckpointError, OSError, ValueError):
             index.unlink(missing_ok=True)
             self._borrowed_file().unlink(missing_ok=True)
-            return False
+            return None
 
-    def _copy_head_trees(self) -> None:
-        """Copy the tree objects of the workspace's HEAD commit in, as one pack: the index's
-        cached trees are mostly those, and `write-tree` then reuses every one that exists
-        here instead of writing each again as a loose object (~300 of them at 30,000 files
-        took most of a first snapshot's time beyond its status). `pack-objects` only reads
-        the borrowed objects (nothing in the workspace is written or touched) and
-        `index-pack` writes the pack here. Best effort: on any failure `write-tree` writes
-        the trees as before."""
+    def _write_index(self, data: bytes, mtime_ns: int) -> None:
+        index = self.git_dir / "index"
+        index.write_bytes(data)
+        os.utime(index, ns=(mtime_ns, mtime_ns))  # git's racy-entry check keys on the index's own time
 
-        commit = _workspace_head(self.root)
-        if commit is None:
+    def _copy_trees(self, trees: list[str]) -> None:
+        """Copy the index's cached trees in, as one pack: `write-tree` then reuses every one
+        instead of writing each again as a loose object (~300 of them at 30,000 files took
+        most of a first snapshot's time beyond its status). `pack-objects` only reads the
+        borrowed objects (nothing in the workspace is written or touched) and writes the pack
+        here. Best effort, never raises: on any failure `write-tree` writes the trees."""
+
+        if not trees or len(trees) > MAX_FILES:  # a hostile index's million trees: not worth copying
             return
         try:
-            # each tree once (a tree bomb's billion paths are a handful of objects; `ls-tree -r`
-            # listed every path, gigabytes into memory until the git timeout)
-            listing = self._git("rev-list", "--objects", "--no-walk", "--filter=blob:none", "--no-object-names", commit)
-            trees = [line for line in listing.decode("ascii").split() if line != commit]
-            if len(trees) > MAX_FILES:  # a hostile history's tree of folders: not worth copying
-                return
-            pack = self._git("pack-objects", "--stdout", "-q", "--window=0", stdin="".join(f"{t}\n" for t in trees).encode())
-            self._git("index-pack", "--stdin", stdin=pack)
-        except (CheckpointError, IndexError, UnicodeDecodeError) as exc:
-            log.info("the workspace's HEAD trees were not copied in (write-tree writes them): %s", exc)
+            self._git("pack-objects", "-q", "--window=0", str(self.git_dir / "objects" / "pack" / "pack"),
+                      stdin="".join(f"{t}\n" for t in trees).encode(), timeout=min(self.timeout, TREES_SECONDS),
+                      settings=(("core.fsync", "none"),))  # a copy (the workspace has them): `absorb`'s repack syncs
+        except CheckpointError as exc:
+            log.info("the index's cached trees were not copied in (write-tree writes them): %s", exc)
 
     def absorb(self) -> None:
         """Copy the objects borrowed from the workspace's repository into this one, then stop
@@ -940,27 +1050,6 @@ def _read_regular(path: Path, limit: int) -> tuple[bytes, int] | None:
         os.close(fd)
 
 
-def _workspace_head(root: Path) -> str | None:
-    """The workspace's HEAD commit id, read from its files (git never runs in its repository):
-    a branch ref (loose or packed) or a detached HEAD; None otherwise (an unborn branch)."""
-
-    dot = root / ".git"
-    head = _read_regular(dot / "HEAD", 4096)
-    if head is None:
-        return None
-    text = head[0].decode("ascii", "replace").strip()
-    if text.startswith("ref: refs/heads/") and ".." not in text:
-        name = text[5:]
-        ref = _read_regular(dot / name, 4096)
-        if ref is not None:
-            text = ref[0].decode("ascii", "replace").strip()
-        else:
-            packed = _read_regular(dot / "packed-refs", MAX_CONFIG_BYTES * 16)
-            lines = packed[0].decode("utf-8", "replace").splitlines() if packed is not None else []
-            text = next((line.split(" ", 1)[0] for line in lines if line.endswith(" " + name)), "")
-    return text if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text) else None
-
-
 def _workspace_index(root: Path) -> tuple[bytes, int, str] | None:
     """The workspace's git index (bytes, mtime), and its objects folder, when using them is
     safe: `.git` a real folder (not a link, not a worktree's file), no attributes file, and no
@@ -982,7 +1071,32 @@ def _workspace_index(root: Path) -> tuple[bytes, int, str] | None:
         read = _read_regular(config, MAX_CONFIG_BYTES)
         if read is None or CONVERTING_CONFIG.search(read[0]):
             return None
+    if not _plain_objects(dot / "objects"):
+        return None
     index = _read_regular(dot / "index", MAX_SEED_INDEX_BYTES)
     if index is None:
         return None
     return index[0], index[1], str(dot / "objects")
+
+
+def _plain_objects(objects: Path) -> bool:
+    """Whether git may read the workspace's objects folder without waiting or going elsewhere:
+    no alternates of its own (its objects live in another repository), and every file git
+    opens by name there (packs, their indexes, commit graphs) a regular file, not a FIFO git
+    would wait on forever or a link. A loose object cannot be checked this cheaply: git
+    blocked on one is stopped (GitBlocked) and says so."""
+
+    if os.path.lexists(objects / "info" / "alternates") or os.path.lexists(objects / "info" / "http-alternates"):
+        return False
+    for folder in (objects / "pack", objects / "info", objects / "info" / "commit-graphs"):
+        try:
+            with os.scandir(folder) as found:
+                for entry in found:
+                    if not (entry.is_file(follow_symlinks=False)
+                            or (entry.name == "commit-graphs" and entry.is_dir(follow_symlinks=False))):
+                        return False
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+    return True

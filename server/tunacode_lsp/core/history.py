@@ -31,7 +31,10 @@ What the server knows of a message beyond tinyagent's dump is structured, never 
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+import operator
+from array import array
 from collections import deque
 from typing import Any
 
@@ -232,87 +235,140 @@ def outcome_of_result(message: object) -> dict[str, Any] | None:
 
 def clean_history(messages: list[Message]) -> list[Message]:
     """A valid history with everything valid of `messages`, in order (see module doc)."""
-    taken: set[str] | None = None  # every call id of the input, found only when a rename needs it
+    cleaner = HistoryCleaner()
+    cleaner.feed(messages)
+    return cleaner.view()
 
-    def taken_ids() -> set[str]:
-        nonlocal taken
-        if taken is None:
-            taken = {
+
+class HistoryCleaner:
+    """`clean_history`, resumable: feed the messages in batches, take the view after any.
+
+    After `feed(a)` and `extend(b)`, `view()` equals `clean_history(a + b)`. A rename of a
+    duplicate call id avoids every call id of the whole input, later ones too: `extend`
+    refuses (returns False, nothing changed) a batch holding an id an earlier rename chose,
+    since the whole input would have renamed differently; clean it again whole then. The
+    open run of tool results is kept open between batches; `view()` closes it on a copy
+    (the cancelled results of its calls).
+    """
+
+    def __init__(self) -> None:
+        self.cleaned: list[Message] = []
+        self._renamed_to: set[str] = set()  # the ids renames chose
+        self._inputs: list[list[Message]] = []  # every batch fed, for the rename's id set
+        self._taken: set[str] | None = None  # every call id of the input, found only when a rename needs it
+        self._used_ids: set[str] = set()
+        # The open run: original id -> final ids still waiting, and their call blocks.
+        self._waiting: dict[str, deque[str]] = {}
+        self._open_calls: dict[str, dict[str, Any]] = {}
+
+    def view(self) -> list[Message]:
+        """The cleaned history of everything fed so far (a new list)."""
+        if not self._open_calls:
+            return list(self.cleaned)
+        return [*self.cleaned, *cancelled_results_for(list(self._open_calls.values()))]
+
+    def _taken_ids(self) -> set[str]:
+        if self._taken is None:
+            self._taken = {
                 call_id
-                for message in messages
+                for batch in self._inputs
+                for message in batch
                 if isinstance(message, dict) and message.get("role") == "assistant"
                 for call in _tool_calls(message)
                 if (call_id := _call_id(call)) is not None
             }
-        return taken
+        return self._taken
 
-    used_ids: set[str] = set()
-    cleaned: list[Message] = []
-    # The open run: original id -> final ids still waiting, and their call blocks.
-    waiting: dict[str, deque[str]] = {}
-    open_calls: dict[str, dict[str, Any]] = {}
+    def _close_run(self) -> None:
+        if self._open_calls:
+            self.cleaned.extend(cancelled_results_for(list(self._open_calls.values())))
+            self._open_calls.clear()
+        self._waiting.clear()
 
-    def close_run() -> None:
-        if open_calls:
-            cleaned.extend(cancelled_results_for(list(open_calls.values())))
-            open_calls.clear()
-        waiting.clear()
-
-    def unique_id(wanted: str | None) -> str:
+    def _unique_id(self, wanted: str | None) -> str:
+        used_ids = self._used_ids
         if wanted is not None and wanted not in used_ids:
             return wanted
+        taken = self._taken_ids()
         base = wanted or UNNAMED_CALL_ID
-        if base not in used_ids and base not in taken_ids():
-            return base
-        n = 2
-        while f"{base}~{n}" in used_ids or f"{base}~{n}" in taken_ids():
-            n += 1
-        return f"{base}~{n}"
+        if base not in used_ids and base not in taken:
+            chosen = base
+        else:
+            n = 2
+            while f"{base}~{n}" in used_ids or f"{base}~{n}" in taken:
+                n += 1
+            chosen = f"{base}~{n}"
+        self._renamed_to.add(chosen)
+        return chosen
 
-    for message in messages:
-        if not _is_message(message):
-            continue
-        role = message["role"]
-        if role == "tool_result":
-            original = message.get("tool_call_id")
-            queue = waiting.get(original) if isinstance(original, str) else None
-            if not queue:
-                continue  # orphan: answers no open call
-            final_id = queue.popleft()
-            open_calls.pop(final_id)
-            cleaned.append(message if final_id == original else {**message, "tool_call_id": final_id})
-            continue
-        if role == "assistant" and _is_empty_assistant(message):
-            continue  # dropped as if absent: it does not end a run of results
-        close_run()
-        if role == "user":
-            if cleaned and cleaned[-1]["role"] == "user":
-                cleaned[-1] = {**cleaned[-1], "content": _content_list(cleaned[-1]) + _content_list(message)}
-            else:
-                cleaned.append(message)
-            continue
-        # Messages are shared with the input, never changed in place: a message that
-        # needs a change (a None block dropped, a call renamed) is copied first.
-        assistant = message
-        if any(block is None for block in _blocks(assistant)):
-            assistant = {**assistant, "content": [b for b in _blocks(assistant) if b is not None]}
-        for index, call in enumerate(_blocks(assistant)):
-            if not (isinstance(call, dict) and call.get("type") == "tool_call"):
+    def extend(self, messages: list[Message]) -> bool:
+        """Clean `messages` on from where the last batch ended; False (nothing done) when
+        a rename of the batches before would change (see the class doc)."""
+        if self._renamed_to and any(
+            _call_id(call) in self._renamed_to
+            for message in messages
+            if isinstance(message, dict) and message.get("role") == "assistant"
+            for call in _tool_calls(message)
+        ):
+            return False
+        self.feed(messages)
+        return True
+
+    def feed(self, messages: list[Message]) -> None:
+        """Clean `messages` on from where the last batch ended (see `extend`)."""
+        self._inputs.append(messages)
+        self._taken = None
+        cleaned, waiting, open_calls, used_ids = self.cleaned, self._waiting, self._open_calls, self._used_ids
+        for message in messages:
+            if not _is_message(message):
                 continue
-            original = _call_id(call)
-            final_id = unique_id(original)
-            used_ids.add(final_id)
-            if final_id != call.get("id"):
-                if assistant is message:
-                    assistant = {**message, "content": list(_blocks(message))}
-                call = {**call, "id": final_id}
-                assistant["content"][index] = call
-            if original is not None:
-                waiting.setdefault(original, deque()).append(final_id)
-            open_calls[final_id] = call
-        cleaned.append(assistant)
-    close_run()
-    return cleaned
+            role = message["role"]
+            if role == "tool_result":
+                original = message.get("tool_call_id")
+                queue = waiting.get(original) if isinstance(original, str) else None
+                if not queue:
+                    continue  # orphan: answers no open call
+                final_id = queue.popleft()
+                open_calls.pop(final_id)
+                cleaned.append(message if final_id == original else {**message, "tool_call_id": final_id})
+                continue
+            if role == "assistant" and _is_empty_assistant(message):
+                continue  # dropped as if absent: it does not end a run of results
+            self._close_run()
+            if role == "user":
+                if cleaned and cleaned[-1]["role"] == "user":
+                    cleaned[-1] = {**cleaned[-1], "content": _content_list(cleaned[-1]) + _content_list(message)}
+                else:
+                    cleaned.append(message)
+                continue
+            # Messages are shared with the input, never changed in place: a message that
+            # needs a change (a None block dropped, a call renamed) is copied first.
+            assistant = message
+            if any(block is None for block in _blocks(assistant)):
+                assistant = {**assistant, "content": [b for b in _blocks(assistant) if b is not None]}
+            for index, call in enumerate(_blocks(assistant)):
+                if not (isinstance(call, dict) and call.get("type") == "tool_call"):
+                    continue
+                original = _call_id(call)
+                final_id = self._unique_id(original)
+                used_ids.add(final_id)
+                if final_id != call.get("id"):
+                    if assistant is message:
+                        assistant = {**message, "content": list(_blocks(message))}
+                    call = {**call, "id": final_id}
+                    assistant["content"][index] = call
+                if original is not None:
+                    waiting.setdefault(original, deque()).append(final_id)
+                open_calls[final_id] = call
+            cleaned.append(assistant)
+
+
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading items of `a` and `b` are the same objects (compared in C, not a
+    Python loop): a long history grows at its end, so a turn redoes only what follows."""
+    if all(map(operator.is_, a, b)):  # the usual case, about twice as fast as finding where
+        return min(len(a), len(b))
+    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)))
 
 
 # ---------------------------------------------------------------- budget
@@ -397,6 +453,94 @@ def plan_pruning(
                 total += small - tokens[position]
                 chosen.add(position)
     return chosen
+
+
+NOT_PRUNABLE = -1  # a pruned estimate is at least TOKENS_PER_MESSAGE
+MARK_FIELDS = 5
+
+
+class PruningReplay:
+    """`plan_pruning`, one message at a time, and back to any earlier length.
+
+    `push` adds the next message (its estimate, its estimate once pruned or None, whether
+    it is a tool result) and returns the positions it newly pruned (a step prunes older
+    results); `truncate(n)` forgets every message from position n on, with the decisions
+    they took, and returns the positions no longer pruned. After any sequence of both,
+    `chosen` and `total` equal `plan_pruning` over the messages currently pushed and the
+    estimate of the input with them pruned: the model's input of a long session is
+    planned in O(new messages) per turn instead of O(history). `push` is `plan_pruning`'s
+    loop body: a change to the policy there is made here too
+    (tests/unit/test_incremental_history.py compares the two).
+    """
+
+    def __init__(
+        self,
+        *,
+        token_budget: int,
+        keep_recent: int = 3,
+        target_ratio: float = PRUNE_TARGET_RATIO,
+        head_ratio: float = PRUNE_HEAD_RATIO,
+    ) -> None:
+        self.token_budget = token_budget
+        self.keep_recent = keep_recent
+        self.target = int(token_budget * target_ratio)
+        self.head = int(token_budget * head_ratio)
+        self.total = 0  # the estimate of the messages pushed, as pruned
+        self.chosen: set[int] = set()
+        self._grown = 0  # the estimate of the history so far, nothing pruned: where the head ends
+        # arrays, not lists: the collector never traverses them (a 30k-item list of ints is
+        # 30k objects touched by every full pass)
+        self._tokens = array("q")
+        self._pruned_tokens = array("q")  # NOT_PRUNABLE: None in plan_pruning's list
+        self._result_positions = array("q")
+        self._cursor = 0  # index into _result_positions: everything before it was considered
+        self._chosen_order = array("q")
+        self._marks = array("q")  # the state before each position, MARK_FIELDS values each
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def push(self, count: int, small: int | None, is_result: bool) -> list[int]:
+        index = len(self._tokens)
+        self._marks.extend((self.total, self._grown, len(self._result_positions), self._cursor, len(self._chosen_order)))
+        self._tokens.append(count)
+        self._pruned_tokens.append(NOT_PRUNABLE if small is None else small)
+        self.total += count
+        self._grown += count
+        if is_result and self._grown > self.head:
+            self._result_positions.append(index)
+        if self.total <= self.token_budget:
+            return []
+        # The `keep_recent` latest results are spared when the step reaches the target
+        # without them; else the step goes on into them (sparing the very latest), since a
+        # step too small to reach the target would be followed by another on every turn.
+        newly: list[int] = []
+        tokens, pruned_tokens, positions = self._tokens, self._pruned_tokens, self._result_positions
+        keep_recent = self.keep_recent
+        for spare in (max(0, keep_recent), min(1, max(0, keep_recent))):
+            limit = max(0, len(positions) - spare)
+            while self.total > self.target and self._cursor < limit:
+                position = positions[self._cursor]
+                self._cursor += 1
+                pruned = pruned_tokens[position]
+                if pruned == NOT_PRUNABLE or pruned >= tokens[position]:
+                    continue
+                self.total += pruned - tokens[position]
+                self.chosen.add(position)
+                self._chosen_order.append(position)
+                newly.append(position)
+        return newly
+
+    def truncate(self, length: int) -> list[int]:
+        if length >= len(self._tokens):
+            return []
+        self.total, self._grown, results, self._cursor, chosen = self._marks[length * MARK_FIELDS:(length + 1) * MARK_FIELDS]
+        del self._marks[length * MARK_FIELDS:], self._tokens[length:], self._pruned_tokens[length:]
+        del self._result_positions[results:]
+        dropped = list(self._chosen_order[chosen:])
+        del self._chosen_order[chosen:]
+        self.chosen.difference_update(dropped)
+        return dropped
 
 
 def prune_tool_outputs(
