@@ -29,7 +29,14 @@ from tunacode_lsp.tools.kept_outputs import KeepingBuffer
 from tunacode_lsp.tools.limits import MAX_PATH_CHARS
 from tunacode_lsp.tools.paths import display_path, refuse_special, resolve_in_workspace, workspace_real_root
 from tunacode_lsp.tools.process_output import HeadTailBuffer
-from tunacode_lsp.tools.sandbox import bwrap_path, git_identity, harden_process, sandbox_argv, sandbox_state
+from tunacode_lsp.tools.sandbox import (
+    bwrap_path,
+    git_identity,
+    harden_process,
+    reap_sandbox_inits,
+    sandbox_argv,
+    sandbox_state,
+)
 from tunacode_lsp.tools.sandbox_network import network_mode, start_network, stop_network
 from tunacode_lsp.tools.sandbox_protected import absent_protected, remove_appeared
 from tunacode_lsp.tools.settings import ToolSettings
@@ -189,9 +196,11 @@ async def _start_command(
         if not pasta:
             return transport, protocol, 0
         pasta_pid = 0
+        released = False
         try:
             pasta_pid = await start_network(info_r, {"PATH": env["PATH"], MARKER: marker})
             os.write(block_w, b"1")  # the network is up: bwrap runs the command
+            released = True
             return transport, protocol, pasta_pid
         except BrokenPipeError as exc:  # the sandbox's child is gone before it read: nothing ran
             failure: BaseException = exc
@@ -199,7 +208,8 @@ async def _start_command(
             failure = exc
             attempt = SANDBOX_START_ATTEMPTS  # not a child that died: no second try
         except asyncio.CancelledError:
-            kill_group(transport.get_pid())
+            await _end_held(transport, protocol, block_w)
+            block_w = -1
             transport.close()
             if pasta_pid:
                 stop_network(pasta_pid)
@@ -207,8 +217,9 @@ async def _start_command(
             raise
         finally:
             os.close(info_r)
-            os.close(block_w)
-        kill_group(transport.get_pid())
+            if released:
+                os.close(block_w)
+        await _end_held(transport, protocol, block_w)
         if pasta_pid:
             stop_network(pasta_pid)
             _to_reap.add(pasta_pid)
@@ -221,6 +232,22 @@ async def _start_command(
             ) from None
         log.warning("the sandbox ended before its network came up (%s); starting it again", failure)
     raise AssertionError("unreachable")
+
+
+async def _end_held(transport: asyncio.SubprocessTransport, protocol: _ShellProtocol, block_w: int) -> None:
+    """End a sandbox still held on its block fd, and only then close that fd: bwrap reads the
+    fd's end of file as "go" and would run the command. Once bwrap is reaped, what it started
+    inside has its SIGKILL (--die-with-parent) and runs nothing more."""
+
+    try:
+        kill_group(transport.get_pid())
+        try:
+            await _reaped(protocol)
+        except asyncio.CancelledError:
+            pass
+    finally:
+        if block_w >= 0:
+            os.close(block_w)
 
 
 async def _said_before_exit(protocol: _ShellProtocol) -> str:
@@ -256,6 +283,7 @@ _to_reap: set[int] = set()  # killed orphans adopted by this (subreaper) process
 
 
 def _reap() -> None:
+    reap_sandbox_inits()
     for pid in list(_to_reap):
         try:
             done, _ = os.waitpid(pid, os.WNOHANG)

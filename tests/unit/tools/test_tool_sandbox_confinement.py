@@ -333,3 +333,21 @@ async def test_pasta_ends_with_the_command(ws: Path) -> None:
     while _live_pastas() - before and loop.time() < deadline:
         await asyncio.sleep(0.02)
     assert _live_pastas() - before == set()
+
+
+@needs_bwrap
+async def test_a_network_stack_that_fails_never_runs_the_command(ws: Path, tmp_path: Path, monkeypatch) -> None:
+    """Ten times over: the sandbox held on its block fd was let go when that fd closed (bwrap
+    reads its end of file as "go") before it was killed, so the command sometimes ran."""
+    from tunacode_lsp.tools import ToolError
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "pasta").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "pasta").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    bash = tools_for(ws)["bash"]
+    for attempt in range(10):
+        with pytest.raises(ToolError, match="No command was run"):
+            await call(bash, {"command": f"touch ran{attempt}"})
+    assert sorted(p.name for p in ws.iterdir() if p.name.startswith("ran")) == []
