@@ -27,6 +27,8 @@ SKIPPED_FOLDERS = (".git", ".hg", ".svn", ".jj", "node_modules", ".venv", "venv"
 COMMON_FLAGS = ["--hidden", "--no-require-git", "--no-config", "--color", "never", "--no-messages",
                 *[arg for folder in SKIPPED_FOLDERS for arg in ("--glob", f"!{folder}/")]]
 RG_SECONDS = 120.0  # one search at most
+FINISH_SECONDS = 5.0  # a stopped rg to end and be reaped
+DRAIN_CHUNK = 256 * 1024
 
 
 def glob_matcher(glob: str | None) -> Callable[[str], bool]:
@@ -135,17 +137,78 @@ async def run_rg(
         if feeding is not None:
             feeding.cancel()
         if proc.returncode is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        assert proc.stderr is not None
-        try:
-            out.error = (await asyncio.wait_for(proc.stderr.read(4096), 2)).decode(errors="replace").strip()
-        except TimeoutError:
-            pass
-        out.code = await proc.wait()
+            _stop(proc.pid)
+        await _finish(proc, out)
     return out
+
+
+def _stop(pid: int) -> None:
+    """Kill rg, and only rg: confined, `pid` is bwrap, whose child (the sandbox's init) runs rg;
+    with rg gone the init exits and bwrap reaps it and exits. Killing bwrap or the init would
+    orphan the process below it to the server (a child subreaper), a zombie nobody reaps."""
+
+    leaves, below = [], [pid]
+    while below:
+        current = below.pop()
+        children = _children(current)
+        below += children
+        if not children:
+            leaves.append(current)
+    for leaf in leaves:
+        try:
+            os.kill(leaf, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found += [int(child) for child in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+async def _finish(proc: asyncio.subprocess.Process, out: Lines) -> None:
+    """Read both pipes to their end (the first 4 KiB of stderr kept) and reap rg, within
+    FINISH_SECONDS. Output left unread pauses its pipe, and asyncio's `Process.wait()`
+    answers only once every pipe is closed: without the drain a stopped rg could hold the
+    call until the tool's own bound."""
+
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout, stderr = proc.stdout, proc.stderr
+
+    async def drain_stdout() -> None:
+        while await stdout.read(DRAIN_CHUNK):
+            pass
+
+    async def read_stderr() -> bytes:
+        kept = await stderr.read(4096)
+        while await stderr.read(DRAIN_CHUNK):
+            pass
+        return kept
+
+    try:
+        async with asyncio.timeout(FINISH_SECONDS):
+            _, kept = await asyncio.gather(drain_stdout(), read_stderr())
+            out.error = kept.decode(errors="replace").strip()
+            out.code = await proc.wait()
+        from tunacode_lsp.tools.sandbox import reap_sandbox_inits
+
+        reap_sandbox_inits()
+    except TimeoutError:
+        try:  # rg did not end after its stop: end bwrap too
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        out.code = proc.returncode
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:

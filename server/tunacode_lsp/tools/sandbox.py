@@ -269,6 +269,33 @@ def adopted_children() -> set[int]:
     return children
 
 
+def reap_sandbox_inits() -> int:
+    """Reap the sandboxes' init processes that bwrap leaves to this process; how many.
+
+    With a pid namespace, bwrap's outer process exits as soon as the sandbox's init reports
+    the command's status, before it reaps that init, which is then reparented to the server
+    (a child subreaper, `harden_process`) and stays a zombie until the server reaps it. Only
+    zombies of a nested pid namespace (`NSpid` with two numbers) are reaped: never a process
+    the server started itself, whose exit status belongs to asyncio or subprocess.
+    """
+
+    reaped = 0
+    for pid in adopted_children():
+        try:
+            with open(f"/proc/{pid}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if not fields.get("State", "").strip().startswith("Z") or len(fields.get("NSpid", "").split()) < 2:
+            continue
+        try:
+            os.waitpid(pid, os.WNOHANG)
+            reaped += 1
+        except ChildProcessError:
+            pass
+    return reaped
+
+
 def has_marker(pid: int, marker: bytes) -> bool:
     """The process's environment holds `marker` (it was started by a given tool call)."""
 
