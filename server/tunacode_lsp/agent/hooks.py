@@ -127,7 +127,7 @@ class HookRunner:
 
     async def _run_one(self, hook: HookDef, data: bytes) -> _Finished:
         from tunacode_lsp.tools.bash import MARKER, marker_value, shell_environment
-        from tunacode_lsp.tools.sandbox import bwrap_path, sandbox_argv, sandbox_state
+        from tunacode_lsp.tools.sandbox import bwrap_path, reap_sandbox_inits, sandbox_argv, sandbox_state
         from tunacode_lsp.tools.sandbox_protected import absent_protected
 
         sandbox = await asyncio.to_thread(sandbox_state, self.settings.shell_sandbox)
@@ -185,6 +185,7 @@ class HookRunner:
                 await asyncio.wait_for(asyncio.shield(exited), 2.0)
             if not exited.done():
                 exited.cancel()
+            reap_sandbox_inits()  # the sandbox's init, which bwrap leaves to this (subreaper) process
         removed: list[str] = []
         if absent is not None:  # what the hook created where code runs outside the sandbox goes
             from tunacode_lsp.tools.sandbox_protected import remove_appeared
