@@ -48,9 +48,7 @@ async def test_an_early_stop_returns_at_once_while_another_thread_is_busy(big_ou
         for _ in range(12):
             call = ToolCall(tool_call_id="t", signal=asyncio.Event(), on_update=None)
             started = time.monotonic()
-            found = await asyncio.wait_for(
-                run_rg(["-n", "match", "lines.txt"], big_output, call, max_lines=100, max_chars=1 << 20), 20
-            )
+            found = await asyncio.wait_for(run_rg(["-n", "match", "lines.txt"], big_output, call, max_lines=100, max_chars=1 << 20), 20)
             assert found.stopped and len(found.lines) == 100
             assert time.monotonic() - started < 10
     finally:
@@ -87,7 +85,10 @@ SUBREAPER_RUN = textwrap.dedent("""
 
 def test_an_early_stop_leaves_no_zombie_in_a_subreaper(big_output: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", SUBREAPER_RUN, str(big_output)], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", SUBREAPER_RUN, str(big_output)],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[3] / "server")},
     )
     assert done.returncode == 0, done.stderr
