@@ -134,3 +134,35 @@ def test_a_request_start_loads_no_json_schema_validator():
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
+
+
+# what `initialize` does not need: the wire types, the command handlers, the services behind
+# them (sessions, requests, checkpoints, the models catalog) and MCP's configuration
+BEFORE_INITIALIZE_NOT = ("tunacode_lsp.contract.protocol", "tunacode_lsp.lsp.commands", "tunacode_lsp.lsp.runs",
+                         "tunacode_lsp.lsp.mcp", "tunacode_lsp.lsp.snapshot_progress", "tunacode_lsp.agent.runs",
+                         "tunacode_lsp.agent.sessions", "tunacode_lsp.agent.models", "tunacode_lsp.agent.checkpoints",
+                         "tunacode_lsp.agent.shadow_repo", "tunacode_lsp.agent.mcp.config", "tunacode_lsp.core.history")
+
+
+def test_the_server_module_loads_only_what_initialize_needs():
+    """The server module (imported, its server built, before `initialize` can be answered)
+    registers every command by name; the handlers, the wire types (~65 attrs classes, ~25 ms)
+    and the services load with the first command (issue 35: spawn -> initialize <= 1.05x a
+    bare pygls server)."""
+
+    code = ("import sys, json, tunacode_lsp.lsp.server; "
+            f"print(json.dumps(sorted(m for m in {BEFORE_INITIALIZE_NOT!r} if m in sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == []
+
+
+def test_every_contract_command_is_registered_with_its_handler():
+    from tunacode_lsp.contract import names, protocol
+    from tunacode_lsp.lsp.commands import HANDLERS
+    from tunacode_lsp.lsp.server import server
+
+    constants = [n for n in vars(names) if n.isupper() and n != "COMMAND_NAMES"]
+    assert {n: getattr(names, n) for n in constants} == {n: getattr(protocol, n) for n in constants}
+    contract_commands = {v for n, v in vars(protocol).items() if n.startswith("COMMAND_")}
+    assert set(names.COMMAND_NAMES) == contract_commands == set(HANDLERS) == set(server.protocol.fm.commands)
+    assert len(names.COMMAND_NAMES) == len(set(names.COMMAND_NAMES))

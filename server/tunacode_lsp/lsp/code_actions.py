@@ -14,7 +14,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from tunacode_lsp.contract.protocol import COMMAND_REQUEST
+from tunacode_lsp.contract.names import COMMAND_REQUEST
 
 FIX_TITLE = "TunaCode: Fix"
 EXPLAIN_TITLE = "TunaCode: Explain"

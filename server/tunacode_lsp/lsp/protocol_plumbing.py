@@ -32,7 +32,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from tunacode_lsp.contract.protocol import PROTOCOL_VERSION, REQUEST_CANCELLED
+from tunacode_lsp.contract.names import PROTOCOL_VERSION, REQUEST_CANCELLED
 from tunacode_lsp.core.redact import redact_message
 from tunacode_lsp.lsp.framing import FrameReader, OversizedMessage, check_message, error_response
 from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload
