@@ -10,7 +10,7 @@
   checks JSON-RPC 2.0 and bounds a message's size), each checked message dispatched to
   pygls, a failure answered, never with a traceback.
 
-The handlers (lsp/server.py) stay thin and know none of this.
+The handlers (lsp/server.py, lsp/commands.py) stay thin and know none of this.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""The language server: thin handlers over the request service and the session service.
+"""The language server: the server, its lifecycle and editor handlers, and every command
+registered by name.
 
-Each command handler parses its params into a typed object (a bad field is InvalidParams
-naming it), calls one service function and returns a wire dict. What adjusts pygls itself
-(the lifecycle, framing, dispatch, exit, `$/cancelRequest`) is in lsp/protocol_plumbing.py.
+The command handlers (thin, over the request service and the session service) are in
+lsp/commands.py, loaded with the first command: `initialize` needs only the commands' names
+(contract/names.py), not the wire types or the services (docs/performance.md, start-up).
+What adjusts pygls itself (the lifecycle, framing, dispatch, exit, `$/cancelRequest`) is in
+lsp/protocol_plumbing.py.
 """
 
 from __future__ import annotations
