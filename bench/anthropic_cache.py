@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from tunacode_lsp.agent.models import resolve_model
-from tunacode_lsp.agent.provider.cache_breakpoints import place_breakpoints
 from tunacode_lsp.agent.ports import RequestSpec
+from tunacode_lsp.agent.provider.cache_breakpoints import place_breakpoints
 from tunacode_lsp.agent.runner import AgentRequest, new_request_id
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
