@@ -324,7 +324,11 @@ def _unit(message: dict[str, Any]) -> Unit:
     else:
         blocks = len(content) if isinstance(content, list) and content else 1
     markable = (isinstance(content, str) and bool(content)) or (isinstance(content, list) and bool(content) and isinstance(content[-1], dict))
-    return Unit(role, blocks, markable, _is_pruned_output(message))
+    unit = Unit(role, blocks, markable, _is_pruned_output(message))
+    return _UNITS.setdefault(unit, unit)  # a few distinct values: one object each, not one per kept message
+
+
+_UNITS: dict[Unit, Unit] = {}
 
 
 def _is_pruned_output(message: dict[str, Any]) -> bool:
