@@ -25,6 +25,14 @@ system, messages; an entry written at each `cache_control` block; a hit looked u
 breakpoint and up to 20 blocks before it; 4 breakpoints at most). It leaves out the minimum
 cacheable length (1,024 tokens for Sonnet: every prefix here holds the tools and the system
 prompt, ~3,000 tokens) and the 5-minute lifetime (the bench's calls are seconds apart).
+
+The note adds one figure with a lifetime, counted in calls (`LIFETIME_CALLS`: 5 minutes at
+~30 s a call, a session that waits on its tools and the model): an entry is read only if a
+call wrote or read it at most that many calls before, and a read renews it. It is given with
+the breakpoints of this adapter and with the same bodies re-marked without the head's end
+before the first pruning step (`without_head_cut`, the placement until 2026-11-27 04:40), the
+one thing that marker changes: with no lifetime the entry at the head's end, written by the
+early call whose latest block it was, is still there at the first step.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from typing import Any
 
 from tunacode_lsp.agent.models import resolve_model
 from tunacode_lsp.agent.ports import RequestSpec
+from tunacode_lsp.agent.provider.cache_breakpoints import place_breakpoints
 from tunacode_lsp.agent.runner import AgentRequest, new_request_id
 from tunacode_lsp.devtools.scripted_model import ScriptedModelServer
 
@@ -47,6 +56,7 @@ from .stats import Goal, Row, Samples
 
 MODEL = "anthropic:claude-sonnet-4-5"
 LOOKBACK_BLOCKS = 20
+LIFETIME_CALLS = 10
 
 
 def blocks_of(body: dict[str, Any]) -> list[tuple[str, bool]]:
@@ -67,10 +77,11 @@ def blocks_of(body: dict[str, Any]) -> list[tuple[str, bool]]:
     return out
 
 
-def cached_shares(bodies: list[dict[str, Any]]) -> list[float]:
-    """For each call after the first: the share of its input read from the cache."""
+def cached_shares(bodies: list[dict[str, Any]], lifetime: int | None = None) -> list[float]:
+    """For each call after the first: the share of its input read from the cache (entries
+    used at most `lifetime` calls before, if given)."""
 
-    written: set[bytes] = set()
+    written: dict[bytes, int] = {}  # an entry's digest -> the last call that wrote or read it
     shares: list[float] = []
     for index, body in enumerate(bodies):
         blocks = blocks_of(body)
@@ -85,11 +96,13 @@ def cached_shares(bodies: list[dict[str, Any]]) -> list[float]:
             hit = 0
             for point in breakpoints:
                 for n in range(point, max(-1, point - LOOKBACK_BLOCKS - 1), -1):
-                    if digests[n] in written:
+                    used = written.get(digests[n])
+                    if used is not None and (lifetime is None or index - used <= lifetime):
                         hit = max(hit, ends[n])
+                        written[digests[n]] = index
                         break
             shares.append(hit / length if length else 0.0)
-        written.update(digests[n] for n in breakpoints)
+        written.update((digests[n], index) for n in breakpoints)
     return shares
 
 
@@ -131,6 +144,19 @@ def earlier_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def without_head_cut(body: dict[str, Any]) -> dict[str, Any]:
+    """The body re-marked by the adapter's policy without the head's end before the first
+    pruning step (the recorded body has lost the model input's `HeadCut`)."""
+
+    body = copy.deepcopy(body)
+    blocks = [*(body.get("tools") or []), *(body.get("system") or [])]
+    blocks += [block for message in body.get("messages") or [] for block in message["content"]]
+    for block in blocks:
+        block.pop("cache_control", None)
+    place_breakpoints(body)
+    return body
+
+
 def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
@@ -168,6 +194,8 @@ async def run(config: BenchConfig) -> list[Row]:
         before = mean(cached_shares([earlier_breakpoints(b) for b in bodies]))
         best = ceiling(baseline, max(input_length(b) for b in bodies))
         cost = input_cost(bodies) / input_cost(baseline)
+        lived = mean(cached_shares(bodies, LIFETIME_CALLS))
+        lived_before = mean(cached_shares([without_head_cut(b) for b in bodies], LIFETIME_CALLS))
         rows.append(Row(
             f"Anthropic: input not read from the prompt cache, {turns} turns x 20 KB, {name}",
             Samples([1 - reuse], unit="share"), Samples([1 - base], unit="share"),
@@ -176,7 +204,9 @@ async def run(config: BenchConfig) -> list[Row]:
                 f"cached share {reuse:.3f} (no pruning {base:.3f}; ceiling within this budget, pruning "
                 f"steps free: {best:.3f}; the same bodies with the earlier breakpoints, tools, system, "
                 f"latest turn: {before:.3f}); input price {cost:.2f} of the no-pruning run's (cache reads "
-                "0.1, writes 1.25); breakpoints once pruned: system, head end, last pruned output, latest turn"
+                "0.1, writes 1.25); breakpoints once pruned: system, head end, last pruned output, latest turn; "
+                f"entries living {LIFETIME_CALLS} calls: {lived:.3f} (without the head's end before the first "
+                f"step: {lived_before:.3f})"
             ),
         ))
     return rows

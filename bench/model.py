@@ -16,12 +16,13 @@ LISTENING = "scripted model listening on "
 class ScriptedModelProcess:
     """`python -m tunacode_lsp.devtools.scripted_model` with a script; the script can be replaced."""
 
-    def __init__(self, script: Any) -> None:
+    def __init__(self, script: Any, *, decode_bodies: bool = True) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="tunacode-bench-model-")
         path = Path(self._dir.name) / "script.json"
         path.write_text(json.dumps(script))
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tunacode_lsp.devtools.scripted_model", "--script", str(path)],
+            [sys.executable, "-m", "tunacode_lsp.devtools.scripted_model", "--script", str(path)]
+            + ([] if decode_bodies else ["--no-decode-bodies"]),
             stdout=subprocess.PIPE,
             text=True,
         )

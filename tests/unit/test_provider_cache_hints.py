@@ -40,8 +40,11 @@ async def test_the_last_pruned_output_is_a_cache_breakpoint(serve) -> None:
         await stream.result()
     anthropic, plain = (body["messages"] for body in server.requests)
     flags = [marked(m) for m in anthropic]
-    last_pruned = max(i for i, m in enumerate(plain) if m["role"] == "tool" and m["content"].startswith("[output pruned"))
-    assert [i for i, flag in enumerate(flags) if flag] == [0, last_pruned, len(anthropic) - 1]
+    pruned = [i for i, m in enumerate(plain) if m["role"] == "tool" and m["content"].startswith("[output pruned")]
+    last_pruned = pruned[-1]
+    # the head's end too, as the native adapter: the last message before the first pruned output
+    # that takes a marker (the assistant message between holds only a call: no content part)
+    assert [i for i, flag in enumerate(flags) if flag] == [0, pruned[0] - 2, last_pruned, len(anthropic) - 1]
     assert anthropic[last_pruned]["content"] == [{"type": "text", "text": pruned_marker(9000), "cache_control": EPHEMERAL}]
     assert not any(marked(m) for m in plain)
 

@@ -462,3 +462,37 @@ def test_cli_refuses_a_bad_script(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "turns[0].chunks" in result.stderr
     assert result.stdout == ""
+
+
+def test_bodies_not_decoded_are_recorded_as_their_length_and_still_answered(client) -> None:
+    # The benchmarks' mode (--no-decode-bodies): the answer is the same stream, usage included.
+    with ScriptedModelServer([{"text": "x" * 400}], decode_bodies=False) as server:
+        body = dict(CHAT_BODY, messages=[{"role": "user", "content": "y" * 800}])
+        payloads = stream_chunks(client, server.chat_url, body)
+        sent = len(json.dumps(body).encode())  # httpx's json= encoding (compact separators aside)
+        (recorded,) = server.requests
+    assert "".join(d.get("content") or "" for d in deltas(payloads)) == "x" * 400
+    assert finish_reasons(payloads) == ["stop"]
+    assert set(recorded) == {"stream", "stream_options", "undecoded_bytes"} and "messages" not in recorded
+    assert 0 < recorded["undecoded_bytes"] <= sent
+    assert payloads[-2]["usage"]["prompt_tokens"] == recorded["undecoded_bytes"] // 4
+
+
+def test_the_cli_takes_no_decode_bodies(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "hi"}]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tunacode_lsp.devtools.scripted_model", "--script", str(script), "--no-decode-bodies"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip().split()[-1]
+        with httpx.Client(timeout=10) as http:
+            payloads = stream_chunks(http, url + "/chat/completions")
+            recorded = http.get(url.rsplit("/v1", 1)[0] + "/_scripted/requests").json()
+        assert deltas(payloads)[-1].get("content") or payloads
+        assert list(recorded[0]) == ["stream", "stream_options", "undecoded_bytes"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)

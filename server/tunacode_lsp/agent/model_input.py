@@ -11,6 +11,10 @@ from the first message that is not the same object as before (a turn appends; th
 request of the session starts with the same models, agent/history_models.py), with
 `PruningReplay` for the plan. Its result equals building the whole list again
 (tests/unit/test_model_input_incremental.py).
+
+The list it returns names where the never-pruned head ends (`HeadCut.cut`: the first tool
+output a pruning step would prune, once the input is past the head), so the Anthropic
+adapters can mark the head's end before the first step too (provider/cache_breakpoints.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 from tinyagent import TextContent
 
+from tunacode_lsp.agent.provider.cache_breakpoints import HeadCut
 from tunacode_lsp.core.codec import bulk_decoding, dump_message, load_message
 from tunacode_lsp.core.history import PruningReplay, common_prefix, estimate_tokens, pruned_replacement
 
@@ -44,6 +49,9 @@ class ModelInput:
         self._llm: list[Any] = []  # their model input, unpruned (user runs merged)
         self._ends = array("q")  # per item of _llm: the index in _inputs after its last message (not a list: never traversed by the collector)
         self._out: list[Any] = []  # _llm with the chosen outputs pruned
+        self._grown = array("q")  # per item of _llm: the estimate of _llm up to it, nothing pruned
+        self._cut: int | None = None  # the first item a pruning step would prune (HeadCut)
+        self._scanned = 0  # the items looked at for it
         self._replay = PruningReplay(token_budget=token_budget)
 
     def clear(self) -> None:
@@ -95,6 +103,7 @@ class ModelInput:
             ends.append(index + 1)
             out.append(llm[-1])
             fact = self.facts_of(llm[-1])
+            self._grown.append((self._grown[-1] if self._grown else 0) + fact[1])
             for position in replay.push(fact[1], None if fact[2] is None else fact[2][1], llm[-1].role == "tool_result"):
                 pruned = self.facts_of(llm[position])[2]
                 assert pruned is not None  # only a prunable output is chosen
@@ -102,7 +111,23 @@ class ModelInput:
         if len(self._facts) > 2 * len(llm) + 1_000:  # models of earlier requests, no longer sent
             live = {id(m) for m in itertools.chain(messages, llm)}
             self._facts = {key: fact for key, fact in self._facts.items() if key in live}
-        return list(out), replay.total
+        result = HeadCut(out)
+        result.cut = self._head_cut()
+        return result, replay.total
+
+    def _head_cut(self) -> int | None:
+        """The first tool output past the head whose pruning would shrink it: where the first
+        pruning step starts (`PruningReplay.push`'s condition), a pure function of the items up to it."""
+
+        head, llm, grown = self._replay.head, self._llm, self._grown
+        while self._cut is None and self._scanned < len(llm):
+            index = self._scanned
+            self._scanned += 1
+            if llm[index].role == "tool_result" and grown[index] > head:
+                _, estimate, pruned = self.facts_of(llm[index])
+                if pruned is not None and pruned[1] < estimate:
+                    self._cut = index
+        return self._cut
 
     def _truncate(self, length: int) -> None:
         """Forget the model input from item `length` on, and the pruning those items decided."""
@@ -110,7 +135,10 @@ class ModelInput:
         for position in self._replay.truncate(length):
             if position < length:
                 self._out[position] = self._llm[position]
-        del self._llm[length:], self._ends[length:], self._out[length:]
+        del self._llm[length:], self._ends[length:], self._out[length:], self._grown[length:]
+        self._scanned = min(self._scanned, length)
+        if self._cut is not None and self._cut >= length:
+            self._cut = None
 
     def facts_of(self, message: Any) -> Facts:
         cached = self._facts.get(id(message))

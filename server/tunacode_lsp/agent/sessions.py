@@ -87,6 +87,13 @@ class CachedHistory:
             self.version = version
             self.view = None
 
+    def restamp(self, before: tuple[int, int], after: tuple[int, int]) -> None:
+        """This server wrote something that is not a message (the plan): the stored
+        messages, the compaction and the view stay; only the version moves."""
+        with self._changing:
+            if self.version == before:
+                self.version = after
+
     def build_view(self) -> list[dict[str, Any]]:
         """The cleaned view of `stored` (on a store thread: O(appended) after appends)."""
         with self._building:
@@ -218,8 +225,13 @@ class SessionService:
         return await self._call("get_plan", session_id)
 
     async def set_plan(self, session_id: str, items: builtins.list[dict[str, str]]) -> None:
-        await self._call("set_plan", session_id, items)
-        self._histories.pop(session_id, None)  # the session's version changed
+        before, after = await self._call("set_plan_versioned", session_id, items)
+        entry = self._histories.get(session_id)
+        if entry is not None:
+            if entry.version == before:  # nobody else wrote in between: the messages are the same
+                entry.restamp(before, after)
+            else:
+                del self._histories[session_id]
 
     async def export(self, session_id: str) -> dict[str, Any]:
         return await self._call("export_document", session_id)

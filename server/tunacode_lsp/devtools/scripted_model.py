@@ -2,7 +2,8 @@
 
 ``POST /v1/chat/completions`` answers each request with the next turn of a script (see
 ``script.py`` and docs/scripted-model.md) as an SSE stream of OpenAI chunks, or as the
-turn's HTTP error. Every request body is recorded. Standard library only: asyncio streams
+turn's HTTP error. Every request body is recorded (unless bodies are not decoded:
+``--no-decode-bodies``, for benchmarks). Standard library only: asyncio streams
 in a background thread with its own event loop, HTTP/1.1 with keep-alive and chunked
 responses (so a dropped connection is visible to the client as an incomplete body).
 
@@ -73,8 +74,12 @@ class _Request:
 class ScriptedModelServer:
     """Serves a script over HTTP from a background thread (see the module docstring)."""
 
-    def __init__(self, script: ScriptSource, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, script: ScriptSource, host: str = "127.0.0.1", port: int = 0, *, decode_bodies: bool = True
+    ) -> None:
         self._host = host
+        # False (benchmarks only): a model call's body is not decoded; see undecoded_body.
+        self._decode_bodies = decode_bodies
         self._port = port
         self._cond = threading.Condition()
         self._recorded: list[dict[str, Any]] = []
@@ -308,7 +313,7 @@ class ScriptedModelServer:
         self, request: _Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
         try:
-            body = _parse_json_body(request.body)
+            body = _parse_json_body(request.body) if self._decode_bodies else undecoded_body(request.body)
         except _BadRequest as exc:
             return await _send_json(writer, 400, _error_body(str(exc), "invalid_request_error"))
         if not isinstance(body, dict):
@@ -459,7 +464,8 @@ class _TurnAnswer:
 
     def _usage(self) -> dict[str, Any]:
         scripted = self._turn.usage or UsageStep()
-        messages_chars = len(json.dumps(self._body.get("messages", [])))
+        undecoded = self._body.get(UNDECODED_BYTES)
+        messages_chars = undecoded if isinstance(undecoded, int) else len(json.dumps(self._body.get("messages", [])))
         prompt = scripted.prompt_tokens
         if prompt is None:
             prompt = max(1, messages_chars // 4)
@@ -793,6 +799,18 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
     return await reader.readexactly(length) if length else b""
 
 
+UNDECODED_BYTES = "undecoded_bytes"
+
+
+def undecoded_body(body: bytes) -> dict[str, Any]:
+    """What a model call's body stands for when bodies are not decoded (`--no-decode-bodies`,
+    for benchmarks: decoding a long session's ~4 MB body takes the model's process a core
+    for ~0.2 s, a cost a remote provider never puts on the user's machine). Only its length
+    is kept: it is taken for a streaming request that asks for usage, and the prompt's
+    default token count is the length / 4."""
+    return {"stream": True, "stream_options": {"include_usage": True}, UNDECODED_BYTES: len(body)}
+
+
 def _parse_json_body(body: bytes) -> Any:
     try:
         return json.loads(body)
@@ -878,9 +896,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--script", required=True, help="script JSON file")
     parser.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--no-decode-bodies", action="store_true",
+        help="benchmarks: do not decode model call bodies (each is recorded as its length only)",
+    )
     args = parser.parse_args(argv)
     try:
-        server = ScriptedModelServer(args.script, host=args.host, port=args.port)
+        server = ScriptedModelServer(
+            args.script, host=args.host, port=args.port, decode_bodies=not args.no_decode_bodies
+        )
     except ScriptError as exc:
         print(f"scripted-model: {exc}", file=sys.stderr)
         return 2

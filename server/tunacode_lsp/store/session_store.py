@@ -288,14 +288,27 @@ class SessionStore(RequestCheckpointTable):
         return decode_plan(row[0])
 
     def set_plan(self, session_id: str, plan: list[dict[str, Any]]) -> None:
+        self.set_plan_versioned(session_id, plan)
+
+    def set_plan_versioned(
+        self, session_id: str, plan: list[dict[str, Any]]
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """As set_plan; returns (version before, version after), see version_of: a cached
+        history at the version before is still current (the plan is not a message)."""
         items = check_plan(plan)
         with self._write() as conn:
-            done = conn.execute(
-                "UPDATE sessions SET plan = ?, modified_us = ? WHERE session_id = ?",
-                (encode_state(items), _next_modified_us(conn), session_id),
-            )
-            if done.rowcount == 0:
+            found = conn.execute(
+                "SELECT modified_us, message_count FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if found is None:
                 raise SessionNotFound(session_id)
+            stamp = _next_modified_us(conn)
+            conn.execute(
+                "UPDATE sessions SET plan = ?, modified_us = ? WHERE session_id = ?",
+                (encode_state(items), stamp, session_id),
+            )
+        count = int(found[1])
+        return (int(found[0]), count), (int(stamp), count)
 
     def get_compaction(self, session_id: str) -> dict[str, Any] | None:
         row = self._conn().execute(

@@ -48,8 +48,20 @@ async def test_cache_is_reused_extended_and_invalidated_by_another_process(tmp_p
         assert [m["role"] for m in reloaded] == ["user", "assistant", "user", "assistant"]
         assert "other 1" in reloaded[-1]["content"][0]["text"]
 
+        entry = service._histories[sid]
         await service.set_plan(sid, [{"content": "a", "status": "pending", "activeForm": "b"}])
-        assert sid not in service._histories  # any write of ours that is not an append drops it
-        assert await service.history(sid) == reloaded
+        assert service._histories[sid] is entry  # a plan update of ours keeps the messages
+        assert entry.version == await service._call("version_of", sid)
+        kept = await service.history(sid)
+        assert kept == reloaded and all(a is b for a, b in zip(kept, reloaded, strict=True))
+
+        # Another process writes, then we update the plan: the entry is stale, dropped.
+        worker = subprocess.run(
+            [sys.executable, str(WORKER), "append", str(service.path), sid, "1", "late"],
+            input="go\n", capture_output=True, text=True, timeout=60, check=True,
+        )
+        await service.set_plan(sid, [{"content": "b", "status": "pending", "activeForm": "c"}])
+        assert sid not in service._histories
+        assert "late 0" in (await service.history(sid))[-1]["content"][-1]["text"]
     finally:
         service.close()

@@ -4,8 +4,8 @@ The request: tools, system and messages in Anthropic's shape, with `cache_contro
 breakpoints on the stable prefix (the last tool, the system prompt, the latest turn), so a
 session's next call reads its whole prefix back from the cache. Once old tool outputs are
 pruned (core/history.py), a pruning step changes the input only after the never-pruned
-head: the breakpoints are then the system prompt (whose prefix holds the tools), the end of
-the head, the last pruned output and the latest turn (Anthropic's limit is 4), so the call
+head: from when the input passes the head, the breakpoints are the system prompt (whose
+prefix holds the tools), the end of the head, the last pruned output once one is and the latest turn (Anthropic's limit is 4), so the call
 that takes a step still reads the head from the cache (cache_breakpoints.py); thinking (setting
 `thinkingBudget`) with each thinking block's signature sent back unchanged. The stream:
 the SDK's raw events -> the shared state machine (assembly.py); usage with cache reads and
@@ -33,7 +33,7 @@ from tinyagent import (
 from tinyagent.agent_types import ThinkingContent
 
 from tunacode_lsp.agent.provider.assembly import empty_usage
-from tunacode_lsp.agent.provider.cache_breakpoints import place_breakpoints
+from tunacode_lsp.agent.provider.cache_breakpoints import head_cut, place_breakpoints
 from tunacode_lsp.agent.provider.model import ProviderModel
 from tunacode_lsp.agent.provider.sdk_stream import MissingExtra, SdkStream, sdk_timeout, shared_http_client
 
@@ -153,8 +153,16 @@ def build_params(model: ProviderModel, context: Context, options: SimpleStreamOp
             }
             for tool in context.tools
         ]
-    place_breakpoints(params)
+    place_breakpoints(params, _cut_call_id(context))
     return params
+
+
+def _cut_call_id(context: Context) -> str | None:
+    """The tool_use_id of the first output a pruning step would prune (agent/model_input.py)."""
+
+    cut = head_cut(context.messages)
+    message = None if cut is None else context.messages[cut]
+    return safe_id(message.tool_call_id) if isinstance(message, ToolResultMessage) else None
 
 
 def convert_messages(context: Context) -> list[dict[str, Any]]:

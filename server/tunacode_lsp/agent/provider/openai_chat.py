@@ -29,6 +29,7 @@ from tunacode_lsp.agent.provider.assembly import (
     oversize_marker,
 )
 from tunacode_lsp.agent.provider.assembly import Aborted as _Aborted
+from tunacode_lsp.agent.provider.cache_breakpoints import same_head_cut
 from tunacode_lsp.agent.provider.http_errors import error_detail, error_detail_from_body, parse_retry_after
 from tunacode_lsp.agent.provider.model import OpenAICompatModel
 from tunacode_lsp.agent.provider.openai_request import (
@@ -115,7 +116,7 @@ async def stream_openai_chat(
     encoded: EncodedBody | BaseException | None = None
     if signal is None or not signal.is_set():
         snapshot = dataclasses.replace(  # the thread reads copies of the lists, never tinyagent's
-            context, messages=list(context.messages), tools=None if context.tools is None else list(context.tools)
+            context, messages=same_head_cut(context.messages, list(context.messages)), tools=None if context.tools is None else list(context.tools)
         )
         raced = await race_abort(asyncio.to_thread(encode_request_body, model, snapshot, options), signal)
         if raced.finished:

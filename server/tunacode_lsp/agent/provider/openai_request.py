@@ -27,6 +27,7 @@ from tinyagent import (
 )
 from tinyagent.agent_types import ThinkingContent
 
+from tunacode_lsp.agent.provider.cache_breakpoints import Unit, choose_breakpoints, head_cut
 from tunacode_lsp.agent.provider.model import OpenAICompatModel
 from tunacode_lsp.core.codec import bulk_decoding
 from tunacode_lsp.core.history import PRUNED_MARK_PREFIX, common_prefix
@@ -51,8 +52,7 @@ def encode_request_body(
     Each message's encoded bytes are kept (`MESSAGE_BYTES`, by message object) and joined:
     a turn of a long session converts and encodes only the messages added since the last
     one, not the whole history (~16 MB at 30k messages, one `json.dumps` holding the GIL).
-    The messages that carry a cache hint (the system prompt, the last pruned output, the
-    last message) are encoded afresh. The same bytes as `json.dumps(build_request_body(...))`
+    The messages that carry a cache hint (`add_cache_hints`) are encoded afresh. The same bytes as `json.dumps(build_request_body(...))`
     (tests/unit/test_request_body_reuse.py).
 
     The cyclic garbage collector is paused meanwhile (`bulk_decoding`): converting a long
@@ -69,7 +69,7 @@ def encode_request_body(
         joined = LAST_JOINS.join(context.system_prompt, list(context.messages), reasoning_back, signatures_back)
         sources, entries, parts = joined.sources, joined.entries, list(joined.parts)
         if wants_cache_hints(model):
-            for position in _hint_positions(entries):
+            for position in _hint_positions(entries, _cut_entry(context.messages, joined)):
                 source = sources[position]
                 converted = (
                     {"role": "system", "content": context.system_prompt}
@@ -85,9 +85,9 @@ def encode_request_body(
     return EncodedBody(body, content, quotable)
 
 
-# A converted message: its encoded bytes, its texts the model did not write, whether it is a
-# pruned tool output (a cache hint's place).
-Encoded = tuple[bytes, tuple[str, ...], bool]
+# A converted message: its encoded bytes, its texts the model did not write, and what the
+# cache-hint policy needs of it (cache_breakpoints.Unit).
+Encoded = tuple[bytes, tuple[str, ...], Unit]
 
 
 def _encode(value: Any) -> bytes:
@@ -95,7 +95,7 @@ def _encode(value: Any) -> bytes:
 
 
 def _encoded(converted: dict[str, Any]) -> Encoded:
-    return _encode(converted), tuple(not_the_models({"messages": [converted]})), _is_pruned_output(converted)
+    return _encode(converted), tuple(not_the_models({"messages": [converted]})), _unit(converted)
 
 
 def _converted(message: Any, reasoning_back: bool, signatures_back: bool) -> dict[str, Any] | None:
@@ -111,11 +111,20 @@ def _converted(message: Any, reasoning_back: bool, signatures_back: bool) -> dic
     return None
 
 
-def _hint_positions(entries: list[Encoded]) -> set[int]:
-    """Where `add_cache_hints` puts its markers, from the entries' pruned flags."""
+def _hint_positions(entries: list[Encoded], cut: int | None) -> list[int]:
+    """Where `add_cache_hints` puts its markers, from the entries' units."""
 
-    last_pruned = next((i for i in range(len(entries) - 1, 0, -1) if entries[i][2]), None)
-    return {p for p in (0, len(entries) - 1, last_pruned) if p is not None and 0 <= p < len(entries)}
+    return choose_breakpoints([entry[2] for entry in entries], cut)
+
+
+def _cut_entry(messages: list[Any], joined: Joined) -> int | None:
+    """The entry of the first output a pruning step would prune (cache_breakpoints.HeadCut)."""
+
+    cut = head_cut(messages)
+    if cut is None or cut >= len(joined.ends):
+        return None
+    position = joined.ends[cut] - 1
+    return position if position >= 0 and joined.sources[position] is messages[cut] else None
 
 
 class MessageBytes:
@@ -267,7 +276,9 @@ def build_request_body(
     if context.tools:
         body["tools"] = [_tool_json(tool) for tool in context.tools]
     if wants_cache_hints(model):
-        add_cache_hints(body["messages"])
+        cut = head_cut(context.messages)
+        message = None if cut is None else context.messages[cut]
+        add_cache_hints(body["messages"], message.tool_call_id if isinstance(message, ToolResultMessage) else None)
     max_tokens = options.max_tokens if options.max_tokens is not None else model.max_tokens
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
@@ -287,22 +298,37 @@ def wants_cache_hints(model: OpenAICompatModel) -> bool:
     return model.provider == "openrouter" and model.id.startswith(CACHE_HINT_PREFIXES)
 
 
-def add_cache_hints(messages: list[dict[str, Any]]) -> None:
-    """Mark the system prompt, the last pruned tool output and the last message as cache
-    breakpoints (in place).
-
-    Everything up to a marked block is cached; the next call, which appends to this
-    input, reads it back. Three markers of Anthropic's four: the system prompt (stable for
-    the whole session), the last pruned output (pruning goes on after it, so the input up
-    to it stays the same through the next pruning step, whose call reads it back instead
-    of nothing: Anthropic looks back only ~20 blocks from a breakpoint), and the end of
-    this call's input.
+def add_cache_hints(messages: list[dict[str, Any]], cut_call_id: str | None = None) -> None:
+    """Mark cache breakpoints (in place) where the native Anthropic adapter puts them for the
+    same history (cache_breakpoints.choose_breakpoints, one unit per message: the system
+    prompt, the latest message, the end of the never-pruned head once the input is past it,
+    the last pruned output, where the previous call's input ended after a turn wider than
+    Anthropic's 20-block lookback). A marker goes on a message's last content part.
+    `cut_call_id`: the tool_call_id of the first output a pruning step would prune.
     """
 
-    last_pruned = next((i for i in range(len(messages) - 1, 0, -1) if _is_pruned_output(messages[i])), None)
-    for position in {0, len(messages) - 1, last_pruned}:
-        if position is not None and 0 <= position < len(messages):
-            _mark(messages[position])
+    cut = None if cut_call_id is None else next(
+        (n for n, m in enumerate(messages) if m.get("role") == "tool" and m.get("tool_call_id") == cut_call_id), None
+    )
+    for position in choose_breakpoints([_unit(message) for message in messages], cut):
+        _mark(messages[position])
+
+
+def _unit(message: dict[str, Any]) -> Unit:
+    """A converted message as the cache-hint policy sees it; blocks as Anthropic's Messages
+    API counts them once OpenRouter converts the message (each tool call and result one)."""
+
+    role, content = message.get("role", ""), message.get("content")
+    if role == "assistant":
+        blocks = (1 if content else 0) + len(message.get("tool_calls") or ())
+    else:
+        blocks = len(content) if isinstance(content, list) and content else 1
+    markable = (isinstance(content, str) and bool(content)) or (isinstance(content, list) and bool(content) and isinstance(content[-1], dict))
+    unit = Unit(role, blocks, markable, _is_pruned_output(message))
+    return _UNITS.setdefault(unit, unit)  # a few distinct values: one object each, not one per kept message
+
+
+_UNITS: dict[Unit, Unit] = {}
 
 
 def _is_pruned_output(message: dict[str, Any]) -> bool:
