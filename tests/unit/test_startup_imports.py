@@ -104,7 +104,7 @@ def test_the_run_client_loads_nothing_heavy_before_it_spawns_the_server():
 
 def test_the_run_client_loads_no_wire_type_while_the_server_starts():
     """The headless client (cli/headless.py) is imported while the server starts, on the same
-    cores: it speaks the contract's names (cli/wire_names.py), not its attrs types, and loads
+    cores: it speaks the contract's names (contract/names.py), not its attrs types, and loads
     pathspec only in its snapshot's thread."""
 
     code = ("import sys, json, tunacode_lsp.cli.main, tunacode_lsp.cli.run, tunacode_lsp.cli.headless; "
@@ -113,15 +113,6 @@ def test_the_run_client_loads_no_wire_type_while_the_server_starts():
             "or m.startswith(('tunacode_lsp.contract.protocol', 'tunacode_lsp.agent', 'tunacode_lsp.lsp')))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
-
-
-def test_the_client_wire_names_are_the_contracts():
-    from tunacode_lsp.cli import wire_names
-    from tunacode_lsp.contract import protocol
-
-    names = [n for n in vars(wire_names) if n.isupper()]
-    assert len(names) >= 8
-    assert {n: getattr(wire_names, n) for n in names} == {n: getattr(protocol, n) for n in names}
 
 
 def test_a_request_start_loads_no_json_schema_validator():

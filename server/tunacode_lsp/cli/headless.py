@@ -41,7 +41,8 @@ from tunacode_lsp.cli.run import (
     schema_problem,
     spawn_server,
 )
-from tunacode_lsp.cli.wire_names import (  # not contract/protocol.py: its wire types are not needed here
+from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD, RUNS_CODE_OUTSIDE_WARNING
+from tunacode_lsp.contract.names import (  # not contract/protocol.py: its wire types are not needed here
     COMMAND_ABORT,
     COMMAND_REQUEST,
     COMMAND_SETTINGS_CONSENT,
@@ -51,7 +52,6 @@ from tunacode_lsp.cli.wire_names import (  # not contract/protocol.py: its wire 
     PROTOCOL_VERSION,
     UNKNOWN_SESSION,
 )
-from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD, RUNS_CODE_OUTSIDE_WARNING
 
 # JSON-RPC errors of requests that never started which are the caller's to fix
 USAGE_ERROR_CODES = frozenset({MODEL_NOT_USABLE, UNKNOWN_SESSION, -32602})

@@ -15,40 +15,41 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-PROTOCOL_VERSION = 3  # 2: protocol-v2 (edits, checkpoints, context, MCP, plan, compaction); 3: protocol-v3 (docs/protocol.md)
+from tunacode_lsp.contract import names
 
-# JSON-RPC error codes of the contract (beyond the standard ones).
-UNKNOWN_SESSION = -32001
-SESSION_BUSY = -32002
-MODEL_NOT_USABLE = -32003
-REQUEST_CANCELLED = -32800  # LSP: a command stopped by $/cancelRequest or tunacode.abort
-COMPACTION_FAILED = -32603  # JSON-RPC internal error: the summary call failed, nothing changed
-CHANGED_SINCE = -32004  # tunacode.session.rewind: files changed since by someone else (data.files)
-CHECKPOINTS_UNAVAILABLE = -32603  # JSON-RPC internal error: the checkpoints cannot be read
-REQUEST_RUNNING = -32005  # tunacode.request.result: the detached request has not ended yet
+# The version, the error codes, the command names and the notification, from contract/names.py
+# (plain constants the server loads before it answers `initialize`).
+CHANGED_SINCE = names.CHANGED_SINCE
+CHECKPOINTS_UNAVAILABLE = names.CHECKPOINTS_UNAVAILABLE
+COMMAND_ABORT = names.COMMAND_ABORT
+COMMAND_CHANGES = names.COMMAND_CHANGES
+COMMAND_COMMANDS_LIST = names.COMMAND_COMMANDS_LIST
+COMMAND_MODELS_LIST = names.COMMAND_MODELS_LIST
+COMMAND_REQUEST = names.COMMAND_REQUEST
+COMMAND_REQUEST_RESULT = names.COMMAND_REQUEST_RESULT
+COMMAND_SESSION_ALLOWS = names.COMMAND_SESSION_ALLOWS
+COMMAND_SESSION_COMPACT = names.COMMAND_SESSION_COMPACT
+COMMAND_SESSION_DELETE = names.COMMAND_SESSION_DELETE
+COMMAND_SESSION_EXPORT = names.COMMAND_SESSION_EXPORT
+COMMAND_SESSION_FORK = names.COMMAND_SESSION_FORK
+COMMAND_SESSION_GET = names.COMMAND_SESSION_GET
+COMMAND_SESSION_IMPORT = names.COMMAND_SESSION_IMPORT
+COMMAND_SESSION_LIST = names.COMMAND_SESSION_LIST
+COMMAND_SESSION_NEW = names.COMMAND_SESSION_NEW
+COMMAND_SESSION_REWIND = names.COMMAND_SESSION_REWIND
+COMMAND_SETTINGS_CONSENT = names.COMMAND_SETTINGS_CONSENT
+COMMAND_STATUS = names.COMMAND_STATUS
+COMMAND_STEER = names.COMMAND_STEER
+COMPACTION_FAILED = names.COMPACTION_FAILED
+EVENT_NOTIFICATION = names.EVENT_NOTIFICATION
+MODEL_NOT_USABLE = names.MODEL_NOT_USABLE
+PROTOCOL_VERSION = names.PROTOCOL_VERSION
+REQUEST_CANCELLED = names.REQUEST_CANCELLED
+REQUEST_RUNNING = names.REQUEST_RUNNING
+SESSION_BUSY = names.SESSION_BUSY
+UNKNOWN_SESSION = names.UNKNOWN_SESSION
 
 REQUEST_MODES = ("agent", "plan")  # v3: tunacode.request mode
-COMMAND_REQUEST = "tunacode.request"
-COMMAND_ABORT = "tunacode.abort"
-COMMAND_SESSION_NEW = "tunacode.session.new"
-COMMAND_SESSION_LIST = "tunacode.session.list"
-COMMAND_SESSION_GET = "tunacode.session.get"
-COMMAND_SESSION_DELETE = "tunacode.session.delete"
-COMMAND_SESSION_EXPORT = "tunacode.session.export"
-COMMAND_SESSION_IMPORT = "tunacode.session.import"
-COMMAND_SESSION_FORK = "tunacode.session.fork"
-COMMAND_SESSION_COMPACT = "tunacode.session.compact"
-COMMAND_MODELS_LIST = "tunacode.models.list"
-COMMAND_STATUS = "tunacode.status"
-COMMAND_CHANGES = "tunacode.changes"
-COMMAND_SESSION_REWIND = "tunacode.session.rewind"
-COMMAND_SETTINGS_CONSENT = "tunacode.settings.consent"  # v3
-COMMAND_COMMANDS_LIST = "tunacode.commands.list"  # v3
-COMMAND_STEER = "tunacode.steer"
-COMMAND_SESSION_ALLOWS = "tunacode.session.allows"  # v3: the session's "Allow for this session" tools; revoke them
-COMMAND_REQUEST_RESULT = "tunacode.request.result"
-
-EVENT_NOTIFICATION = "tunacode/event"
 
 StopReason = Literal["end_turn", "cancelled", "max_turns", "max_cost", "timeout", "error"]
 ToolStatus = Literal[
