@@ -48,7 +48,7 @@ def flat(body: dict[str, Any]) -> list[tuple[str, bool]]:
 async def send(serve, contexts: list[Context]) -> list[dict[str, Any]]:
     server = serve([{"text": "ok"} for _ in contexts])
     env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.base_url.removesuffix("/v1")}
-    resolved = resolve_model("anthropic:claude-sonnet-4-5", env=env)
+    resolved = resolve_model("anthropic:claude-sonnet-5", env=env)
     for context in contexts:
         await (await stream_anthropic(resolved.model, context, SimpleStreamOptions(api_key=resolved.api_key))).result()
     return server.requests

@@ -46,7 +46,7 @@ def context(messages: list[Any]) -> Context:
 async def native_bodies(serve, contexts: list[Context]) -> list[dict[str, Any]]:
     server = serve([{"text": "ok"} for _ in contexts])
     env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.base_url.removesuffix("/v1")}
-    resolved = resolve_model("anthropic:claude-sonnet-4-5", env=env)
+    resolved = resolve_model("anthropic:claude-sonnet-5", env=env)
     for item in contexts:
         await (await stream_anthropic(resolved.model, item, SimpleStreamOptions(api_key=resolved.api_key))).result()
     return server.requests
