@@ -14,11 +14,9 @@ from typing import Any
 
 from tinyagent import (
     AgentTool,
-    AssistantMessage,
     Context,
     SimpleStreamOptions,
     TextContent,
-    ToolCallContent,
     ToolResultMessage,
     UserMessage,
 )
@@ -29,13 +27,7 @@ from tunacode_lsp.agent.provider.anthropic_messages import stream_anthropic
 from tunacode_lsp.agent.provider.openai_chat import OpenAICompatModel, stream_openai_chat
 from tunacode_lsp.core.history import pruned_marker
 
-
-def turn(first: int, count: int, output: str = "def f(): pass\n") -> list[Any]:
-    calls = [ToolCallContent(id=f"c{n}", name="read_file", arguments={"filepath": f"f{n}.py"}) for n in range(first, first + count)]
-    return [
-        AssistantMessage(content=[TextContent(text="Reading."), *calls], stop_reason="tool_calls"),
-        *[ToolResultMessage(tool_call_id=f"c{n}", tool_name="read_file", content=[TextContent(text=output)]) for n in range(first, first + count)],
-    ]
+from .test_anthropic_cache_lookback import turn
 
 
 def context(messages: list[Any]) -> Context:

@@ -147,10 +147,12 @@ def _stop(pid: int) -> None:
     with rg gone the init exits and bwrap reaps it and exits. Killing bwrap or the init would
     orphan the process below it to the server (a child subreaper), a zombie nobody reaps."""
 
+    from tunacode_lsp.tools.sandbox import children_of
+
     leaves, below = [], [pid]
     while below:
         current = below.pop()
-        children = _children(current)
+        children = list(children_of(current))
         below += children
         if not children:
             leaves.append(current)
@@ -159,21 +161,6 @@ def _stop(pid: int) -> None:
             os.kill(leaf, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    found: list[int] = []
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as handle:
-                found += [int(child) for child in handle.read().split()]
-        except (OSError, ValueError):
-            continue
-    return found
 
 
 async def _finish(proc: asyncio.subprocess.Process, out: Lines) -> None:

@@ -255,14 +255,19 @@ def harden_process() -> None:
 def adopted_children() -> set[int]:
     """Our direct children right now (orphans of commands are adopted by a subreaper)."""
 
-    me = os.getpid()
+    return children_of(os.getpid())
+
+
+def children_of(pid: int) -> set[int]:
+    """A process's direct children right now (/proc/<pid>/task/*/children)."""
+
     children: set[int] = set()
     try:
-        for task in os.listdir(f"/proc/{me}/task"):
+        for task in os.listdir(f"/proc/{pid}/task"):
             try:
-                with open(f"/proc/{me}/task/{task}/children") as handle:
-                    children.update(int(pid) for pid in handle.read().split())
-            except OSError:
+                with open(f"/proc/{pid}/task/{task}/children") as handle:
+                    children.update(int(child) for child in handle.read().split())
+            except (OSError, ValueError):
                 continue
     except OSError:
         pass
