@@ -54,6 +54,7 @@ until the repository fits (a running session's never). A pruned session is noted
 
 from __future__ import annotations
 
+import bisect
 import concurrent.futures
 import errno
 import fcntl
@@ -64,6 +65,7 @@ import os
 import re
 import shutil
 import stat
+import struct
 import subprocess
 import tempfile
 import threading
@@ -75,7 +77,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tunacode_lsp.agent.git_index import UnusableIndex, read_index
+from tunacode_lsp.agent.git_index import CachedTree, IndexFacts, UnusableIndex, read_index
+from tunacode_lsp.agent.index_trees import Change as TreeChange
+from tunacode_lsp.agent.index_trees import NotSimple, object_id, write_tree
 from tunacode_lsp.tools.confined_read import read_confined
 
 log = logging.getLogger(__name__)
@@ -112,9 +116,23 @@ MAX_SEED_INDEX_BYTES = 256 * 1024 * 1024  # a workspace index larger than this i
 MAX_CONFIG_BYTES = 1024 * 1024
 # a git configuration that may have changed bytes on their way into the index (or hides where)
 # the commands that may read a borrowed object; never one that writes objects (see the docstring)
-READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse", "pack-objects", "rev-list"})
+READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "checkout", "repack", "rev-parse", "pack-objects", "rev-list",
+                              "status"})  # status: HEAD's trees may be the workspace's until `absorb`
 TREES_SECONDS = 10.0  # the copy of the workspace's cached trees is given up after this (write-tree writes them)
 CONVERTING_CONFIG = re.compile(rb"autocrlf|eol|attributesfile|include|worktree", re.IGNORECASE)
+QUICK_FILES = 64  # a seeded first snapshot with at most this many changed files writes its trees itself
+QUICK_BYTES = 16 * MEGABYTE  # ... and at most this many bytes of them
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """A first snapshot started from the workspace's index: what differs from it (as `git
+    status` entries), the index as read (None: changed since by git), its time."""
+
+    entries: list[bytes]
+    facts: IndexFacts | None
+    mtime_ns: int
+    trees_copied: bool  # the cached trees are in this repository's own objects
 
 
 class CheckpointError(Exception):
@@ -522,7 +540,7 @@ class ShadowRepo:
             if head is None and self.seed_from_workspace and not (self.git_dir / "index").exists():
                 seeded = self._seed()
             if seeded is not None:
-                entries = seeded  # what differs from the workspace's index (no status: no HEAD yet)
+                entries = seeded.entries  # what differs from the workspace's index (no status: no HEAD yet)
             else:
                 status = self._git("status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all")
                 entries = [e for e in status.split(b"\0") if e]
@@ -576,6 +594,13 @@ class ShadowRepo:
             if newly:
                 excluded.update(newly)
                 self._save_excluded(excluded)
+            if seeded is not None:
+                quick = self._quick_tree(seeded, add, untrack)
+                if quick is not None:
+                    self._head = (self._commit(quick, False), quick)
+                    return quick
+                if not seeded.trees_copied and seeded.facts is not None:
+                    self._copy_trees(seeded.facts.trees)  # git's way: write-tree reuses them
             if untrack:
                 self._git("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
                           stdin=b"\0".join(untrack))
@@ -746,18 +771,20 @@ class ShadowRepo:
     def borrowing(self) -> bool:
         return self._borrowed() is not None
 
-    def _seed(self) -> list[bytes] | None:
+    def _seed(self) -> Seeded | None:
         """Start the index from the workspace's own git index (see the module's docstring) and
         list what differs from it, as `git status` entries (`XY path`). None (and nothing left
         behind) when the workspace has no index that is safe to use.
 
-        Four git processes run at once, each reading the seeded index: the files that differ
+        Three git processes run at once, each reading the seeded index: the files that differ
         from it (`diff-files`, which stats them on several threads as `status` does), the
         untracked ones (`ls-files -o`; with those, the status of a repository with no commit
         yet), the tracked files now ignored (they leave the index: the full path never records
-        them), and the copy of the index's cached trees; meanwhile the index is read here
-        (agent/git_index.py: anything git would skip or convert turns seeding off; gitlinks
-        and files over the size limit leave the index)."""
+        them); meanwhile the index is read here (agent/git_index.py: anything git would skip or
+        convert turns seeding off; gitlinks and files over the size limit leave the index).
+        When some of its cached trees are not valid, a fourth copies the valid ones in (git
+        will write the tree); when all are, the snapshot's trees are written here
+        (`_quick_tree`) and the copy waits for `absorb`."""
 
         found = _workspace_index(self.root)
         if found is None:
@@ -779,11 +806,13 @@ class ShadowRepo:
                 except UnusableIndex as exc:
                     log.info("the first snapshot of %s reads every file: its git index is not used (%s)", self.root, exc)
                     raise CheckpointError(str(exc)) from None
-                trees = pool.submit(self._copy_trees, facts.trees)
+                copied = not _fully_cached(facts)
+                trees = pool.submit(self._copy_trees, facts.trees) if copied else None
                 left_out = {p for p in ignored.result().split(b"\0") if p}
                 listing = [b" M " + p for p in changed.result().split(b"\0") if p]
                 listing += [b"?? " + p for p in untracked.result().split(b"\0") if p]
-                trees.result()  # best effort: never raises; written before `write-tree` runs
+                if trees is not None:
+                    trees.result()  # best effort: never raises; written before `write-tree` runs
             if facts.data is not data:  # extensions left out (an untracked cache, an fsmonitor's)
                 self._write_index(facts.data, mtime_ns)
             gitlinks, big = facts.gitlinks, facts.big
@@ -801,11 +830,117 @@ class ShadowRepo:
             if gitlinks:  # what is in a submodule's folder now (a nested repository: `sub/`)
                 others = self._git("ls-files", "-z", "-o", "--exclude-standard", "--", *map(os.fsdecode, gitlinks))
                 entries.update({p: b"?? " + p for p in others.split(b"\0") if p})
-            return list(entries.values())
+            return Seeded(list(entries.values()), None if drop else facts, mtime_ns, copied)
         except (CheckpointError, OSError, ValueError):
             index.unlink(missing_ok=True)
             self._borrowed_file().unlink(missing_ok=True)
             return None
+
+    def _quick_tree(self, seeded: Seeded, paths: list[bytes], gone: list[bytes]) -> str | None:
+        """The first snapshot's tree written here (agent/index_trees.py), when the index's cached
+        trees are all valid and at most QUICK_FILES files changed: each changed file hashed and
+        stored, the folders on their paths written again. When every change is a file the index
+        holds that is still there, the index gets their new ids and stat data and the folders'
+        new trees (what `git add` and `write-tree` would have left); otherwise it is left as
+        seeded, and the next snapshot's status lists those paths again (its `add` brings the
+        index up to date). `gone`: recorded files that are no longer files (or lie beyond a
+        link, or grew over the size limit). None: git's way (nothing written that matters)."""
+
+        facts = seeded.facts
+        if facts is None or len(paths) + len(gone) > QUICK_FILES or not _fully_cached(facts):
+            return None
+        total = len(facts.offsets) - 1
+        changes: dict[bytes, TreeChange] = dict.fromkeys(gone)
+        in_place: list[tuple[int, os.stat_result, int, bytes]] = []  # (index position, stat, mode, id)
+        size = 0
+        try:
+            for raw in paths:
+                found = self._hashed(raw)
+                position = bisect.bisect_left(range(total), raw, key=facts.path_at)
+                tracked = position < total and facts.path_at(position) == raw
+                if found is None:
+                    changes[raw] = None
+                    continue
+                info, mode, data = found
+                size += len(data)
+                if size > QUICK_BYTES:
+                    return None
+                oid = self._store(b"blob", data)
+                changes[raw] = (mode, oid)
+                if tracked:
+                    in_place.append((position, info, mode, oid))
+            written = write_tree(facts, changes, self._store)
+        except (NotSimple, OSError, ValueError) as exc:
+            log.info("the first snapshot of %s writes its tree with git: %s", self.root, exc)
+            return None
+        if changes and len(in_place) == len(changes):
+            self._patch_index(facts, in_place, written.folders, seeded.mtime_ns)
+        return written.tree.hex()
+
+    def _hashed(self, raw: bytes) -> tuple[os.stat_result, int, bytes] | None:
+        """A changed file's stat, mode in the index and bytes (None: gone), read beneath the
+        root without following a link; NotSimple for anything else or a file changing while read."""
+
+        from tunacode_lsp.tools.beneath import folder_beneath
+
+        path = os.fsdecode(raw)
+        full = self.root / path
+        try:
+            with folder_beneath(self.root, full.parent, path) as folder:
+                try:
+                    info = os.stat(full.name, dir_fd=folder, follow_symlinks=False)
+                except FileNotFoundError:
+                    return None
+                if stat.S_ISLNK(info.st_mode):
+                    target = os.readlink(os.fsencode(full.name), dir_fd=folder)
+                    again = os.stat(full.name, dir_fd=folder, follow_symlinks=False)
+                    if _stat_key(again) != _stat_key(info):
+                        raise NotSimple(f"{path} changed while read")
+                    return info, 0o120000, target
+                if not stat.S_ISREG(info.st_mode) or info.st_size > self.max_file_bytes:
+                    raise NotSimple(f"{path} is not a regular file or a link")
+                fd = os.open(full.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+        except NotSimple:
+            raise
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - a folder moved out, a permission: git's way says which
+            raise NotSimple(f"{path}: {exc}") from None
+        try:
+            before = os.fstat(fd)
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if not stat.S_ISREG(before.st_mode) or _stat_key(before) != _stat_key(after) or _stat_key(before) != _stat_key(info):
+            raise NotSimple(f"{path} changed while read")
+        return before, 0o100755 if before.st_mode & stat.S_IXUSR else 0o100644, b"".join(chunks)
+
+    def _store(self, kind: bytes, body: bytes) -> bytes:
+        """Write a loose object into this repository (never the workspace's); its id."""
+
+        oid, raw = object_id(kind, body)
+        name = oid.hex()
+        _write_new(self.git_dir / "objects" / name[:2] / name[2:], zlib.compress(raw, 1), 0o444)
+        return oid
+
+    def _patch_index(self, facts: IndexFacts, changed: list[tuple[int, os.stat_result, int, bytes]],
+                     folders: list[tuple[CachedTree, bytes]], mtime_ns: int) -> None:
+        """The seeded index with the changed entries' stat data and ids, and the folders' new
+        trees, as `git add` and `write-tree` would leave it (its time kept: git's racy-entry check
+        then looks at these files' bytes again, as it must for files changed after that time)."""
+
+        data = bytearray(facts.data)
+        for position, info, mode, oid in changed:
+            fields = (info.st_ctime_ns // 10**9, info.st_ctime_ns % 10**9, info.st_mtime_ns // 10**9, info.st_mtime_ns % 10**9,
+                      info.st_dev, info.st_ino, mode, info.st_uid, info.st_gid, info.st_size)
+            struct.pack_into(">10I20s", data, facts.offsets[position], *(field & 0xFFFFFFFF for field in fields), oid)
+        for node, oid in folders:
+            data[node.oid_at:node.oid_at + 20] = oid
+        data[-20:] = hashlib.sha1(memoryview(data)[:-20]).digest()
+        self._write_index(bytes(data), mtime_ns)
 
     def _write_index(self, data: bytes, mtime_ns: int) -> None:
         index = self.git_dir / "index"
@@ -1023,6 +1158,25 @@ class ShadowRepo:
             except Exception:  # noqa: BLE001 - not empty (or gone): stop
                 return
             folder = folder.parent
+
+
+def _stat_key(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_ino, info.st_dev, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _fully_cached(facts: IndexFacts) -> bool:
+    """Whether the index has cached trees, every one of them valid, for its whole content."""
+
+    root = facts.cache_tree
+    if root is None or root.count != len(facts.offsets) - 1 or facts.intent_to_add:
+        return False
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.count < 0 or node.oid_at < 0:
+            return False
+        stack.extend(node.children)
+    return True
 
 
 def _read_regular(path: Path, limit: int) -> tuple[bytes, int] | None:
