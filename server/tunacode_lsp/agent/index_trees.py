@@ -19,6 +19,7 @@ import hashlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tunacode_lsp.agent.git_index import HEADER, CachedTree, IndexFacts
 
@@ -48,7 +49,7 @@ def write_tree(facts: IndexFacts, changes: dict[bytes, Change], store: Callable[
         raise NotSimple("no valid cached tree of the whole index")
     if not changes:
         return Written(facts.data[root.oid_at:root.oid_at + 20], [])
-    nested: dict[bytes, dict] = {}
+    nested: dict[bytes, Any] = {}  # a folder: "name/" -> its own such dict; a file: name -> Change
     for path, change in changes.items():
         parts = path.split(b"/")
         if any(part in (b"", b".", b"..") or part.lower() == b".git" for part in parts):
@@ -71,7 +72,7 @@ def _entry(facts: IndexFacts, position: int) -> tuple[int, bytes]:
     return mode, facts.data[off + 40:off + HEADER - 2]
 
 
-def _folder(facts: IndexFacts, node: CachedTree | None, prefix: bytes, start: int, wanted: dict,
+def _folder(facts: IndexFacts, node: CachedTree | None, prefix: bytes, start: int, wanted: dict[bytes, Any],
             store: Callable[[bytes, bytes], bytes], written: Written) -> bytes | None:
     """The id of the folder `prefix` with `wanted` applied (None: it is left empty)."""
 
