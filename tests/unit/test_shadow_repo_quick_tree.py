@@ -46,10 +46,12 @@ class Spy:
 
     def __init__(self, repo: ShadowRepo, monkeypatch) -> None:
         self.commands: list[str] = []
+        self.calls: list[tuple[str, ...]] = []
         real = repo._git
 
         def spying(*args, **kwargs):
             self.commands.append(args[0])
+            self.calls.append(args)
             return real(*args, **kwargs)
 
         monkeypatch.setattr(repo, "_git", spying)
@@ -199,3 +201,40 @@ def test_a_file_replaced_while_hashed_is_recorded_as_git_records_it(tmp_path):
     tree = seeded.snapshot()
     assert tree == full_tree(root, tmp_path / "full")[1]
     assert b"a.txt" not in tree_listing(seeded, tree)
+
+
+def ignored_tracked_listings(spy: Spy) -> int:
+    return sum(1 for command in spy.calls if command[:4] == ("ls-files", "-z", "-c", "-i"))
+
+
+def test_without_ignore_rules_no_listing_of_ignored_tracked_files_runs(tmp_path, monkeypatch):
+    root = tmp_path / "ws"
+    committed_workspace(root)  # no .gitignore anywhere, `git init`'s info/exclude: comments only
+    (root / "d" / "one.txt").write_text("changed\n")
+    seeded = ShadowRepo(root, tmp_path / "seeded")
+    spy = Spy(seeded, monkeypatch)
+    tree = seeded.snapshot()
+    assert ignored_tracked_listings(spy) == 0
+    assert tree == full_tree(root, tmp_path / "full")[1]
+
+
+@pytest.mark.parametrize("where", ["untracked", "tracked", "info/exclude"])
+def test_an_ignore_rule_anywhere_leaves_ignored_tracked_files_out(tmp_path, monkeypatch, where):
+    """Even an untracked .gitignore that ignores itself (the untracked listing never shows it)."""
+
+    root = tmp_path / "ws"
+    committed_workspace(root)
+    if where == "info/exclude":
+        (root / ".git" / "info" / "exclude").write_text("# comment\n/d/e/\n")
+    else:
+        (root / "d" / ".gitignore").write_text(".gitignore\ne/\n" if where == "untracked" else "e/\n")
+        if where == "tracked":
+            git(root, "add", "d/.gitignore")
+            git(root, "commit", "-q", "-m", "ignore")
+    seeded = ShadowRepo(root, tmp_path / "seeded")
+    spy = Spy(seeded, monkeypatch)
+    tree = seeded.snapshot()
+    assert ignored_tracked_listings(spy) == 1
+    listing = tree_listing(seeded, tree)
+    assert b"d/e/three.txt" not in listing and b"d/one.txt" in listing
+    assert tree == full_tree(root, tmp_path / "full")[1]

@@ -81,7 +81,7 @@ def read_index(data: bytes, max_file_bytes: int) -> IndexFacts:
 
 
 def _read(data: bytes, max_file_bytes: int) -> IndexFacts:
-    if len(data) < 32 or data[:4] != b"DIRC" or hashlib.sha1(data[:-20]).digest() != data[-20:]:
+    if len(data) < 32 or data[:4] != b"DIRC" or hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]:
         raise UnusableIndex("not a git index with a SHA-1 checksum")
     version = int.from_bytes(data[4:8], "big")
     count = int.from_bytes(data[8:12], "big")

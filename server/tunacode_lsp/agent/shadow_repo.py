@@ -120,6 +120,7 @@ READING_COMMANDS = frozenset({"cat-file", "diff", "diff-tree", "ls-tree", "check
                               "status"})  # status: HEAD's trees may be the workspace's until `absorb`
 TREES_SECONDS = 10.0  # the copy of the workspace's cached trees is given up after this (write-tree writes them)
 CONVERTING_CONFIG = re.compile(rb"autocrlf|eol|attributesfile|include|worktree", re.IGNORECASE)
+IGNORE_FILE = b".gitignore"
 QUICK_FILES = 64  # a seeded first snapshot with at most this many changed files writes its trees itself
 QUICK_BYTES = 16 * MEGABYTE  # ... and at most this many bytes of them
 
@@ -799,8 +800,12 @@ class ShadowRepo:
                 # stats them on several threads, as `status` does; the untracked ones); the
                 # index is checked meanwhile, here
                 changed = pool.submit(self._git, "diff-files", "--name-only", "-z", "--ignore-submodules=all")
-                untracked = pool.submit(self._git, "ls-files", "-z", "-o", "--exclude-standard")
-                ignored = pool.submit(self._git, "ls-files", "-z", "-c", "-i", "--exclude-standard")
+                rules = IGNORE_FILE in data or self._exclude_patterns()
+                # without rules the untracked listing also shows every ignore file (none hides
+                # itself): finding none proves no tracked file is ignored
+                untracked = pool.submit(self._git, "ls-files", "-z", "-o", "--exclude-standard",
+                                        *(() if rules else (f"--exclude=!{IGNORE_FILE.decode()}",)))
+                ignored = pool.submit(self._git, "ls-files", "-z", "-c", "-i", "--exclude-standard") if rules else None
                 try:
                     facts = read_index(data, self.max_file_bytes)
                 except UnusableIndex as exc:
@@ -808,9 +813,14 @@ class ShadowRepo:
                     raise CheckpointError(str(exc)) from None
                 copied = not _fully_cached(facts)
                 trees = pool.submit(self._copy_trees, facts.trees) if copied else None
-                left_out = {p for p in ignored.result().split(b"\0") if p}
+                others = untracked.result()
+                if ignored is None and IGNORE_FILE in others:  # an untracked ignore file: list with the rules as they are
+                    untracked = pool.submit(self._git, "ls-files", "-z", "-o", "--exclude-standard")
+                    ignored = pool.submit(self._git, "ls-files", "-z", "-c", "-i", "--exclude-standard")
+                    others = untracked.result()
+                left_out = {p for p in ignored.result().split(b"\0") if p} if ignored is not None else set()
                 listing = [b" M " + p for p in changed.result().split(b"\0") if p]
-                listing += [b"?? " + p for p in untracked.result().split(b"\0") if p]
+                listing += [b"?? " + p for p in others.split(b"\0") if p]
                 if trees is not None:
                     trees.result()  # best effort: never raises; written before `write-tree` runs
             if facts.data is not data:  # extensions left out (an untracked cache, an fsmonitor's)
@@ -908,15 +918,13 @@ class ShadowRepo:
             raise NotSimple(f"{path}: {exc}") from None
         try:
             before = os.fstat(fd)
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
+            data = _read_all(fd, before.st_size)
             after = os.fstat(fd)
         finally:
             os.close(fd)
         if not stat.S_ISREG(before.st_mode) or _stat_key(before) != _stat_key(after) or _stat_key(before) != _stat_key(info):
             raise NotSimple(f"{path} changed while read")
-        return before, 0o100755 if before.st_mode & stat.S_IXUSR else 0o100644, b"".join(chunks)
+        return before, 0o100755 if before.st_mode & stat.S_IXUSR else 0o100644, data
 
     def _store(self, kind: bytes, body: bytes) -> bytes:
         """Write a loose object into this repository (never the workspace's); its id."""
@@ -940,9 +948,24 @@ class ShadowRepo:
         for node, oid in folders:
             data[node.oid_at:node.oid_at + 20] = oid
         data[-20:] = hashlib.sha1(memoryview(data)[:-20]).digest()
-        self._write_index(bytes(data), mtime_ns)
+        self._write_index(data, mtime_ns)
 
-    def _write_index(self, data: bytes, mtime_ns: int) -> None:
+    def _exclude_patterns(self) -> bool:
+        """Whether the excludes files this repository reads (the workspace's `info/exclude`
+        copied in, our own) hold any pattern (a fresh `git init` leaves only comments)."""
+
+        for path in (self.git_dir / "info" / "workspace-exclude", self.git_dir / "info" / "exclude"):
+            try:
+                text = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return True
+            if any(line.strip() and not line.startswith(b"#") for line in text.splitlines()):
+                return True
+        return False
+
+    def _write_index(self, data: bytes | bytearray, mtime_ns: int) -> None:
         index = self.git_dir / "index"
         index.write_bytes(data)
         os.utime(index, ns=(mtime_ns, mtime_ns))  # git's racy-entry check keys on the index's own time
@@ -1179,6 +1202,15 @@ def _fully_cached(facts: IndexFacts) -> bool:
     return True
 
 
+def _read_all(fd: int, size: int) -> bytes:
+    """The bytes of the open file `fd`, whose size was `size`: one read when it still is (a
+    2.6 MB index read in 1 MB pieces and joined cost ~3 ms more)."""
+
+    data = os.read(fd, size + 1)
+    more = list(iter(lambda: os.read(fd, 1 << 20), b""))  # grown since (the caller's fstat then differs)
+    return data + b"".join(more) if more else data
+
+
 def _read_regular(path: Path, limit: int) -> tuple[bytes, int] | None:
     """A regular file's bytes and mtime (ns), not through a link, without waiting (a FIFO is
     refused), unchanged while read; None otherwise."""
@@ -1191,13 +1223,11 @@ def _read_regular(path: Path, limit: int) -> tuple[bytes, int] | None:
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode) or before.st_size > limit:
             return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
+        data = _read_all(fd, before.st_size)
         after = os.fstat(fd)
         if (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size):
             return None
-        return b"".join(chunks), before.st_mtime_ns
+        return data, before.st_mtime_ns
     except OSError:
         return None
     finally:
