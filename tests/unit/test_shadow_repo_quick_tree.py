@@ -238,3 +238,36 @@ def test_an_ignore_rule_anywhere_leaves_ignored_tracked_files_out(tmp_path, monk
     listing = tree_listing(seeded, tree)
     assert b"d/e/three.txt" not in listing and b"d/one.txt" in listing
     assert tree == full_tree(root, tmp_path / "full")[1]
+
+
+def test_index_format_4_gives_the_same_tree(tmp_path, monkeypatch):
+    root = tmp_path / "ws"
+    committed_workspace(root)
+    git(root, "update-index", "--index-version", "4")
+    (root / "d" / "e" / "three.txt").write_text("changed\n")
+    (root / "d" / "e" / "new.txt").write_text("new\n")
+    (root / "g" / "five").unlink()
+    assert int.from_bytes((root / ".git" / "index").read_bytes()[4:8], "big") == 4
+    seeded = ShadowRepo(root, tmp_path / "seeded")
+    spy = Spy(seeded, monkeypatch)
+    tree = seeded.snapshot()
+    assert "write-tree" not in spy.commands
+    assert tree == full_tree(root, tmp_path / "full")[1]
+    assert seeded.snapshot() == tree
+
+
+def test_an_intent_to_add_entry_takes_gits_way(tmp_path, monkeypatch):
+    """`git add -N` writes format 3 (extended flags); write-tree leaves such a file out."""
+
+    root = tmp_path / "ws"
+    committed_workspace(root)
+    (root / "d" / "later.txt").write_text("later\n")
+    git(root, "add", "-N", "d/later.txt")
+    (root / "a.txt").write_text("changed\n")
+    assert int.from_bytes((root / ".git" / "index").read_bytes()[4:8], "big") == 3
+    seeded = ShadowRepo(root, tmp_path / "seeded")
+    spy = Spy(seeded, monkeypatch)
+    tree = seeded.snapshot()
+    assert "write-tree" in spy.commands
+    assert tree == full_tree(root, tmp_path / "full")[1]
+    assert b"d/later.txt" in tree_listing(seeded, tree)
