@@ -133,11 +133,29 @@ def test_the_quick_tree_is_the_full_paths_tree_and_the_index_is_gits(tmp_path_fa
     full, expected = full_tree(root, base / "full")
     assert tree == expected, (tree_listing(seeded, tree), tree_listing(full, expected))
     assert dot_git_digest(root) == before
-    assert seeded.snapshot() == tree  # nothing changed since: the same tree
+    assert seeded.snapshot() == tree  # nothing changed since: the same tree (its status reads borrowed trees)
     seeded.absorb()
     assert_index_is_what_git_leaves(seeded, tree)
     apply(root, then)
     assert seeded.snapshot() == full.snapshot()
+    assert dot_git_digest(root) == before  # read, never written (nor an object's time touched)
+
+
+def test_a_snapshot_before_the_borrowed_objects_are_copied_in_leaves_the_workspace_git_alone(tmp_path):
+    """Its status reads HEAD's trees from the workspace's objects (still borrowed): read only."""
+
+    root = tmp_path / "ws"
+    committed_workspace(root)
+    (root / "d" / "one.txt").write_text("changed\n")
+    before = dot_git_digest(root)
+    seeded = ShadowRepo(root, tmp_path / "seeded")
+    seeded.snapshot()
+    (root / "g" / "h" / "six").write_text("changed too\n")
+    (root / "d" / "new.txt").write_text("new\n")
+    tree = seeded.snapshot()
+    assert seeded.borrowing()
+    assert tree == full_tree(root, tmp_path / "full")[1]
+    assert dot_git_digest(root) == before
 
 
 def test_a_modified_file_leaves_an_index_on_which_the_next_snapshot_runs_status_only(tmp_path, monkeypatch):
