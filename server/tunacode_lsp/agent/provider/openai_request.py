@@ -10,9 +10,9 @@ import functools
 import json
 import threading
 import weakref
+from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
-from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
