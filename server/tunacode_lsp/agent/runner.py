@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import logging
 import time
 import uuid
@@ -47,7 +46,7 @@ from tunacode_lsp.contract.protocol import (
     ThinkingDelta,
 )
 from tunacode_lsp.core.abort import race_abort
-from tunacode_lsp.core.codec import bulk_decoding, load_message
+from tunacode_lsp.core.codec import bulk_decoding, freeze_long_lived, load_message
 from tunacode_lsp.core.history import (
     estimate_tokens,
     prune_tool_outputs,
@@ -348,18 +347,15 @@ class AgentRequest:
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
             previous = history_models.take(self.spec.session_id)  # the last request's models, by dump
             long = len(self.spec.history) - history_models.reused(previous, self.spec.history) >= PROMOTE_HISTORY_MIN
-            if long:
-                gc.collect(1)  # the young garbage first (earlier requests' leftovers), not promoted below
             self._carry = history_models.load(self.spec.session_id, self.spec.history, previous)
             self._model_input = self._carry.model_input
             models = self._carry.models  # tinyagent's Agent copies it (replace_messages)
             if long:
-                # The models live for the whole request: move them (and whatever else is young)
-                # straight to the oldest generation, or the next young passes scan all of them
-                # holding the GIL (~150 ms, then ~300 ms, at 30k messages). They are freed by
-                # reference counting when the run ends (_release_history).
-                gc.freeze()
-                gc.unfreeze()
+                # The models live as long as the session is used: out of every collector pass
+                # from now on (core/codec.py), or the next young passes scan all of them holding
+                # the GIL (~150 ms, then ~300 ms, at 30k messages) and every full pass after
+                # them (~0.5 s). Freed by reference counting when released (_release_history).
+                freeze_long_lived()
         return models
 
     def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:
