@@ -40,7 +40,7 @@ def test_a_recent_output_pruned_again_converts_only_from_there(monkeypatch: pyte
     encode_request_body(MODEL, Context(system_prompt="s", messages=history), SimpleStreamOptions())
     converted: list[Any] = []
     real = openai_request._converted
-    monkeypatch.setattr(openai_request, "_converted", lambda m, *a: converted.append(m) or real(m, *a))
+    monkeypatch.setattr(openai_request, "_converted", lambda m, *a: (converted.append(m), real(m, *a))[1])
     for n in range(300, 320):
         at = max(i for i, m in enumerate(history) if isinstance(m, ToolResultMessage))
         history = [*history[:at], pruned(history[at]), *history[at + 1:], *turn(n)]  # a branch near the end
