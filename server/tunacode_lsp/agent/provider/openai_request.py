@@ -227,6 +227,9 @@ class Columns:
         return content
 
 
+BUSY_COLUMNS_WAIT = 0.05  # seconds a join waits for kept columns another thread is building on, then passes them by
+
+
 class LastJoins:
     """The last few bodies' encoded messages (`Columns`), one per system prompt and history
     (a long session's turns go on from theirs). The most recently used columns that the
@@ -247,7 +250,8 @@ class LastJoins:
             kept = [c for c in self._kept if c.key == key]
         best, same, held = None, 0, None
         for columns in reversed(kept):
-            columns.lock.acquire()
+            if not columns.lock.acquire(timeout=BUSY_COLUMNS_WAIT):  # another session's first body, 30k conversions: not ours
+                continue
             length = common_prefix(messages, columns.messages)
             if length == len(columns.messages):  # the messages extend it: no older one does better, usually
                 best, same, held = columns, length, columns
