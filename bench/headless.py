@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from . import scripts
+from .bytecode import ensure_server_bytecode
 from .config import BenchConfig
 from .model import ScriptedModelProcess
 from .stats import Goal, Row, Samples, ms
@@ -34,6 +35,7 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> 
 
 
 async def run(config: BenchConfig) -> list[Row]:
+    ensure_server_bytecode()  # as installed (bench/bytecode.py)
     workspace = make_project(config.folder("headless/workspace"), modules=1)
     home = config.folder("headless/home")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")}

@@ -18,6 +18,7 @@ from pathlib import Path
 from tunacode_lsp.store.session_store import SessionStore
 
 from . import scripts
+from .bytecode import ensure_server_bytecode
 from .client import BenchServer, rss_mb, scripted_options
 from .config import BenchConfig
 from .model import ScriptedModelProcess
@@ -52,6 +53,7 @@ def bare_interpreter_rss() -> float:
 
 
 async def run(config: BenchConfig) -> list[Row]:
+    ensure_server_bytecode()  # as installed (bench/bytecode.py)
     workspace = make_project(config.folder("startup/workspace"), modules=1)
     home = config.folder("startup/home")
     with SessionStore(home / "sessions.sqlite3") as store:
