@@ -92,14 +92,68 @@ def test_an_idle_server_after_initialize_and_status_has_loaded_no_agent_or_provi
 def test_the_run_client_loads_nothing_heavy_before_it_spawns_the_server():
     """`tunacode-lsp run` spawns the server once its arguments are checked; what it imports
     before (the command line, the log redaction, the argument checks) is on the critical path
-    of every run: no attrs (~20 ms), no asyncio, no contract, no agent."""
+    of every run: no attrs (~20 ms), no asyncio, no contract, no agent, no logging (~15 ms: the
+    log redaction is installed right after the spawn, cli/run.py)."""
 
     code = ("import sys, json, tunacode_lsp.cli.main, tunacode_lsp.cli.run, tunacode_lsp.cli.inputs, "
             "tunacode_lsp.store.locations; "
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs', 'asyncio', 'cattrs') "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs', 'asyncio', 'cattrs', 'logging') "
             "or m.startswith(('tunacode_lsp.contract', 'tunacode_lsp.agent', 'tunacode_lsp.lsp')))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["hi"],
+    ["--settings", '{"maxTurns": 3}', "hi"],
+    ["--settings", '{"shellSandbox": "required"}', "hi"],
+    ["--output-schema", "SCHEMA", "hi"],
+])
+def test_the_run_client_redacts_its_logs_before_anything_can_log(tmp_path: Path, args: list[str]):
+    """cli/main.py leaves the log redaction to `run`, which installs it after the spawn; a check
+    before the spawn that imports modules that log (settings, the sandbox, a schema) installs it
+    first. In a fresh process: the checks of `run`, then whether `logging` was imported and
+    whether every log record is redacted."""
+
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "object"}')
+    argv = [str(schema) if a == "SCHEMA" else a for a in args]
+    code = "\n".join([
+        "import json, os, sys",
+        "from tunacode_lsp.cli import run",
+        f"opts = run.parse_args({argv!r})",
+        "try:",
+        "    run.check_configuration(opts, os.environ)",
+        "except run.UsageError:",
+        "    pass",
+        "seen = 'logging' in sys.modules",
+        "import logging",
+        "print(json.dumps([seen, getattr(logging.getLogRecordFactory(), 'redacting', False)]))",
+    ])
+    env = {**os.environ, "TUNACODE_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                          cwd=tmp_path, env=env)
+    imported, redacting = json.loads(done.stdout)
+    assert redacting is imported  # redacted whenever something could log; nothing imported for a plain run
+    if args == ["hi"]:
+        assert imported is False
+
+
+def test_a_run_ends_with_its_client_log_redacted(model, workspace: Path, home: Path):
+    """The whole `run` against the scripted model, in a fresh process through cli/main.py: its
+    client installed the log redaction (after the spawn)."""
+
+    model.set_script({"turns": [{"text": "Done."}]})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNACODE_")}
+    env["TUNACODE_HOME"] = str(home)
+    argv = ["run", "--model", "openai-compatible:scripted", "--base-url", model.chat_url, "--cwd", str(workspace), "hi"]
+    code = ("import sys, json, logging; from tunacode_lsp.cli.main import main; "
+            f"code = main({argv!r}); "
+            "print(json.dumps([code, getattr(logging.getLogRecordFactory(), 'redacting', False)]), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=workspace)
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == [0, True], done.stderr[-2000:]
+    assert done.stdout.strip() == "Done."
 
 
 def test_the_run_client_loads_no_wire_type_while_the_server_starts():

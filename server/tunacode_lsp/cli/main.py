@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, NoReturn
-
-from tunacode_lsp.core.redact import install_log_redaction
 
 if TYPE_CHECKING:
     import argparse
@@ -99,6 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 # subcommands whose program ends without the interpreter's teardown once they return
 ENDS_AT_ONCE = frozenset({"run"})
+# subcommands that install the log redaction themselves, before anything of theirs can log:
+# `run` right after spawning its server (cli/run.py), so the `logging` import (~15 ms) is not
+# on the path to the spawn
+REDACTS_ITSELF = frozenset({"run"})
+
+
+def install_log_redaction() -> None:
+    from tunacode_lsp.core.redact import install_log_redaction as install
+
+    install()
 
 
 def exit_now(code: int) -> NoReturn:
@@ -114,7 +121,9 @@ def exit_now(code: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):
             failed = failed or stream is sys.stdout
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # not imported: nothing to flush
+    if logging is not None:
+        logging.shutdown()
     os._exit(120 if failed and code == 0 else code)
 
 
@@ -125,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
 
         drop_working_directory()
     argv = sys.argv[1:] if argv is None else argv
-    install_log_redaction()  # no log line of any mode carries a secret (core/redact.py)
+    if not (argv and argv[0] in REDACTS_ITSELF):
+        install_log_redaction()  # no log line of any mode carries a secret (core/redact.py)
     if argv and argv[0] in DELEGATED:
         module, _ = DELEGATED[argv[0]]
         try:

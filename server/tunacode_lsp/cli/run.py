@@ -4,7 +4,9 @@ This module is the light front: the command line, the configuration checks, the 
 and spawning the server. `main` starts the server process the moment the arguments are
 good, before anything heavy is imported, so the server's imports overlap the client's;
 `--help`, a bad flag or a bad configuration answer without importing the agent, pygls or
-asyncio. The client itself (JSON-RPC over the server's pipes) is cli/headless.py.
+asyncio. Nor `logging` before the spawn: the log redaction (core/redact.py) is installed right
+after it, or first by the rare checks that import modules that log (`redact_logs`). The
+client itself (JSON-RPC over the server's pipes) is cli/headless.py.
 docs/ci.md documents the flags, the output formats and the exit codes.
 """
 
@@ -79,6 +81,15 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
 # the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
 # light client checks flags without importing the agent
 MAX_TURNS = 10_000
+
+def redact_logs() -> None:
+    """This process's log redaction (core/redact.py; cli/main.py leaves it to `run`): before
+    anything can log. Idempotent."""
+
+    from tunacode_lsp.core.redact import install_log_redaction
+
+    install_log_redaction()
+
 
 # ---------------------------------------------------------------- command line
 
@@ -215,6 +226,7 @@ def read_settings(text: str | None, path: str | None) -> dict[str, Any] | None:
         raise UsageError(f"{flag}: not JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{flag}: expected a JSON object of settings, got {type(raw).__name__}")
+    redact_logs()  # the agent's modules log
     from tunacode_lsp.agent.config import parse_options, wire_keys
 
     unknown = sorted(set(raw) - set(wire_keys()))
@@ -237,6 +249,7 @@ def read_schema(path: str) -> dict[str, Any]:
 
     import json
 
+    redact_logs()  # jsonschema's modules log
     import jsonschema
 
     try:
@@ -327,6 +340,7 @@ def check_required_sandbox(opts: RunOptions) -> None:
 
     if (opts.settings or {}).get("shellSandbox") != "required":
         return
+    redact_logs()  # the sandbox's probe logs
     from tunacode_lsp.tools.sandbox import sandbox_state
 
     state = sandbox_state("required")
@@ -461,6 +475,7 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"tunacode-lsp run: cannot start the language server: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    redact_logs()  # before the client's modules (asyncio logs)
     from tunacode_lsp.cli.headless import run_main  # the client's imports, overlapping the server's
 
     return run_main(opts, process, early)
