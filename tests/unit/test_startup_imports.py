@@ -172,11 +172,11 @@ def test_the_run_client_loads_no_wire_type_while_the_server_starts():
 def test_a_request_start_loads_no_json_schema_validator():
     """A request builds its tools; their argument schemas are checked on each tool's first
     call (tools/base.py), so jsonschema (~20 ms) and the schema checks (~20 ms) are no part
-    of a request's start."""
+    of a request's start. Nor pathspec (~7 ms): grep's and list_files's glob loads it."""
 
     code = ("import sys, json, pathlib, tempfile, tunacode_lsp.agent.runner, tunacode_lsp.lsp.server; "
             "from tunacode_lsp.tools import build_tools; build_tools(pathlib.Path(tempfile.mkdtemp()), apply_patch=True); "
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing'))))")
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing', 'pathspec'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
 
