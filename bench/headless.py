@@ -5,6 +5,7 @@ sends the request to the scripted model answering at once, prints the answer, sh
 server down and exits), timed from spawn to exit. Baseline: a single Python process that
 imports pygls and tinyagent and exits, the floor any run pays once. The two alternate, so
 drift on a shared machine hits both alike. `run --help`: the same against a bare interpreter.
+The server package's bytecode is compiled first, as an install has it (bench/bytecode.py).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ pygls and lsprotocol's imports). Idle RSS: the server after
 `initialized` and one `tunacode.status`; baseline: an interpreter that imported pygls and
 lsprotocol, waiting on stdin (issue 35's baseline: the floor any pygls server holds).
 Resumed: a request (answered at once by the model) in a prefilled 10k-message session,
-then the server's RSS; baseline: the same server's idle RSS before it.
+then the server's RSS; baseline: the same server's idle RSS before it. The server package's
+bytecode is compiled first, as an install has it (bench/bytecode.py).
 """
 
 from __future__ import annotations
