@@ -38,7 +38,7 @@ def _certificate(folder: Path, names: list[str]) -> tuple[Path, Path]:
             alt.append(x509.IPAddress(ipaddress.ip_address(name)))
         except ValueError:
             alt.append(x509.DNSName(name))
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
         .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
