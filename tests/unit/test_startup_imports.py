@@ -211,3 +211,74 @@ def test_every_contract_command_is_registered_with_its_handler():
     contract_commands = {v for n, v in vars(protocol).items() if n.startswith("COMMAND_")}
     assert set(names.COMMAND_NAMES) == contract_commands == set(HANDLERS) == set(server.protocol.fm.commands)
     assert len(names.COMMAND_NAMES) == len(set(names.COMMAND_NAMES))
+
+
+_SPAWN_PROBE = """
+import json, os, sys
+events = []
+def hook(event, args):
+    if event == "subprocess.Popen" and "tunacode_lsp" in list(args[1]):
+        events.append(["spawn", os.path.realpath(args[2] or ".")])
+    elif event == "import" and args[0] in ("argparse", "typing", "tunacode_lsp.cli.run"):
+        events.append(["import", args[0]])
+sys.addaudithook(hook)
+from tunacode_lsp.cli.main import main
+try:
+    code = main(ARGV)
+except SystemExit as exc:
+    code = exc.code
+try:
+    os.waitpid(-1, os.WNOHANG)
+    children = True
+except ChildProcessError:
+    children = False
+print(json.dumps({"code": code, "events": events, "children": children}), file=sys.stderr)
+"""
+
+
+def _run_main(argv: list[str], cwd: Path, home: Path) -> tuple[dict, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNACODE_")}
+    env["TUNACODE_HOME"] = str(home)
+    done = subprocess.run([sys.executable, "-c", _SPAWN_PROBE.replace("ARGV", repr(argv))], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=cwd)
+    return json.loads(done.stderr.strip().splitlines()[-1]), done.stdout
+
+
+def test_run_spawns_its_server_before_its_own_imports(model, workspace: Path, home: Path, tmp_path: Path):
+    """cli/main.py starts `run`'s server (cli/spawn.py) before run's argparse, typing and
+    checks are imported (~20 ms of every run's path to the spawn); the run uses it."""
+
+    model.set_script({"turns": [{"text": "Done."}]})
+    argv = ["run", "--model", "openai-compatible:scripted", "--base-url", model.chat_url, "--cwd", str(workspace), "hi"]
+    probe, out = _run_main(argv, tmp_path, home)
+    assert probe["code"] == 0 and out.strip() == "Done."
+    events = probe["events"]
+    assert events[0] == ["spawn", os.path.realpath(workspace)]  # first, and the only one
+    assert [e for e in events if e[0] == "spawn"] == [events[0]]
+    assert {"argparse", "typing", "tunacode_lsp.cli.run"} <= {e[1] for e in events if e[0] == "import"}
+    assert probe["children"] is False  # the server was reaped
+
+
+def test_a_server_started_in_another_folder_is_replaced(model, workspace: Path, home: Path, tmp_path: Path):
+    """The early spawn guesses the folder from a literal --cwd; argparse also takes `--cw`. The
+    guess (the current folder) is killed and reaped, and a server starts in the parsed folder."""
+
+    model.set_script({"turns": [{"text": "Done."}]})
+    argv = ["run", "--model", "openai-compatible:scripted", "--base-url", model.chat_url, "--cw", str(workspace), "hi"]
+    probe, out = _run_main(argv, tmp_path, home)
+    assert probe["code"] == 0 and out.strip() == "Done."
+    spawns = [e[1] for e in probe["events"] if e[0] == "spawn"]
+    assert spawns == [os.path.realpath(tmp_path), os.path.realpath(workspace)]
+    assert probe["children"] is False
+
+
+@pytest.mark.parametrize(("args", "code", "spawned"), [
+    (["--max-turns", "0", "hi"], 2, True),  # a usage error: the early server is killed and reaped
+    (["--help"], 0, False),  # no server for --help
+    (["--cwd", "/nonexistent-folder", "hi"], 2, False),  # nowhere to start it: the parse says why
+])
+def test_an_early_server_never_outlives_a_run_that_does_not_use_it(args, code, spawned, tmp_path: Path):
+    probe, _ = _run_main(["run", *args], tmp_path, tmp_path / "home")
+    assert probe["code"] == code
+    assert any(e[0] == "spawn" for e in probe["events"]) is spawned
+    assert probe["children"] is False

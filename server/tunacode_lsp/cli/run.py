@@ -1,8 +1,10 @@
 """`tunacode-lsp run PROMPT`: one agent request headless, for CI and scripts.
 
 This module is the light front: the command line, the configuration checks, the exit codes
-and spawning the server. `main` starts the server process the moment the arguments are
-good, before anything heavy is imported, so the server's imports overlap the client's;
+and the server process (cli/spawn.py). The server is started before this module is imported
+(cli/main.py, `early_server`) and kept when it runs in the folder the arguments name; else
+`main` starts one the moment the arguments are good. Either way before anything heavy is
+imported, so the server's imports overlap the client's;
 `--help`, a bad flag or a bad configuration answer without importing the agent, pygls or
 asyncio. Nor `logging` before the spawn: the log redaction (core/redact.py) is installed right
 after it, or first by the rare checks that import modules that log (`redact_logs`). The
@@ -16,13 +18,12 @@ import argparse
 import os
 import re
 import signal
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
-from tunacode_lsp.cli.safe_path import safe_python_path
+from tunacode_lsp.cli.spawn import EarlyServer, spawn_server, stop_server
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -405,38 +406,6 @@ def outcome_exit_code(opts: RunOptions, stop_reason: str, *, denied: int, change
 # ---------------------------------------------------------------- the server process
 
 
-def server_command() -> list[str]:
-    # -P: the working directory (the checkout) is not on sys.path, so no `pygls/` or
-    # `tunacode_lsp/` of the workspace is imported; not -I, which would also drop the
-    # user's site-packages and PYTHONPATH, where this very package may be installed.
-    return [sys.executable, "-P", "-m", "tunacode_lsp"]
-
-
-def server_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: `PYTHONPATH` keeps only absolute entries (an empty or
-    relative one would put the checkout back on sys.path)."""
-
-    out = dict(env)
-    python_path = safe_python_path(out.pop("PYTHONPATH", None))
-    if python_path:
-        out["PYTHONPATH"] = python_path
-    return out
-
-
-def spawn_server(cwd: Path, env: Mapping[str, str], command: list[str] | None = None) -> subprocess.Popen[bytes]:
-    """Start the server on pipes, in its own session: a terminal's Ctrl-C reaches only us."""
-
-    return subprocess.Popen(
-        command or server_command(),
-        cwd=str(cwd),
-        env=server_env(env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-
-
 class EarlyInterrupt:
     """SIGINT/SIGTERM before the client's event loop takes over: remembered, not raised.
 
@@ -459,23 +428,34 @@ class EarlyInterrupt:
         self.fired = True
 
 
-def main(argv: list[str]) -> int:
-    try:
-        opts = parse_args(argv)  # may wait on stdin (`-`): a Ctrl-C must stop that wait
-        check_configuration(opts, os.environ)
-    except UsageError as exc:
-        if str(exc):
-            print(f"tunacode-lsp run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return EXIT_CANCELLED
-    early = EarlyInterrupt().install()
-    try:
-        process = spawn_server(opts.cwd, os.environ)
-    except OSError as exc:
-        print(f"tunacode-lsp run: cannot start the language server: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    redact_logs()  # before the client's modules (asyncio logs)
-    from tunacode_lsp.cli.headless import run_main  # the client's imports, overlapping the server's
+def main(argv: list[str], started: EarlyServer | None = None) -> int:
+    """`started`: a server cli/main.py started before these imports (cli/spawn.py), kept when
+    it runs in the folder asked for; killed otherwise, and whenever this returns without it."""
 
-    return run_main(opts, process, early)
+    kept = False
+    try:
+        try:
+            opts = parse_args(argv)  # may wait on stdin (`-`): a Ctrl-C must stop that wait
+            check_configuration(opts, os.environ)
+        except UsageError as exc:
+            if str(exc):
+                print(f"tunacode-lsp run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            return EXIT_CANCELLED
+        early = EarlyInterrupt().install()
+        if started is not None and started.fits(opts.cwd):
+            process, kept = started.process, True
+        else:
+            try:
+                process = spawn_server(opts.cwd, os.environ)
+            except OSError as exc:
+                print(f"tunacode-lsp run: cannot start the language server: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+        redact_logs()  # before the client's modules (asyncio logs)
+        from tunacode_lsp.cli.headless import run_main  # the client's imports, overlapping the server's
+
+        return run_main(opts, process, early)
+    finally:
+        if started is not None and not kept:
+            stop_server(started.process)
