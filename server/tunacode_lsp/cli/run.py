@@ -6,7 +6,7 @@ and the server process (cli/spawn.py). The server is started before this module 
 `main` starts one the moment the arguments are good. Either way before anything heavy is
 imported, so the server's imports overlap the client's;
 `--help`, a bad flag or a bad configuration answer without importing the agent, pygls or
-asyncio. Nor `logging` before the spawn: the log redaction (core/redact.py) is installed right
+asyncio (the server started early is killed and reaped). Nor `logging` before the spawn: the log redaction (core/redact.py) is installed right
 after it, or first by the rare checks that import modules that log (`redact_logs`). The
 client itself (JSON-RPC over the server's pipes) is cli/headless.py.
 docs/ci.md documents the flags, the output formats and the exit codes.
@@ -82,6 +82,7 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
 # the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
 # light client checks flags without importing the agent
 MAX_TURNS = 10_000
+
 
 def redact_logs() -> None:
     """This process's log redaction (core/redact.py; cli/main.py leaves it to `run`): before
