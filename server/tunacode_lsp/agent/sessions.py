@@ -52,6 +52,7 @@ QUICK_CALLS = frozenset({
 QUICK_READS = frozenset({"get_session", "version_of", "get_plan"})
 QUICK_MAX_CHARS = 64_000  # the arguments' text at most (a larger message goes to the pool)
 WAL_CHECKPOINT_EVERY = 64  # quick writes between two checkpoints of the WAL (on the pool)
+QUICK_VIEW_MESSAGES = 256  # a cached history this short is cleaned on the event loop (well under 1 ms)
 
 MAX_TITLE_CHARS = 1_000
 MAX_PATH_BYTES = 4_096  # PATH_MAX on Linux
@@ -188,7 +189,14 @@ class SessionService:
     async def create(self, *, cwd: str, model: str, title: str = "") -> SessionInfo:
         if len(title) > MAX_TITLE_CHARS:
             raise ParamsError(f"params.title is longer than {MAX_TITLE_CHARS} characters")
-        return await self._call("create_session", cwd=_usable_path(cwd), model=model, title=title)
+        record = await self._call("create_session", cwd=_usable_path(cwd), model=model, title=title)
+        version = await self._call("version_of", record.session_id)
+        if version is not None:  # its history is known: empty (the first request loads nothing)
+            entry = self._histories[record.session_id] = CachedHistory(version, [], None)
+            entry.view = []
+            while len(self._histories) > MAX_CACHED_SESSIONS:
+                self._histories.pop(next(iter(self._histories)))
+        return record
 
     async def get(self, session_id: str) -> SessionInfo | None:
         return await self._call("get_session", session_id)
@@ -230,7 +238,9 @@ class SessionService:
         while len(self._histories) > MAX_CACHED_SESSIONS:
             self._histories.pop(next(iter(self._histories)))
         view = entry.view
-        if view is None:
+        if view is None and len(entry.stored) <= QUICK_VIEW_MESSAGES:  # no thread hop for a short one
+            view = entry.build_view()
+        elif view is None:
             view = await asyncio.get_running_loop().run_in_executor(self._pool, entry.build_view)
         return list(view)
 
