@@ -29,7 +29,7 @@ def _load(tmp_path: Path, session_id: str, history: list[dict[str, Any]]) -> lis
         workspace_root=tmp_path, approval="auto",
     )
     request = AgentRequest(spec, None, None)  # type: ignore[arg-type]
-    models = request._load_history()
+    models = list(request._load_history())  # tinyagent's Agent copies it too: the carry's list goes on changing
     request._keep_history()  # as the request's end does
     return models
 

@@ -37,7 +37,7 @@ MAX_SESSIONS = 2
 @dataclass
 class Carry:
     dumps: list[dict[str, Any]]  # the history the models were made from
-    models: list[Any]  # models[i] validated from dumps[i]
+    models: list[Any]  # models[i] validated from dumps[i] (changed in place by the next `load`: copy what must stay)
     totals: array[int]  # totals[i]: the token estimate of dumps[:i] (an array: never traversed by the collector)
     model_input: ModelInput
     # the last list `estimate` compared, and how many of its leading dumps are ours: `load`
@@ -98,16 +98,23 @@ def _same(carry: Carry, dumps: list[dict[str, Any]]) -> int:
 
 
 def load(session_id: str, dumps: list[dict[str, Any]], previous: Carry | None) -> Carry:
-    """The models of `dumps`, reusing `previous`'s for its prefix of the same dump objects."""
+    """The models of `dumps`, reusing `previous`'s for its prefix of the same dump objects.
 
-    same = _same(previous, dumps) if previous is not None else 0
-    model_input = previous.model_input if previous is not None else ModelInput()
-    models = previous.models[:same] if previous is not None else []
-    totals = previous.totals[: same + 1] if previous is not None else array("q", [0])
+    `previous` (taken out of the cache: no other request holds it) is cut to that prefix and
+    extended in place: a copy of its 30k-item lists would be a pass over every object,
+    holding the GIL, and new 30k-item containers for the collector's young passes to scan."""
+
+    if previous is None:
+        previous = Carry([], [], array("q", [0]), ModelInput())
+    same = _same(previous, dumps)
+    model_input, models, totals = previous.model_input, previous.models, previous.totals
+    del previous.dumps[same:], models[same:], totals[same + 1 :]
     total = totals[-1]
     for dump in dumps[same:]:
         model = model_input.load(dump)
         models.append(model)
         total += model_input.facts_of(model)[1]
         totals.append(total)
-    return Carry(list(dumps), models, totals, model_input)
+    previous.dumps.extend(dumps[same:])
+    previous.checked = None
+    return previous

@@ -88,7 +88,8 @@ class ModelInput:
         # after the last one is merged into it below)
         self._truncate(bisect_right(self._ends, same))
         start = self._ends[-1] if self._ends else 0
-        self._inputs = list(messages)
+        del self._inputs[same:]  # in place: a copy of 30k items is a pass over every message, holding the GIL
+        self._inputs.extend(messages[same:])
         llm, ends, out, replay = self._llm, self._ends, self._out, self._replay
         for index in range(start, len(messages)):
             message = messages[index]

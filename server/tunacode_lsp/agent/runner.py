@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import logging
 import time
 import uuid
@@ -47,7 +46,7 @@ from tunacode_lsp.contract.protocol import (
     ThinkingDelta,
 )
 from tunacode_lsp.core.abort import race_abort
-from tunacode_lsp.core.codec import bulk_decoding, load_message
+from tunacode_lsp.core.codec import bulk_decoding, freeze_long_lived, load_message
 from tunacode_lsp.core.history import (
     estimate_tokens,
     prune_tool_outputs,
@@ -235,9 +234,9 @@ class AgentRequest:
         limit = spec.compact_threshold * window
 
         def past_threshold() -> bool:  # O(history): in a thread, the raw estimate first
-            with_prompt = [*spec.history, prompt]
             if history_models.estimate(spec.session_id, spec.history) + estimate_tokens([prompt]) <= limit:
                 return False  # pruning only lowers it
+            with_prompt = [*spec.history, prompt]
             return estimate_tokens(prune_tool_outputs(with_prompt, token_budget=spec.history_token_budget)) > limit
 
         if not await asyncio.to_thread(past_threshold):
@@ -341,23 +340,22 @@ class AgentRequest:
     def _load_history(self) -> list[Any]:
         """The history as tinyagent messages (full validation), with their token facts
         (agent/model_input.py) taken from the dumps at hand, so the first turn does not dump each
-        message again. Runs on a thread, before the agent exists."""
+        message again. Runs on a thread, before the agent exists. The list is the carry's own
+        (agent/history_models.py: changed in place by the session's next request); the agent
+        copies it."""
 
         with bulk_decoding():  # as the store decodes: no collector passes over the growing heap
             previous = history_models.take(self.spec.session_id)  # the last request's models, by dump
             long = len(self.spec.history) - history_models.reused(previous, self.spec.history) >= PROMOTE_HISTORY_MIN
-            if long:
-                gc.collect(1)  # the young garbage first (earlier requests' leftovers), not promoted below
             self._carry = history_models.load(self.spec.session_id, self.spec.history, previous)
             self._model_input = self._carry.model_input
-            models = list(self._carry.models)
+            models = self._carry.models  # tinyagent's Agent copies it (replace_messages)
             if long:
-                # The models live for the whole request: move them (and whatever else is young)
-                # straight to the oldest generation, or the next young passes scan all of them
-                # holding the GIL (~150 ms, then ~300 ms, at 30k messages). They are freed by
-                # reference counting when the run ends (_release_history).
-                gc.freeze()
-                gc.unfreeze()
+                # The models live as long as the session is used: out of every collector pass
+                # from now on (core/codec.py), or the next young passes scan all of them holding
+                # the GIL (~150 ms, then ~300 ms, at 30k messages) and every full pass after
+                # them (~0.5 s). Freed by reference counting when released (_release_history).
+                freeze_long_lived()
         return models
 
     def _build_agent(self, history: list[Any] | None = None, system_prompt: str | None = None) -> Agent:

@@ -161,6 +161,23 @@ def bulk_decoding() -> Iterator[None]:
                 gc.enable()
 
 
+def freeze_long_lived() -> None:
+    """Everything alive now out of every later collector pass: a full collection first (no
+    garbage is frozen), then `gc.freeze`. What an earlier call, or start-up
+    (lsp/start_up_gc.py), froze is unfrozen first and collected with the rest, so an object
+    frozen once and dead since (a request's own cycles: its run and tinyagent's `Agent`) waits
+    for the next call, not for ever.
+
+    For a long history just validated (30k messages: ~300k objects that live as long as the
+    session is used): the full passes after it, ~0.5 s each holding the GIL, skip it. Frozen
+    objects are still freed by reference counting when released (the session's history is:
+    agent/runner.py `_release_history`, agent/history_models.py)."""
+
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 def _check_block_types(dump: dict[str, Any], role: str) -> None:
     content = dump.get("content")
     if not isinstance(content, list):

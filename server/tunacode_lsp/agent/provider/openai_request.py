@@ -11,6 +11,8 @@ import json
 import threading
 import weakref
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,21 +68,21 @@ def encode_request_body(
         body = build_request_body(model, Context(system_prompt="", messages=[], tools=context.tools), options)
         # The first `"messages":[]` is the key: in an encoded string every quote is escaped.
         head, tail = _encode(body).split(b'"messages":[]', 1)
-        joined = LAST_JOINS.join(context.system_prompt, list(context.messages), reasoning_back, signatures_back)
-        sources, entries, parts = joined.sources, joined.entries, list(joined.parts)
-        if wants_cache_hints(model):
-            for position in _hint_positions(entries, _cut_entry(context.messages, joined)):
-                source = sources[position]
-                converted = (
-                    {"role": "system", "content": context.system_prompt}
-                    if source is None
-                    else _converted(source, reasoning_back, signatures_back)
-                )
-                if converted is not None:
-                    _mark(converted)
-                    parts[position] = _encode(converted)
-        content = b"".join((head, b'"messages":[', b",".join(parts), b"]", tail))  # one copy of the messages, not four
-        quotable = list(joined.quotable)
+        with LAST_JOINS.join(context.system_prompt, context.messages, reasoning_back, signatures_back) as joined:
+            hinted: dict[int, bytes] = {}
+            if wants_cache_hints(model):
+                for position in _hint_positions(joined.entries, _cut_entry(context.messages, joined)):
+                    source = joined.sources[position]
+                    converted = (
+                        {"role": "system", "content": context.system_prompt}
+                        if source is None
+                        else _converted(source, reasoning_back, signatures_back)
+                    )
+                    if converted is not None:
+                        _mark(converted)
+                        hinted[position] = _encode(converted)
+            content = joined.body(head, tail, hinted)
+            quotable = list(joined.quotable)
         del body["messages"]
     return EncodedBody(body, content, quotable)
 
@@ -117,7 +119,7 @@ def _hint_positions(entries: list[Encoded], cut: int | None) -> list[int]:
     return choose_breakpoints([entry[2] for entry in entries], cut)
 
 
-def _cut_entry(messages: list[Any], joined: Joined) -> int | None:
+def _cut_entry(messages: list[Any], joined: Columns) -> int | None:
     """The entry of the first output a pruning step would prune (cache_breakpoints.HeadCut)."""
 
     cut = head_cut(messages)
@@ -166,69 +168,118 @@ class MessageBytes:
 MESSAGE_BYTES = MessageBytes()
 
 
-@dataclass(frozen=True)
-class Joined:
-    """The encoded messages of one body, in order, and how far each message got them."""
+class Columns:
+    """One body's encoded messages, kept for the next turn: a turn truncates them to the
+    longest prefix of the very same message objects and appends what follows, in place
+    (O(what changed); a copy of 30k items is a pass over every message object, holding the
+    GIL, and a new 30k-item container for the collector's next young pass to scan). The
+    messages' bytes are kept joined, so the body is one copy of them. Read and changed only
+    under `lock`."""
 
-    key: tuple[str, bool, bool]  # the system prompt and the two conversion flags
-    messages: list[Any]
-    ends: array[int]  # ends[i]: how many entries messages[:i + 1] (and the system prompt) gave
-    sources: list[Any]  # what each entry came from (None: the system prompt)
-    entries: list[Encoded]
-    parts: list[bytes]  # each entry's bytes
-    quotable: list[str]  # the entries' texts the model did not write, in order
-    quotable_ends: array[int]  # quotable_ends[j]: how many of them entries[:j + 1] gave (arrays: never traversed by the collector)
+    def __init__(self, key: tuple[str, bool, bool]) -> None:
+        self.key = key  # the system prompt and the two conversion flags
+        self.lock = threading.Lock()
+        self.messages: list[Any] = []  # the messages joined, in order
+        self.ends = array("q")  # ends[i]: how many entries messages[:i + 1] (and the system prompt) gave
+        self.sources: list[Any] = []  # what each entry came from (None: the system prompt)
+        self.entries: list[Encoded] = []
+        self.data = bytearray()  # the entries' bytes joined with ","
+        self.data_ends = array("q")  # data_ends[j]: len(data) once entries[:j + 1] were added
+        self.quotable: list[str] = []  # the entries' texts the model did not write, in order
+        self.quotable_ends = array("q")  # quotable_ends[j]: how many of them entries[:j + 1] gave (arrays: never traversed by the collector)
+
+    def truncate(self, messages: int) -> None:
+        """Keep the first `messages` messages and the entries they gave."""
+
+        entries = self.ends[messages - 1] if messages else 0
+        del self.messages[messages:], self.ends[messages:], self.sources[entries:], self.entries[entries:]
+        del self.data[self.data_ends[entries - 1] if entries else 0 :], self.data_ends[entries:]
+        del self.quotable[self.quotable_ends[entries - 1] if entries else 0 :], self.quotable_ends[entries:]
+
+    def add(self, source: Any, entry: Encoded) -> None:
+        if self.entries:
+            self.data += b","
+        self.data += entry[0]
+        self.data_ends.append(len(self.data))
+        self.sources.append(source)
+        self.entries.append(entry)
+        self.quotable.extend(entry[1])
+        self.quotable_ends.append(len(self.quotable))
+
+    def body(self, head: bytes, tail: bytes, replaced: dict[int, bytes]) -> bytes:
+        """`head` + `"messages":[` + the entries' bytes joined with "," + `]` + `tail`, entry
+        `j` replaced by `replaced[j]`: one copy of the kept bytes (~4 MB at 30k messages)."""
+
+        views: list[memoryview] = []
+        with memoryview(self.data) as data:
+            parts: list[Any] = [head, b'"messages":[']
+            start = 0
+            for position in sorted(replaced):
+                begin = self.data_ends[position - 1] + 1 if position else 0  # after the comma
+                views.append(data[start:begin])
+                parts += [views[-1], replaced[position]]
+                start = self.data_ends[position]
+            views.append(data[start:])
+            parts += [views[-1], b"]", tail]
+            content = b"".join(parts)
+            for view in views:  # a bytearray viewed cannot be resized: no view outlives this
+                view.release()
+        return content
+
+
+BUSY_COLUMNS_WAIT = 0.05  # seconds a join waits for kept columns another thread is building on, then passes them by
 
 
 class LastJoins:
-    """The last few bodies' encoded message lists: a turn of a long session starts from the
-    longest prefix of the very same message objects (compared in C) and walks only the
-    messages after it, not all of them (a Python loop over 30k messages, ~40-90 ms a turn
-    holding the GIL). Safe across worker threads: a `Joined` is never changed once kept."""
+    """The last few bodies' encoded messages (`Columns`), one per system prompt and history
+    (a long session's turns go on from theirs). The most recently used columns that the
+    messages extend whole are taken at once: one prefix check a turn, usually."""
 
     MAX_KEPT = 4
 
     def __init__(self) -> None:
-        self._kept: list[Joined] = []
+        self._kept: list[Columns] = []  # most recently used last
         self._lock = threading.Lock()
 
-    def join(self, system_prompt: str, messages: list[Any], reasoning_back: bool, signatures_back: bool) -> Joined:
+    @contextmanager
+    def join(self, system_prompt: str, messages: list[Any], reasoning_back: bool, signatures_back: bool) -> Iterator[Columns]:
+        """The columns of `messages`, held (their lock) while the caller reads them."""
+
         key = (system_prompt, reasoning_back, signatures_back)
         with self._lock:
-            kept = list(self._kept)
-        best, same = None, 0
-        for joined in kept:
-            if joined.key == key:
-                length = common_prefix(messages, joined.messages)
-                if best is None or length > same:
-                    best, same = joined, length
-        if best is not None and same > 0:
-            count = best.ends[same - 1]
-            texts = best.quotable_ends[count - 1] if count else 0
-            ends, sources, entries = best.ends[:same], best.sources[:count], best.entries[:count]
-            parts, quotable, quotable_ends = best.parts[:count], best.quotable[:texts], best.quotable_ends[:count]
-        else:
-            ends, quotable_ends = array("q"), array("q")
-            sources, entries, parts, quotable = [], [], [], []
-
-        def add(source: Any, entry: Encoded) -> None:
-            sources.append(source)
-            entries.append(entry)
-            parts.append(entry[0])
-            quotable.extend(entry[1])
-            quotable_ends.append(len(quotable))
-
-        if not same and system_prompt:
-            add(None, _encoded({"role": "system", "content": system_prompt}))
-        for message in messages[same:]:
-            found = MESSAGE_BYTES.get(message, reasoning_back, signatures_back)
-            if found is not None:
-                add(message, found)
-            ends.append(len(entries))
-        joined = Joined(key, messages, ends, sources, entries, parts, quotable, quotable_ends)
-        with self._lock:
-            self._kept = [j for j in self._kept if j is not best][-(self.MAX_KEPT - 1):] + [joined]
-        return joined
+            kept = [c for c in self._kept if c.key == key]
+        best, same, held = None, 0, None
+        for columns in reversed(kept):
+            if not columns.lock.acquire(timeout=BUSY_COLUMNS_WAIT):  # another session's first body, 30k conversions: not ours
+                continue
+            length = common_prefix(messages, columns.messages)
+            if length == len(columns.messages):  # the messages extend it: no older one does better, usually
+                best, same, held = columns, length, columns
+                break
+            columns.lock.release()
+            if length > same:
+                best, same = columns, length
+        columns = best if best is not None else Columns(key)
+        if held is None:
+            columns.lock.acquire()
+            if best is not None:
+                same = common_prefix(messages, columns.messages)  # again: another turn may have changed them meanwhile
+        try:
+            columns.truncate(same)
+            if not same and system_prompt:
+                columns.add(None, _encoded({"role": "system", "content": system_prompt}))
+            for message in messages[same:]:
+                found = MESSAGE_BYTES.get(message, reasoning_back, signatures_back)
+                if found is not None:
+                    columns.add(message, found)
+                columns.ends.append(len(columns.entries))
+            columns.messages.extend(messages[same:])
+            with self._lock:
+                others = [c for c in self._kept if c is not columns]
+                self._kept = [*others[-(self.MAX_KEPT - 1):], columns]
+            yield columns
+        finally:
+            columns.lock.release()
 
     def clear(self) -> None:
         with self._lock:
