@@ -5,6 +5,7 @@ sends the request to the scripted model answering at once, prints the answer, sh
 server down and exits), timed from spawn to exit. Baseline: a single Python process that
 imports pygls and tinyagent and exits, the floor any run pays once. The two alternate, so
 drift on a shared machine hits both alike. `run --help`: the same against a bare interpreter.
+The server package's bytecode is compiled first, as an install has it (bench/bytecode.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 from . import scripts
+from .bytecode import ensure_server_bytecode
 from .config import BenchConfig
 from .model import ScriptedModelProcess
 from .stats import Goal, Row, Samples, ms
@@ -34,6 +36,7 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> 
 
 
 async def run(config: BenchConfig) -> list[Row]:
+    ensure_server_bytecode()  # as installed (bench/bytecode.py)
     workspace = make_project(config.folder("headless/workspace"), modules=1)
     home = config.folder("headless/home")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("TUNACODE_")}

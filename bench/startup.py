@@ -6,7 +6,8 @@ pygls and lsprotocol's imports). Idle RSS: the server after
 `initialized` and one `tunacode.status`; baseline: an interpreter that imported pygls and
 lsprotocol, waiting on stdin (issue 35's baseline: the floor any pygls server holds).
 Resumed: a request (answered at once by the model) in a prefilled 10k-message session,
-then the server's RSS; baseline: the same server's idle RSS before it.
+then the server's RSS; baseline: the same server's idle RSS before it. The server package's
+bytecode is compiled first, as an install has it (bench/bytecode.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from tunacode_lsp.store.session_store import SessionStore
 
 from . import scripts
+from .bytecode import ensure_server_bytecode
 from .client import BenchServer, rss_mb, scripted_options
 from .config import BenchConfig
 from .model import ScriptedModelProcess
@@ -52,6 +54,7 @@ def bare_interpreter_rss() -> float:
 
 
 async def run(config: BenchConfig) -> list[Row]:
+    ensure_server_bytecode()  # as installed (bench/bytecode.py)
     workspace = make_project(config.folder("startup/workspace"), modules=1)
     home = config.folder("startup/home")
     with SessionStore(home / "sessions.sqlite3") as store:

@@ -133,15 +133,17 @@ def test_neovim_ask_approve_progress_stop_and_resume(nvim, tmp_path, workspace, 
     assert "write_file" in seen["approvals"][0]["prompt"] and "bash" in seen["approvals"][1]["prompt"]
     assert seen["approvals"][0]["actions"] == ["Allow", "Allow for this session", "Deny"]
 
-    # tool lifecycle as built-in LSP progress
+    # tool lifecycle as built-in LSP progress: the request's reports (a call still running after
+    # 100 ms also gets a token of its own: docs/protocol.md, Progress)
     progress = seen["progress"]
     begins = [p for p in progress if p["kind"] == "begin"]
-    assert {"TunaCode", "write_file"} <= {p["title"] for p in begins}
+    assert "TunaCode" in {p["title"] for p in begins}
     ends = [p.get("message", "") for p in progress if p["kind"] == "end"]
-    assert "end_turn" in ends and any(m.startswith("completed in") for m in ends)
+    reports = [p.get("message", "") for p in progress if p["kind"] == "report"]
+    assert "end_turn" in ends and any(m.startswith("write_file completed in") for m in reports)
     assert "TunaCode: end_turn" in seen["echoed"]  # the command-line echo, not "TunaCode: TunaCode end_turn"
     assert "TunaCode: waiting for approval: write_file" in seen["status"]  # vim.lsp.status()
-    assert "write_file: completed in" in seen["status"]
+    assert "TunaCode: write_file completed in" in seen["status"]
     for kind in ("request_start", "text_delta", "tool_call", "tool_call_update", "request_end"):
         assert kind in seen["events"]
 

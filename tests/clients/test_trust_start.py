@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tests.clients.cli_support import WAIT, cli_env, scripted_args
 
-from tunacode_lsp.cli.run import server_command, server_env
+from tunacode_lsp.cli.spawn import server_command, server_env
 
 HELLO = {"turns": [{"steps": [{"text": "Hello from the scripted model.", "chunks": 2}]}]}
 

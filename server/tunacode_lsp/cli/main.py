@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import signal
 import sys
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, NoReturn
 
-from tunacode_lsp.core.redact import install_log_redaction
-
+TYPE_CHECKING = False  # not `typing`'s (~6 ms): `run` spawns its server before importing it
 if TYPE_CHECKING:
     import argparse
+    from typing import NoReturn
 
 
 def _serve(args: argparse.Namespace | SimpleNamespace) -> int:
@@ -54,6 +51,8 @@ def _stop_on_ctrl_c() -> None:
     """A person at a terminal stops the server with one Ctrl-C (exit 130), quietly: pygls's own
     reader thread otherwise swallows the first one and aborts the interpreter on the second."""
 
+    import signal
+
     def stop(_signum: int, _frame: object) -> None:
         print("\ntunacode-lsp: stopped", file=sys.stderr, flush=True)
         os._exit(130)
@@ -67,6 +66,25 @@ def _delegate(module: str, func: str = "main") -> Callable[[list[str]], int]:
         return getattr(mod, func)(argv)
 
     return run
+
+
+def _run(argv: list[str]) -> int:
+    """`run`, its server started first (cli/spawn.py); run's `main` owns it from its first line."""
+
+    from tunacode_lsp.cli.spawn import early_server, interrupt_on_term, stop_server
+
+    interrupt_on_term()
+    started = None
+    handed = False
+    try:
+        started = early_server(argv, os.environ)
+        from tunacode_lsp.cli.run import main as run_main
+
+        handed = True
+        return run_main(argv, started)
+    finally:
+        if started is not None and not handed:  # interrupted before run's main had it
+            stop_server(started.process)
 
 
 # subcommands implemented in their own modules, given the rest of the command line
@@ -99,6 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 # subcommands whose program ends without the interpreter's teardown once they return
 ENDS_AT_ONCE = frozenset({"run"})
+# subcommands that install the log redaction themselves, before anything of theirs can log:
+# `run` right after spawning its server (cli/run.py), so the `logging` import (~15 ms) is not
+# on the path to the spawn
+REDACTS_ITSELF = frozenset({"run"})
+
+
+def install_log_redaction() -> None:
+    from tunacode_lsp.core.redact import install_log_redaction as install
+
+    install()
 
 
 def exit_now(code: int) -> NoReturn:
@@ -114,7 +142,9 @@ def exit_now(code: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):
             failed = failed or stream is sys.stdout
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # not imported: nothing to flush
+    if logging is not None:
+        logging.shutdown()
     os._exit(120 if failed and code == 0 else code)
 
 
@@ -125,11 +155,15 @@ def main(argv: list[str] | None = None) -> int:
 
         drop_working_directory()
     argv = sys.argv[1:] if argv is None else argv
-    install_log_redaction()  # no log line of any mode carries a secret (core/redact.py)
+    if not (argv and argv[0] in REDACTS_ITSELF):
+        install_log_redaction()  # no log line of any mode carries a secret (core/redact.py)
     if argv and argv[0] in DELEGATED:
         module, _ = DELEGATED[argv[0]]
         try:
-            code = _delegate(module)(argv[1:])
+            if argv[0] == "run":  # its server starts first, before run's own imports (cli/spawn.py)
+                code = _run(argv[1:])
+            else:
+                code = _delegate(module)(argv[1:])
         except KeyboardInterrupt:  # Ctrl-C before a subcommand handles it: quiet, as a shell expects
             code = 130
         if program and argv[0] in ENDS_AT_ONCE:

@@ -1,10 +1,14 @@
 """`tunacode-lsp run PROMPT`: one agent request headless, for CI and scripts.
 
 This module is the light front: the command line, the configuration checks, the exit codes
-and spawning the server. `main` starts the server process the moment the arguments are
-good, before anything heavy is imported, so the server's imports overlap the client's;
+and the server process (cli/spawn.py). The server is started before this module is imported
+(cli/main.py, `early_server`) and kept when it runs in the folder the arguments name; else
+`main` starts one the moment the arguments are good. Either way before anything heavy is
+imported, so the server's imports overlap the client's;
 `--help`, a bad flag or a bad configuration answer without importing the agent, pygls or
-asyncio. The client itself (JSON-RPC over the server's pipes) is cli/headless.py.
+asyncio (the server started early is killed and reaped). Nor `logging` before the spawn: the log redaction (core/redact.py) is installed right
+after it, or first by the rare checks that import modules that log (`redact_logs`). The
+client itself (JSON-RPC over the server's pipes) is cli/headless.py.
 docs/ci.md documents the flags, the output formats and the exit codes.
 """
 
@@ -14,13 +18,12 @@ import argparse
 import os
 import re
 import signal
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
-from tunacode_lsp.cli.safe_path import safe_python_path
+from tunacode_lsp.cli.spawn import EarlyServer, spawn_server, stop_server
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -79,6 +82,16 @@ class RunOptions(NamedTuple):  # not a dataclass: `dataclasses` alone costs 10 m
 # the settings' own bound (agent/config.py MAX_TURNS_LIMIT; a unit test keeps them equal): the
 # light client checks flags without importing the agent
 MAX_TURNS = 10_000
+
+
+def redact_logs() -> None:
+    """This process's log redaction (core/redact.py; cli/main.py leaves it to `run`): before
+    anything can log. Idempotent."""
+
+    from tunacode_lsp.core.redact import install_log_redaction
+
+    install_log_redaction()
+
 
 # ---------------------------------------------------------------- command line
 
@@ -215,6 +228,7 @@ def read_settings(text: str | None, path: str | None) -> dict[str, Any] | None:
         raise UsageError(f"{flag}: not JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{flag}: expected a JSON object of settings, got {type(raw).__name__}")
+    redact_logs()  # the agent's modules log
     from tunacode_lsp.agent.config import parse_options, wire_keys
 
     unknown = sorted(set(raw) - set(wire_keys()))
@@ -237,6 +251,7 @@ def read_schema(path: str) -> dict[str, Any]:
 
     import json
 
+    redact_logs()  # jsonschema's modules log
     import jsonschema
 
     try:
@@ -327,6 +342,7 @@ def check_required_sandbox(opts: RunOptions) -> None:
 
     if (opts.settings or {}).get("shellSandbox") != "required":
         return
+    redact_logs()  # the sandbox's probe logs
     from tunacode_lsp.tools.sandbox import sandbox_state
 
     state = sandbox_state("required")
@@ -391,38 +407,6 @@ def outcome_exit_code(opts: RunOptions, stop_reason: str, *, denied: int, change
 # ---------------------------------------------------------------- the server process
 
 
-def server_command() -> list[str]:
-    # -P: the working directory (the checkout) is not on sys.path, so no `pygls/` or
-    # `tunacode_lsp/` of the workspace is imported; not -I, which would also drop the
-    # user's site-packages and PYTHONPATH, where this very package may be installed.
-    return [sys.executable, "-P", "-m", "tunacode_lsp"]
-
-
-def server_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: `PYTHONPATH` keeps only absolute entries (an empty or
-    relative one would put the checkout back on sys.path)."""
-
-    out = dict(env)
-    python_path = safe_python_path(out.pop("PYTHONPATH", None))
-    if python_path:
-        out["PYTHONPATH"] = python_path
-    return out
-
-
-def spawn_server(cwd: Path, env: Mapping[str, str], command: list[str] | None = None) -> subprocess.Popen[bytes]:
-    """Start the server on pipes, in its own session: a terminal's Ctrl-C reaches only us."""
-
-    return subprocess.Popen(
-        command or server_command(),
-        cwd=str(cwd),
-        env=server_env(env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-
-
 class EarlyInterrupt:
     """SIGINT/SIGTERM before the client's event loop takes over: remembered, not raised.
 
@@ -445,22 +429,34 @@ class EarlyInterrupt:
         self.fired = True
 
 
-def main(argv: list[str]) -> int:
-    try:
-        opts = parse_args(argv)  # may wait on stdin (`-`): a Ctrl-C must stop that wait
-        check_configuration(opts, os.environ)
-    except UsageError as exc:
-        if str(exc):
-            print(f"tunacode-lsp run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return EXIT_CANCELLED
-    early = EarlyInterrupt().install()
-    try:
-        process = spawn_server(opts.cwd, os.environ)
-    except OSError as exc:
-        print(f"tunacode-lsp run: cannot start the language server: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    from tunacode_lsp.cli.headless import run_main  # the client's imports, overlapping the server's
+def main(argv: list[str], started: EarlyServer | None = None) -> int:
+    """`started`: a server cli/main.py started before these imports (cli/spawn.py), kept when
+    it runs in the folder asked for; killed otherwise, and whenever this returns without it."""
 
-    return run_main(opts, process, early)
+    kept = False
+    try:
+        try:
+            opts = parse_args(argv)  # may wait on stdin (`-`): a Ctrl-C must stop that wait
+            check_configuration(opts, os.environ)
+        except UsageError as exc:
+            if str(exc):
+                print(f"tunacode-lsp run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            return EXIT_CANCELLED
+        early = EarlyInterrupt().install()
+        if started is not None and started.fits(opts.cwd):
+            process, kept = started.process, True
+        else:
+            try:
+                process = spawn_server(opts.cwd, os.environ)
+            except OSError as exc:
+                print(f"tunacode-lsp run: cannot start the language server: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+        redact_logs()  # before the client's modules (asyncio logs)
+        from tunacode_lsp.cli.headless import run_main  # the client's imports, overlapping the server's
+
+        return run_main(opts, process, early)
+    finally:
+        if started is not None and not kept:
+            stop_server(started.process)

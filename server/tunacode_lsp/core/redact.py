@@ -340,6 +340,29 @@ def redact_message(message: Any, *, default: Callable[[Any], Any] | None = None,
     return message if clean == body else json.loads(clean)
 
 
+def message_json(message: Any, *, default: Callable[[Any], Any] | None = None, keep: Collection[str] = ()) -> bytes:
+    """A JSON-RPC message about to be written, as UTF-8 JSON with every secret taken out (a
+    request whose method is in `keep` as it is: see redact_message). Encoded once, with orjson
+    when something has loaded it already (the store does, with the first request; start-up
+    does not pay for it), else json; json also takes what orjson refuses (a lone surrogate,
+    a key that is not a string, an integer past 64 bits). orjson writes non-ASCII text as
+    UTF-8, not as `\\u` escapes: the redactor matches both forms (`_escaped_forms`)."""
+
+    orjson = sys.modules.get("orjson")
+    body: str | None = None
+    if orjson is not None:
+        try:
+            body = orjson.dumps(message, default=default).decode()
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            body = None
+    if body is None:
+        body = json.dumps(message, default=default)
+    method = message.get("method") if isinstance(message, dict) else getattr(message, "method", None)
+    if method not in keep:
+        body = process_redactor().text(body)
+    return body.encode("utf-8", "surrogatepass")
+
+
 class RedactingFilter(logging.Filter):
     """Redacts a log record's message (its arguments merged) before any handler formats it."""
 

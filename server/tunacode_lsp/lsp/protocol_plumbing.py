@@ -16,6 +16,7 @@ The handlers (lsp/server.py, lsp/commands.py) stay thin and know none of this.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import signal
@@ -26,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from tunacode_lsp.contract.names import PROTOCOL_VERSION, REQUEST_CANCELLED
-from tunacode_lsp.core.redact import redact_message
+from tunacode_lsp.core.redact import message_json
 from tunacode_lsp.lsp.framing import FrameReader, OversizedMessage, check_message, error_response
 from tunacode_lsp.lsp.pygls_compat import resolve_raw_answer, send_payload
 from tunacode_lsp.lsp.start_up_gc import start_up_done
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from tunacode_lsp.lsp.server import TunaLanguageServer
 
 log = logging.getLogger(__name__)
+PYGLS_LOG = logging.getLogger("pygls.protocol.json_rpc")  # pygls's own logger for what it sends
 
 IGNORED = "$/tunacode/ignored"  # stands in for a message already answered with an error
 SERVER_NOT_INITIALIZED = -32002
@@ -80,9 +82,30 @@ class TunaProtocol(LanguageServerProtocol):
 
     def _send_data(self, data: Any) -> None:
         """Every message to the client goes out redacted (core/redact.py), but the edits of a
-        file it is asked to apply: the one choke point of this channel."""
+        file it is asked to apply: the one choke point of this channel. What pygls's own
+        `_send_data` does, with the message encoded once (`message_json`), not twice (the
+        redactor's JSON, then pygls's again)."""
 
-        super()._send_data(redact_message(data, default=self._serialize_message, keep=UNREDACTED_METHODS))
+        if not data:
+            return
+        if self.writer is None:  # no transport: pygls says so
+            return super()._send_data(data)
+        try:
+            body = message_json(data, default=self._serialize_message, keep=UNREDACTED_METHODS)
+            if PYGLS_LOG.isEnabledFor(logging.INFO):
+                PYGLS_LOG.info("Sending data: %s", body.decode("utf-8", "replace"))
+            if self._include_headers:
+                header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+                body = header.encode("ascii") + body
+            written = self.writer.write(body)
+            if inspect.isawaitable(written):  # an async writer (websockets)
+                asyncio.ensure_future(written)
+        except BrokenPipeError:
+            PYGLS_LOG.exception("Error sending data. BrokenPipeError")
+            raise
+        except Exception as error:  # noqa: BLE001 - as pygls: reported, the server goes on
+            PYGLS_LOG.exception("Error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)
 
     def _refuse(self, msg_id: Any, code: int, message: str) -> None:
         self._send_response(msg_id, error=JsonRpcException(code=code, message=message).to_response_error())

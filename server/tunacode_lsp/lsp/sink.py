@@ -2,8 +2,11 @@
 
 Events go out at once as `tunacode/event` with the request's envelope and `seq`. Work-done
 progress is derived from the same events by a per-request worker that handles them in
-order (creating a server token needs a round trip, and `begin` must follow it). Approvals
-are `window/showMessageRequest`; no answer is Deny.
+order (creating a server token needs a round trip, and `begin` must follow it). A tool call
+gets its own token only when it is still running TOOL_PROGRESS_AFTER seconds after it
+started: most calls take a few milliseconds, and their create, its answer, begin and end
+were a third of a request's messages (issue 35); the request's token reports every call.
+Approvals are `window/showMessageRequest`; no answer is Deny.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from tunacode_lsp.contract.protocol import (
 from tunacode_lsp.core.text import clip, visible_blanks
 from tunacode_lsp.lsp.client_requests import ClientDidNotAnswer, ask_client
 from tunacode_lsp.lsp.editor import client_offers
-from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token
+from tunacode_lsp.lsp.pygls_compat import drop_pending_request, register_progress_token, send_payload
 
 log = logging.getLogger(__name__)
 
 CLIENT_WAIT_SECONDS = 5.0  # for the client's answer to window/workDoneProgress/create
 PROGRESS_CLOSE_SECONDS = 0.8  # the progress worker's end, when the request is over
+TOOL_PROGRESS_AFTER = 0.1  # a tool call still running this long gets its own progress token
 
 APPROVAL_ACTIONS: dict[str, ApprovalDecision] = {
     "Allow": "allow",
@@ -91,6 +95,13 @@ def first_line(text: str, limit: int = 80) -> str:
     return clip(line, limit)
 
 
+class ToolStillRunning:
+    """Queued TOOL_PROGRESS_AFTER seconds after a tool call started (see the module docstring)."""
+
+    def __init__(self, tool_call_id: str) -> None:
+        self.tool_call_id = tool_call_id
+
+
 class ProgressReporter:
     """Maps one request's events to work-done progress, in order, on its own task."""
 
@@ -99,22 +110,32 @@ class ProgressReporter:
         self._request_id = request_id
         self._prompt = prompt
         self._client_token = client_token
-        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Event | ToolStillRunning | None] = asyncio.Queue()
         self._can_create = bool(
             ls.client_capabilities.window and ls.client_capabilities.window.work_done_progress
         )
         self.token: Any = None
         self._tool_tokens: dict[str, Any] = {}
         self._summaries: dict[str, str] = {}  # tool call id -> the tool_call event's summary
+        self._running: dict[str, str] = {}  # tool call id -> name: in progress, as the worker has seen
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # tool call id -> its ToolStillRunning, to come
         self._open: set[Any] = set()  # tokens begun and not yet ended: ended whatever happens
         self._closing = False
         self._task = asyncio.ensure_future(self._work())
 
     def push(self, event: Event) -> None:
+        if isinstance(event, ToolCallUpdate):
+            if event.status == "in_progress" and self._can_create and event.tool_call_id not in self._timers:
+                self._timers[event.tool_call_id] = asyncio.get_running_loop().call_later(
+                    TOOL_PROGRESS_AFTER, self._queue.put_nowait, ToolStillRunning(event.tool_call_id))
+            elif event.status in FINAL_TOOL_STATUSES and (timer := self._timers.get(event.tool_call_id)) is not None:
+                timer.cancel()  # done before it: no token of its own
         self._queue.put_nowait(event)
 
     async def close(self) -> None:
         self._closing = True  # a create answered from now on is never begun
+        for timer in self._timers.values():
+            timer.cancel()
         self._queue.put_nowait(None)
         done, _ = await asyncio.wait({self._task}, timeout=PROGRESS_CLOSE_SECONDS)
         if not done:  # never hold the request's answer on the client: an open create is withdrawn
@@ -174,8 +195,10 @@ class ProgressReporter:
             except Exception as exc:  # noqa: BLE001 - the client is gone: nothing to end
                 log.debug("progress end for %s failed: %s", token, exc)
 
-    async def _on_event(self, event: Event) -> None:
-        if isinstance(event, ToolCallEvent):
+    async def _on_event(self, event: Event | ToolStillRunning) -> None:
+        if isinstance(event, ToolStillRunning):
+            await self._begin_tool(event.tool_call_id)
+        elif isinstance(event, ToolCallEvent):
             self._summaries[event.tool_call_id] = event.summary
         elif isinstance(event, ToolCallUpdate):
             await self._on_tool_update(event)
@@ -190,14 +213,11 @@ class ProgressReporter:
         if event.status == "in_progress":
             if self.token is not None:
                 progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {summary}".strip()))
-            token = f"tunacode/{self._request_id}/{event.tool_call_id}"
-            if await self._create(token) and not self._closing:  # created late: never begun
-                self._tool_tokens[event.tool_call_id] = token
-                progress.begin(token, types.WorkDoneProgressBegin(title=event.name, message=summary))
-                self._open.add(token)
+            self._running[event.tool_call_id] = event.name
         elif event.status == "awaiting_approval" and self.token is not None:
             progress.report(self.token, types.WorkDoneProgressReport(message=f"waiting for approval: {event.name}"))
         elif event.status in FINAL_TOOL_STATUSES:
+            self._running.pop(event.tool_call_id, None)
             outcome = _outcome(event)
             if self.token is not None:
                 progress.report(self.token, types.WorkDoneProgressReport(message=f"{event.name} {outcome}"))
@@ -205,6 +225,21 @@ class ProgressReporter:
             if token is not None:
                 self._end(token, outcome)
                 progress.tokens.pop(token, None)
+
+
+    async def _begin_tool(self, tool_call_id: str) -> None:
+        """The tool call's own token, when it is still running (the worker has seen no final
+        status for it): created, then begun."""
+
+        name = self._running.get(tool_call_id)
+        if name is None or self._closing or tool_call_id in self._tool_tokens:
+            return
+        token = f"tunacode/{self._request_id}/{tool_call_id}"
+        if await self._create(token) and not self._closing:  # created late: never begun
+            self._tool_tokens[tool_call_id] = token
+            self._ls.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title=name, message=self._summaries.get(tool_call_id, "")))
+            self._open.add(token)
 
 
 def _outcome(event: ToolCallUpdate) -> str:
@@ -266,10 +301,13 @@ class LspSink:
             self._send(pending)
 
     def _send(self, event: Event) -> None:
+        """One `tunacode/event`, written as a plain JSON-RPC object: the payload is JSON data
+        already, so pygls's notification type and its unstructuring of it are skipped."""
+
         self._seq += 1
         payload = {"sessionId": self._session_id, "requestId": self._request_id, "seq": self._seq}
         payload.update(to_wire(event))
-        self._ls.protocol.notify(EVENT_NOTIFICATION, payload)
+        send_payload(self._ls.protocol, {"jsonrpc": "2.0", "method": EVENT_NOTIFICATION, "params": payload})
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask the user; the request is withdrawn ($/cancelRequest) if the run stops waiting."""

@@ -49,6 +49,11 @@ class UnreadableMessageError(SessionError):
         self.reason = reason
 
 
+class WouldWait(SessionError):
+    """`SessionStore.run_now`: the database is locked by another connection; nothing was
+    written. Run the call where waiting is fine (a worker thread) instead."""
+
+
 class StoreError(SessionError):
     """The database file cannot be used (not a database, unreadable, closed store)."""
 

@@ -5,6 +5,11 @@ short `BEGIN IMMEDIATE` transaction. The API is synchronous and thread-safe: eac
 gets its own connection (call it through `asyncio.to_thread`). A message is appended as
 one row when it is complete; appending costs the same at any session size (message_count
 lives on the session row, rows are keyed by (session_id, seq)).
+
+`run_now` runs one call on the calling thread's *quick* connection, one that never waits:
+no busy timeout (a locked database raises `WouldWait` at once, nothing written) and no WAL
+checkpoint at commit (`checkpoint_wal` does it where waiting is fine). The server runs its
+small statements so, on the event loop, without a thread hop each (agent/sessions.py).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from tunacode_lsp.store.errors import (
     SessionNotFound,
     StoreError,
     UnreadableMessageError,
+    WouldWait,
 )
 from tunacode_lsp.store.leases import owner_is_alive
 from tunacode_lsp.store.locations import project_id_for
@@ -57,6 +63,7 @@ from tunacode_lsp.store.session_state import (
 )
 
 BUSY_TIMEOUT_S = 5.0
+SQLITE_BUSY, SQLITE_LOCKED = 5, 6  # primary result codes (an extended code's low byte)
 SQLITE_MAX_INT = 2**63 - 1
 TITLE_MAX_CHARS = 60
 _SESSION_COLUMNS = (
@@ -98,16 +105,20 @@ class SessionStore(RequestCheckpointTable):
     def _conn(self) -> sqlite3.Connection:
         if self._closed:
             raise StoreError(f"{self.path}: the store is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        quick = getattr(self._local, "quick", False)  # inside run_now
+        conn: sqlite3.Connection | None = getattr(self._local, "quick_conn" if quick else "conn", None)
         if conn is None:
             # check_same_thread=False only so close() may close every thread's connection;
             # each connection is otherwise used by the thread that opened it.
+            timeout = 0.0 if quick else BUSY_TIMEOUT_S
             conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False,
                 factory=RedactingConnection,  # no secret in any row (store/redacting.py)
             )
             try:
-                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+                if quick:  # a commit never copies the WAL into the database here: checkpoint_wal
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")
                 conn.execute("PRAGMA foreign_keys = ON")
                 # NORMAL in WAL mode: a commit survives any crash of the process (SIGKILL
                 # included); only an OS crash or power loss can lose the latest commits.
@@ -121,8 +132,31 @@ class SessionStore(RequestCheckpointTable):
                     conn.close()
                     raise StoreError(f"{self.path}: the store is closed")
                 self._connections.append(conn)
-            self._local.conn = conn
+            setattr(self._local, "quick_conn" if quick else "conn", conn)
         return conn
+
+    def run_now(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """`method(*args, **kwargs)` on this thread's quick connection (see the module
+        docstring): WouldWait, with nothing written, when another connection holds the lock."""
+
+        self._local.quick = True
+        try:
+            return getattr(self, method)(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            if (code is not None and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)) or (
+                code is None and ("locked" in str(exc) or "busy" in str(exc))
+            ):
+                raise WouldWait(str(exc)) from None
+            raise
+        finally:
+            self._local.quick = False
+
+    def checkpoint_wal(self) -> None:
+        """Copy the WAL into the database as far as readers allow, waiting for no one
+        (the quick connection's commits never do it)."""
+
+        self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

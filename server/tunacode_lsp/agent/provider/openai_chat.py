@@ -83,7 +83,12 @@ def shared_client() -> httpx.AsyncClient:
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
-        client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_keepalive_connections=20))
+        from tunacode_lsp.agent.provider.tls import lazy_trust_context
+
+        # its certificate store loads with the first TLS connection (provider/tls.py): an http://
+        # endpoint never pays for it
+        client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_keepalive_connections=20),
+                                   verify=lazy_trust_context())
         _clients[loop] = client
     return client
 
