@@ -5,6 +5,9 @@ read_file, grep, list_files, bash) through the LSP server, against the same scri
 our runner in-process (`AgentRequest` with a sink that drops events and a message log in
 memory). Runs rotate so drift on a shared machine hits all alike. The same session also
 (The store's `synchronous = NORMAL`, once a what-if here, is what the server ships.)
+The bench's client declares `experimental.tunacode` as the editor clients do (it renders the
+events), so the server does not also send it each answer as a log and a shown message (a
+plain client's path, lsp/plain_answers.py); before 2026-11-27 it was a plain client here.
 
 First event: `tunacode.request` sent -> its first `tunacode/event` (request_start)
 received, with the model answering at once, for a new session and for an existing one;
@@ -79,7 +82,8 @@ async def run(config: BenchConfig) -> list[Row]:
     over_lsp, in_process = Samples(), Samples()
     first_new, first_old, status = Samples(), Samples(), Samples()
     with ScriptedModelProcess(scripts.repeat(scripts.QUICK_TEXT)) as model:
-        server = await BenchServer(workspace, config.folder("overhead/home")).start(scripted_options(model.chat_url))
+        server = await BenchServer(workspace, config.folder("overhead/home")).start(
+            scripted_options(model.chat_url), renders_events=True)  # a client that shows the events
         try:
             runs = [
                 (over_lsp, lambda: session_over_lsp(server, model)),
