@@ -100,6 +100,10 @@ def test_emacs_eglot_buffer_follows_the_servers_write(tmp_path, workspace, home,
                 wait_for(lambda: len(model.requests) == 3, 30, "the second request", session)
                 assert "rewrite calc.py" in str(model.requests[2]["messages"]), model.requests[2]["messages"]
             else:
+                # Typed only once Emacs is idle again (the request's end shown): keys typed while
+                # Emacs still waits inside `tunacode-ask` for the detached answer (a fast server
+                # writes the file first) were sometimes lost, "#" with no question.
+                wait_for(lambda: "Rewrote it." in screen(session), 30, "the request's end", session)
                 tmux("send-keys", "-t", session, "M-<", "#", "")
                 asked = wait_for(lambda: (s := screen(session)) and "changed on disk; really edit the buffer?" in s and s,
                                  10, "Emacs's question", session)
