@@ -103,3 +103,24 @@ def test_what_start_up_froze_stays_frozen(tmp_path: Path):
     frozen = gc.get_freeze_count()
     freeze_long_lived()
     assert gc.get_freeze_count() >= frozen - 1_000
+
+
+def test_the_first_long_load_of_a_process_makes_no_full_pass(monkeypatch: pytest.MonkeyPatch):
+    from tunacode_lsp.core import codec
+
+    monkeypatch.setattr(codec, "_froze_before", False)  # as in a new server
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        freeze_long_lived()  # the first: young generations only
+        assert passes and max(passes) < 2, passes
+        passes.clear()
+        freeze_long_lived()  # later ones: a full pass (what the first froze dead is freed)
+        assert 2 in passes, passes
+    finally:
+        gc.callbacks.remove(seen)
