@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import NoReturn
 
+    from tunacode_lsp.cli.spawn import EarlyServer
+
 
 def _serve(args: argparse.Namespace | SimpleNamespace) -> int:
     from tunacode_lsp.lsp.start_up_gc import hold_full_collections
@@ -69,22 +71,22 @@ def _delegate(module: str, func: str = "main") -> Callable[[list[str]], int]:
 
 
 def _run(argv: list[str]) -> int:
-    """`run`, its server started first (cli/spawn.py); run's `main` owns it from its first line."""
+    """`run`, its server started first (cli/spawn.py); run's `main` owns it from its first
+    line, and whatever escapes it (a Ctrl-C at any point) stops that server here too."""
 
     from tunacode_lsp.cli.spawn import early_server, interrupt_on_term, stop_server
 
     interrupt_on_term()
-    started = None
-    handed = False
+    box: list[EarlyServer] = []
     try:
-        started = early_server(argv, os.environ)
+        early_server(argv, os.environ, box)
         from tunacode_lsp.cli.run import main as run_main
 
-        handed = True
-        return run_main(argv, started)
-    finally:
-        if started is not None and not handed:  # interrupted before run's main had it
-            stop_server(started.process)
+        return run_main(argv, box[0] if box else None)
+    except BaseException:
+        if box:  # stopping twice is harmless: run's main may have stopped it already
+            stop_server(box[0].process)
+        raise
 
 
 # subcommands implemented in their own modules, given the rest of the command line

@@ -122,21 +122,37 @@ def interrupt_on_term() -> None:
         pass
 
 
-def early_server(argv: Sequence[str], env: Mapping[str, str]) -> EarlyServer | None:
-    """`run`'s server, started now, in the folder the command line seems to name; None when
-    no server is wanted (`--help`) or it cannot start here (the parse then says why)."""
+def early_server(argv: Sequence[str], env: Mapping[str, str], box: list[EarlyServer]) -> None:
+    """`run`'s server, started now in the folder the command line seems to name, put in `box`
+    (nothing when no server is wanted, `--help`, or it cannot start here: the parse then says
+    why). A Ctrl-C or SIGTERM during the spawn waits until the process is in `box`, then
+    raises KeyboardInterrupt: one arriving inside `Popen` (after the fork, while it waits for
+    the exec) would otherwise leave a server nobody holds. The caller stops what `box` holds."""
 
     if NO_SERVER_FLAGS.intersection(argv):
-        return None
+        return
     folder = os.path.realpath(os.path.expanduser(cwd_argument(argv)))
     if not os.path.isdir(folder):
-        return None
+        return
+    fired: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        fired.append(signum)
+
+    previous = {}
     try:
-        process = spawn_server(folder, env)
-    except OSError:
-        return None  # started again after the checks, where a failure is reported
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, hold)
+    except ValueError:  # not the main thread: nothing to hold
+        pass
     try:
-        return EarlyServer(process, folder)
-    except BaseException:  # a signal right now
-        stop_server(process)
-        raise
+        try:
+            process = spawn_server(folder, env)
+        except OSError:
+            return  # started again after the checks, where a failure is reported
+        box.append(EarlyServer(process, folder))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if fired:
+        raise KeyboardInterrupt
