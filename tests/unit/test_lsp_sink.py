@@ -23,12 +23,21 @@ class FakeProtocol:
         self._request_futures: dict[str, concurrent.futures.Future] = {}
         self._result_types: dict[str, Any] = {}
         self.requested = asyncio.Event()  # set when the sink has sent a request
+        self.noticed = asyncio.Event()  # set when the sink has sent a notification
 
     def notify(self, method: str, params: Any = None) -> None:
         self.notified.append((method, params))
+        self.noticed.set()
 
     def _send_data(self, data: Any) -> None:  # a raw JSON-RPC object (lsp/pygls_compat.send_payload)
         self.notified.append((data["method"], data["params"]))
+        self.noticed.set()
+
+    async def wait_for_notification(self, notification: tuple[str, Any], timeout: float = 2) -> None:
+        async with asyncio.timeout(timeout):
+            while notification not in self.notified:
+                self.noticed.clear()
+                await self.noticed.wait()
 
     def send_request(self, method: str, params: Any = None, msg_id: Any = None) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -144,7 +153,7 @@ async def test_a_short_tool_call_gets_no_progress_token_of_its_own():
     sink.emit(ToolCallEvent("call1", "read_file", {"filepath": "a.txt"}, summary="a.txt"))
     sink.emit(ToolCallUpdate("call1", "read_file", "in_progress"))
     sink.emit(ToolCallUpdate("call1", "read_file", "completed", result="x", duration_ms=1))
-    await asyncio.sleep(sink_module.TOOL_PROGRESS_AFTER * 2)
+    await asyncio.sleep(sink_module.TOOL_PROGRESS_AFTER * 2)  # past the timer's deadline: a claim that nothing comes
     sink.emit(RequestEnd("end_turn", Usage()))
     await asyncio.wait_for(sink.close(), 3)
     creates = [p.token for _, m, p in ls.protocol.sent if m == types.WINDOW_WORK_DONE_PROGRESS_CREATE]
@@ -169,10 +178,7 @@ async def test_a_tool_call_still_running_gets_its_own_token_begun_and_ended(monk
     tool_create = ls.protocol.sent[-1]
     assert tool_create[1] == types.WINDOW_WORK_DONE_PROGRESS_CREATE and tool_create[2].token == "tunacode/r1/call1"
     ls.protocol._request_futures.pop(tool_create[0]).set_result(None)
-    for _ in range(200):  # the worker begins it once the answer is in
-        if ("$/progress", ("begin", "tunacode/r1/call1")) in ls.protocol.notified:
-            break
-        await asyncio.sleep(0.01)
+    await ls.protocol.wait_for_notification(("$/progress", ("begin", "tunacode/r1/call1")))  # begun once answered
     sink.emit(ToolCallUpdate("call1", "bash", "completed", result="x", duration_ms=30))
     sink.emit(RequestEnd("end_turn", Usage()))
     await asyncio.wait_for(sink.close(), 3)

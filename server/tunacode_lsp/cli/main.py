@@ -125,12 +125,6 @@ ENDS_AT_ONCE = frozenset({"run"})
 REDACTS_ITSELF = frozenset({"run"})
 
 
-def install_log_redaction() -> None:
-    from tunacode_lsp.core.redact import install_log_redaction as install
-
-    install()
-
-
 def exit_now(code: int) -> NoReturn:
     """End the program at once, its output flushed: no teardown of the interpreter (freeing
     every module's objects one by one: ~100 ms of `tunacode-lsp run`, after its answer was
@@ -158,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         drop_working_directory()
     argv = sys.argv[1:] if argv is None else argv
     if not (argv and argv[0] in REDACTS_ITSELF):
+        from tunacode_lsp.core.redact import install_log_redaction
+
         install_log_redaction()  # no log line of any mode carries a secret (core/redact.py)
     if argv and argv[0] in DELEGATED:
         module, _ = DELEGATED[argv[0]]

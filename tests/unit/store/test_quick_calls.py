@@ -27,10 +27,14 @@ class CountingPool:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
         self.submitted: list[str] = []
+        self.futures: list[Any] = []
+        self.handed = asyncio.Event()  # set when a call is handed to a thread (from the loop)
 
     def submit(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         self.submitted.append(getattr(getattr(fn, "func", fn), "__name__", repr(fn)))
-        return self.pool.submit(fn, *args, **kwargs)
+        self.futures.append(self.pool.submit(fn, *args, **kwargs))
+        self.handed.set()
+        return self.futures[-1]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.pool, name)
@@ -78,10 +82,12 @@ async def test_a_locked_database_is_waited_for_on_the_pool_never_on_the_event_lo
     other = sqlite3.connect(service.path, isolation_level=None)  # another process's writer, say
     other.execute("BEGIN IMMEDIATE")
     try:
-        appending = asyncio.ensure_future(service.append(sid, text("user", "hello"), usage=None, thoughts=None, model=None))
+        pool = service._pool = CountingPool(service._pool)  # type: ignore[assignment]
         started = time.monotonic()
-        await asyncio.sleep(0.2)  # the event loop runs on while the append waits for the lock
+        appending = asyncio.ensure_future(service.append(sid, text("user", "hello"), usage=None, thoughts=None, model=None))
+        await asyncio.wait_for(pool.handed.wait(), 10)  # the event loop runs on while the append waits for the lock
         assert time.monotonic() - started < 1.0
+        assert pool.submitted == ["append_messages_versioned"]
         assert not appending.done()
     finally:
         other.execute("COMMIT")
@@ -93,13 +99,12 @@ async def test_a_locked_database_is_waited_for_on_the_pool_never_on_the_event_lo
 async def test_the_wal_is_checkpointed_although_quick_commits_never_do_it(service, tmp_path, monkeypatch):
     monkeypatch.setattr(sessions_module, "WAL_CHECKPOINT_EVERY", 16)
     sid = (await service.create(cwd=str(tmp_path), model="m")).session_id
+    pool = service._pool = CountingPool(service._pool)  # type: ignore[assignment]
     body = "y" * 20_000  # ~5 pages a message: 160 of them are ~3.3 MB of WAL without a checkpoint
     for i in range(160):
         await service.append(sid, text("user" if i % 2 == 0 else "assistant", body), usage=None, thoughts=None, model=None)
-        for _ in range(500):  # the checkpoint runs on the pool: wait for it to finish
-            if not service._checkpointing:
-                break
-            await asyncio.sleep(0.002)
+        if service._checkpointing:  # the checkpoint runs on the pool: wait for it to finish
+            await asyncio.wait_for(asyncio.wrap_future(pool.futures[-1]), 10)
     wal = Path(f"{service.path}-wal")
     assert wal.stat().st_size < 1_500_000, wal.stat().st_size
     assert len(await service.messages(sid)) == 160
